@@ -1,0 +1,80 @@
+"""Where each stage's artifacts live, relative to the repository root.
+
+``dvc.yaml`` spells the same paths out (DVC needs them literally); stages, the CLI and tests
+take them from here so that no path is written twice in Python.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SPLITS = ("train", "test", "predict")
+
+SAMPLE_DIR = Path("data/sample")
+LABELS_JSON = SAMPLE_DIR / "labels.json"  # {"classes": [...], "dataset": ..., ...}
+FOLDS_PARQUET = Path("data/folds/folds.parquet")  # columns: row, fold
+TOKENS_DIR = Path("data/tokens")  # tokens.safetensors + tokenizer/
+COUNTS_DIR = Path("data/counts")
+NMF_DIR = Path("data/nmf")
+FEATURES_DIR = Path("data/features")
+CHECKPOINTS_DIR = Path("data/checkpoints")
+MODELS_DIR = Path("models")
+EVAL_DIR = Path("data/eval")
+DVCLIVE_DIR = Path("dvclive")
+METRICS_DIR = Path("metrics")
+
+
+def sample_parquet(split: str) -> Path:
+    return SAMPLE_DIR / f"{split}.parquet"  # columns: text (str), label (int64 0..p-1), source_row
+
+
+def tokens_file() -> Path:
+    return TOKENS_DIR / "tokens.safetensors"  # {split}_input_ids int32, {split}_attention_mask int8
+
+
+def tokenizer_dir() -> Path:
+    return TOKENS_DIR / "tokenizer"
+
+
+def fold_dir(base: Path, fold: int) -> Path:
+    return base / f"fold_{fold}"
+
+
+def counts_dir(fold: int) -> Path:
+    return fold_dir(COUNTS_DIR, fold)  # word_label_counts.safetensors + vocabulary.json
+
+
+def nmf_dir(fold: int) -> Path:
+    return fold_dir(NMF_DIR, fold)  # latent_factors.safetensors (word_factors, factor_label)
+
+
+def features_file(fold: int) -> Path:
+    return fold_dir(FEATURES_DIR, fold) / "factors.safetensors"  # {split}: (n, k+s, rank) f32
+
+
+def model_dir(fold: int) -> Path:
+    return fold_dir(MODELS_DIR, fold)
+
+
+def checkpoint_dir(fold: int) -> Path:
+    return fold_dir(CHECKPOINTS_DIR, fold)
+
+
+def live_dir(fold: int) -> Path:
+    return DVCLIVE_DIR / "train" / f"fold_{fold}"
+
+
+def eval_dir(fold: int) -> Path:
+    return fold_dir(EVAL_DIR, fold)
+
+
+def nmf_metrics(fold: int) -> Path:
+    return METRICS_DIR / "nmf" / f"fold_{fold}.json"
+
+
+def fold_metrics(fold: int) -> Path:
+    return METRICS_DIR / "folds" / f"fold_{fold}.json"
+
+
+SUMMARY_METRICS = METRICS_DIR / "summary.json"
+REPORT_MD = METRICS_DIR / "report.md"

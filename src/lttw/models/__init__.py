@@ -1,0 +1,7 @@
+"""Every classifier variant; importing this package registers them all in ``MODEL_REGISTRY``."""
+
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

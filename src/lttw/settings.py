@@ -1,0 +1,169 @@
+"""Typed, validated pipeline settings: the one place where parameters are checked.
+
+Stages read ``params.yaml`` themselves and pass the relevant group in; the library
+functions take these typed objects (or plain values), never the YAML file.
+Every bad value is rejected at load time with the parameter's dotted name and its
+valid range, before any stage does work.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+Variant = Literal[
+    "lttw", "encoder", "encoder_cnn", "transformer", "bilstm_attention", "leam", "tfidf_linear"
+]
+Fusion = Literal["concat", "sequence", "none"]
+Attention = Literal["linformer", "mha", "none"]
+Ranking = Literal["count_then_corpus", "count_then_alpha", "first_occurrence"]
+
+#: variants whose inputs include the latent-factor tensor (when fusion != none)
+FACTOR_VARIANTS = {"lttw"}
+#: variants that need no tokenizer / torch at all
+NON_NEURAL_VARIANTS = {"tfidf_linear"}
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DataSettings(_Group):
+    dataset: str = "ag_news"
+    root: str = "../shared/datasets"
+    text_column: str | None = None  # None: the manifest's (or "text")
+    label_column: str | None = None  # None: the manifest's (or "label")
+    train_size: int = Field(2000, ge=1)
+    test_size: int = Field(400, ge=0)
+    predict_size: int = Field(400, ge=0)
+    use_splits: bool = True  # draw test/predict from the dataset's test split when it has one
+
+
+class FoldSettings(_Group):
+    n_folds: int = Field(10, ge=3, le=100)
+    run: list[int] = Field(default_factory=lambda: [0], min_length=1)
+
+    @model_validator(mode="after")
+    def _folds_in_range(self) -> "FoldSettings":
+        bad = [f for f in self.run if not 0 <= f < self.n_folds]
+        if bad:
+            raise ValueError(f"folds.run has {bad}: each fold must be in 0..{self.n_folds - 1}")
+        if len(set(self.run)) != len(self.run):
+            raise ValueError(f"folds.run {self.run} repeats a fold")
+        return self
+
+
+class CountSettings(_Group):
+    token_pattern: str = r"(?u)\b\w+\b"
+    lowercase: bool = True
+    min_count: int = Field(1, ge=1)
+
+
+class NMFSettings(_Group):
+    rank: int = Field(5, ge=1, le=1000)
+    max_iter: int = Field(400, ge=1)
+    init: Literal["nndsvd", "nndsvda", "nndsvdar", "random"] = "nndsvda"
+    tol: float = Field(1e-4, gt=0)
+
+
+class ModelSettings(_Group):
+    variant: Variant = "lttw"
+    encoder: str = "sentence-transformers/all-MiniLM-L6-v2"
+    max_len: int = Field(64, ge=8, le=8192)
+    k: int = Field(10, ge=0, le=1000)
+    s: int = Field(10, ge=0, le=1000)
+    ranking: Ranking = "count_then_corpus"
+    fusion: Fusion = "concat"
+    attention: Attention = "linformer"
+    linformer_k: int = Field(32, ge=1)
+    share_kv: bool = True
+    depth: int = Field(1, ge=1, le=24)
+    heads: int = Field(4, ge=1)
+    ffn_mult: int = Field(4, ge=1)
+    dropout: float = Field(0.1, ge=0.0, lt=1.0)
+    # baselines (issue 4); ignored by variants that do not use them
+    pooling: Literal["cls", "mean"] = "cls"
+    hidden: int = Field(256, ge=8)
+    layers: int = Field(2, ge=1)
+    cnn_widths: list[int] = Field(default_factory=lambda: [2, 3, 4])
+    cnn_channels: int = Field(128, ge=1)
+    pretrained_embeddings: bool = True
+    leam_r: int = Field(2, ge=0)
+    linear_model: Literal["logistic", "svm"] = "logistic"
+
+    @model_validator(mode="after")
+    def _factor_slots(self) -> "ModelSettings":
+        if self.uses_factors and self.k + self.s == 0:
+            raise ValueError("model.k + model.s must be >= 1 when latent factors are fused "
+                             "(set model.fusion: none to run without them)")
+        return self
+
+    @property
+    def uses_factors(self) -> bool:
+        return self.variant in FACTOR_VARIANTS and self.fusion != "none"
+
+
+class TrainSettings(_Group):
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    bf16: bool = True  # autocast to bf16 where the device supports it
+    compile: bool = False
+    epochs: int = Field(2, ge=1, le=1000)
+    batch_size: int = Field(32, ge=1)
+    eval_batch_size: int = Field(128, ge=1)
+    lr: float = Field(5e-5, gt=0, lt=1)
+    head_lr: float | None = Field(None, gt=0, lt=1)  # None: same as lr
+    weight_decay: float = Field(0.01, ge=0)
+    warmup_ratio: float = Field(0.06, ge=0, lt=1)
+    grad_clip: float = Field(1.0, ge=0)  # 0 disables clipping
+    patience: int = Field(2, ge=0)  # epochs without validation gain before stopping (0: never)
+    max_steps: int = Field(0, ge=0)  # 0: no cap (tests use a small cap)
+    log_every: int = Field(20, ge=1)
+    num_threads: int = Field(0, ge=0)  # 0: torch's default
+    distributed: Literal["auto", "off"] = "auto"
+
+
+class Settings(_Group):
+    seed: int = Field(42, ge=0)
+    data: DataSettings = DataSettings()
+    folds: FoldSettings = FoldSettings()
+    counts: CountSettings = CountSettings()
+    nmf: NMFSettings = NMFSettings()
+    model: ModelSettings = ModelSettings()
+    train: TrainSettings = TrainSettings()
+
+
+class SettingsError(ValueError):
+    """A parameter is missing, unknown or out of range; the message names it."""
+
+
+def _format(err: ValidationError, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
+        got = "" if e["type"] == "missing" else f" (got {e.get('input')!r})"
+        lines.append(f"{source}: {where}: {msg}{got}")
+    return "\n".join(lines)
+
+
+def settings_from_dict(raw: dict, source: str = "params") -> Settings:
+    try:
+        return Settings.model_validate(raw or {})
+    except ValidationError as err:
+        raise SettingsError(_format(err, source)) from None
+
+
+def read_settings(path: str | Path = "params.yaml") -> Settings:
+    path = Path(path)
+    if not path.is_file():
+        raise SettingsError(f"{path}: parameters file not found")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise SettingsError(f"{path}: not valid YAML: {err}") from None
+    if raw is not None and not isinstance(raw, dict):
+        raise SettingsError(f"{path}: expected a mapping of parameter groups")
+    return settings_from_dict(raw, str(path))
