@@ -14,6 +14,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .errors import UserError
+
 Variant = Literal[
     "lttw", "encoder", "encoder_cnn", "transformer", "bilstm_attention", "leam", "tfidf_linear"
 ]
@@ -135,7 +137,7 @@ class Settings(_Group):
     train: TrainSettings = TrainSettings()
 
 
-class SettingsError(ValueError):
+class SettingsError(UserError, ValueError):
     """A parameter is missing, unknown or out of range; the message names it."""
 
 
