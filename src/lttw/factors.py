@@ -1,0 +1,109 @@
+"""NMF of the row-normalised word-label matrix (paper eq. 2-3): V ~ W H, Frobenius loss.
+
+W (n_words x rank) holds the per-word latent factors that the features stage looks up;
+H (rank x n_labels) relates factors to labels.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import norm as sparse_norm
+from sklearn.decomposition import NMF
+from sklearn.exceptions import ConvergenceWarning
+
+from .errors import DataError, UserError
+from .io import read_arrays, write_arrays
+from .settings import NMFSettings
+
+log = logging.getLogger("lttw.factors")
+
+FACTORS_FILE = "latent_factors.safetensors"
+
+
+@dataclass(frozen=True)
+class LatentFactors:
+    """Result of ``latent_factors``.
+
+    word_factors: (n_words, rank) float32, row w = latent factor of word w.
+    factor_label: (rank, n_labels) float32.
+    """
+
+    word_factors: np.ndarray
+    factor_label: np.ndarray
+    reconstruction_err: float
+    n_iter: int
+    init: str  # the initialisation actually used
+
+    @property
+    def rank(self) -> int:
+        return int(self.word_factors.shape[1])
+
+
+def check_rank(rank: int, n_words: int, n_labels: int) -> None:
+    """Reject rank > n_words (no factorisation), warn when rank > n_labels (degenerate)."""
+    if rank > n_words:
+        raise UserError(f"nmf.rank={rank} exceeds the vocabulary size ({n_words} words); "
+                        f"use nmf.rank <= {n_words}")
+    if rank > n_labels:
+        log.warning("nmf.rank=%d > number of labels (%d): V (n_words x %d) can be factorised "
+                    "exactly and the factors are not unique", rank, n_labels, n_labels)
+
+
+def latent_factors(V: sp.spmatrix | np.ndarray, rank: int, settings: NMFSettings,
+                   random_state: int | None) -> LatentFactors:
+    """Factorise V (n_words x n_labels, non-negative) with scikit-learn's NMF.
+
+    The NNDSVD initialisations need rank <= min(V.shape); above that the initialisation falls
+    back to ``random`` (what scikit-learn itself does by default), and the log says so.
+    """
+    n_words, n_labels = V.shape
+    check_rank(rank, n_words, n_labels)
+    init = settings.init
+    if init != "random" and rank > min(n_words, n_labels):
+        log.warning("nmf.init=%s needs nmf.rank <= %d; using init=random for rank %d",
+                    init, min(n_words, n_labels), rank)
+        init = "random"
+    model = NMF(n_components=rank, init=init, beta_loss="frobenius", solver="cd",
+                max_iter=settings.max_iter, tol=settings.tol, random_state=random_state)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        W = model.fit_transform(V)
+    if any(issubclass(w.category, ConvergenceWarning) for w in caught):
+        log.warning("NMF did not converge within nmf.max_iter=%d (tol %g)",
+                    settings.max_iter, settings.tol)
+    log.info("NMF rank %d on %d x %d: %d iterations, reconstruction error %.6g",
+             rank, n_words, n_labels, model.n_iter_, model.reconstruction_err_)
+    return LatentFactors(word_factors=W.astype(np.float32),
+                         factor_label=model.components_.astype(np.float32),
+                         reconstruction_err=float(model.reconstruction_err_),
+                         n_iter=int(model.n_iter_), init=init)
+
+
+def factor_metrics(V: sp.spmatrix | np.ndarray, factors: LatentFactors) -> dict:
+    """Metrics JSON of the nmf stage; relative_error = ||V - WH||_F / ||V||_F."""
+    norm = float(sparse_norm(V) if sp.issparse(V) else np.linalg.norm(V))
+    return {"reconstruction_error": factors.reconstruction_err,
+            "relative_error": factors.reconstruction_err / norm if norm > 0 else 0.0,
+            "n_iter": factors.n_iter,
+            "rank": factors.rank,
+            "n_words": int(V.shape[0])}
+
+
+def save_factors(directory: str | Path, factors: LatentFactors) -> None:
+    """Write ``latent_factors.safetensors`` (word_factors, factor_label) into ``directory``."""
+    write_arrays(Path(directory) / FACTORS_FILE, metadata={"init": factors.init},
+                 word_factors=factors.word_factors, factor_label=factors.factor_label)
+
+
+def load_word_factors(directory: str | Path) -> np.ndarray:
+    """The (n_words, rank) float32 word factors saved by ``save_factors``."""
+    path = Path(directory) / FACTORS_FILE
+    if not path.is_file():
+        raise DataError(f"{path}: not found (run the nmf stage first)")
+    return read_arrays(path)["word_factors"]

@@ -1,0 +1,79 @@
+"""Assemble one fold's model inputs from the cached stage outputs (no recomputation):
+sample labels, fold parts, encoder tokens and latent-factor tensors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import layout
+from .folds import read_fold_parts
+from .io import read_arrays, read_json
+from .training import Batchable
+
+#: evaluation parts: the fold's own test part, and the held-out test and predict samples
+EVAL_PARTS = ("fold_test", "test", "predict")
+
+
+@dataclass
+class FoldInputs:
+    classes: list[str]
+    parts: dict[str, np.ndarray]  # train / val / fold_test -> row indices into the train sample
+    labels: dict[str, np.ndarray]  # split -> (n,) int64
+    texts: dict[str, list[str]]  # split -> raw texts (for non-neural variants)
+
+    @property
+    def n_labels(self) -> int:
+        return len(self.classes)
+
+    def split_of(self, part: str) -> tuple[str, np.ndarray | None]:
+        """The sample split a part lives in, and its rows there (None: all rows)."""
+        if part in ("train", "val", "fold_test"):
+            return "train", self.parts[part]
+        return part, None
+
+    def part_texts(self, part: str) -> list[str]:
+        split, rows = self.split_of(part)
+        texts = self.texts[split]
+        return texts if rows is None else [texts[i] for i in rows]
+
+    def part_labels(self, part: str) -> np.ndarray:
+        split, rows = self.split_of(part)
+        return self.labels[split] if rows is None else self.labels[split][rows]
+
+
+def load_fold_inputs(fold: int) -> FoldInputs:
+    labels, texts = {}, {}
+    for split in layout.SPLITS:
+        frame = pd.read_parquet(layout.sample_parquet(split), columns=["text", "label"])
+        labels[split] = frame["label"].to_numpy(np.int64)
+        texts[split] = frame["text"].tolist()
+    classes = read_json(layout.LABELS_JSON)["classes"]
+    parts = read_fold_parts(layout.FOLDS_PARQUET, fold)
+    parts["fold_test"] = parts.pop("test")
+    return FoldInputs(classes=classes, parts=parts, labels=labels, texts=texts)
+
+
+def load_tensors(inputs: FoldInputs, fold: int) -> dict[str, Batchable]:
+    """Batchable tensors for train / val / fold_test / test / predict."""
+    tokens = read_arrays(layout.tokens_file())
+    factors = read_arrays(layout.features_file(fold))
+    out = {}
+    for part in ("train", "val") + EVAL_PARTS:
+        split, rows = inputs.split_of(part)
+        take = (lambda a: a) if rows is None else (lambda a, r=rows: a[r])
+        f = factors[split]
+        out[part] = Batchable(
+            input_ids=torch.from_numpy(take(tokens[f"{split}_input_ids"])),
+            attention_mask=torch.from_numpy(take(tokens[f"{split}_attention_mask"])),
+            factors=torch.from_numpy(take(f)) if f.size else None,
+            labels=torch.from_numpy(inputs.part_labels(part)))
+    return out
+
+
+def factor_shape(batches: dict[str, Batchable]) -> tuple[int, int] | None:
+    f = batches["train"].factors
+    return None if f is None else (int(f.shape[1]), int(f.shape[2]))

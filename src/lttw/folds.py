@@ -1,0 +1,70 @@
+"""Stratified ten-fold cross-validation on the training sample (paper 3.1): in fold f the
+rows of fold f are the test part, the rows of fold (f+1) % n_folds the validation part and the
+rest the training part (8:1:1 with ten folds)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedKFold
+
+from .errors import DataError
+
+PARTS = ("train", "val", "test")
+
+
+def assign_folds(labels: np.ndarray, n_folds: int, random_state: int | None) -> np.ndarray:
+    """Fold id (0..n_folds-1) of every row, stratified by label: shape (n_rows,), int64."""
+    labels = np.asarray(labels)
+    classes, per_class = np.unique(labels, return_counts=True)
+    if per_class.size and per_class.min() < n_folds:
+        small = {int(c): int(n) for c, n in zip(classes, per_class) if n < n_folds}
+        raise DataError(f"folds.n_folds={n_folds} needs at least {n_folds} training rows per "
+                        f"class; these classes have fewer: {small} (raise data.train_size)")
+    splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=random_state)
+    fold_ids = np.empty(labels.size, dtype=np.int64)
+    for fold, (_, test) in enumerate(splitter.split(np.zeros(labels.size), labels)):
+        fold_ids[test] = fold
+    return fold_ids
+
+
+def fold_parts(fold_ids: np.ndarray, fold: int, n_folds: int) -> dict[str, np.ndarray]:
+    """Row indices (sorted, int64) of the train / val / test parts of ``fold``."""
+    if not 0 <= fold < n_folds:
+        raise DataError(f"fold {fold} is not in 0..{n_folds - 1}")
+    fold_ids = np.asarray(fold_ids)
+    val_fold = (fold + 1) % n_folds
+    return {"train": np.flatnonzero((fold_ids != fold) & (fold_ids != val_fold)),
+            "val": np.flatnonzero(fold_ids == val_fold),
+            "test": np.flatnonzero(fold_ids == fold)}
+
+
+def folds_frame(fold_ids: np.ndarray, n_folds: int) -> pd.DataFrame:
+    """The folds table: ``row``, ``fold`` and ``part_<i>`` ("train"/"val"/"test") per fold."""
+    fold_ids = np.asarray(fold_ids, dtype=np.int64)
+    columns = {"row": np.arange(fold_ids.size, dtype=np.int64), "fold": fold_ids}
+    for fold in range(n_folds):
+        part = np.full(fold_ids.size, "train", dtype=object)
+        parts = fold_parts(fold_ids, fold, n_folds)
+        part[parts["val"]] = "val"
+        part[parts["test"]] = "test"
+        columns[f"part_{fold}"] = pd.array(part, dtype="str")
+    return pd.DataFrame(columns)
+
+
+def read_fold_parts(path: str | Path, fold: int) -> dict[str, np.ndarray]:
+    """Row indices of the train / val / test parts of ``fold`` from a folds parquet file."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: not found (run the folds stage first)")
+    column = f"part_{fold}"
+    frame = pd.read_parquet(path)
+    if column not in frame.columns:
+        n_folds = sum(c.startswith("part_") for c in frame.columns)
+        raise DataError(f"{path}: no column {column} (it records folds 0..{n_folds - 1}); "
+                        "rerun the folds stage")
+    rows = frame["row"].to_numpy(np.int64)
+    part = frame[column].to_numpy(dtype=object)
+    return {name: np.sort(rows[part == name]) for name in PARTS}

@@ -1,0 +1,43 @@
+"""``model.variant: encoder`` -- fine-tune the pretrained encoder: [CLS] -> dropout -> linear.
+
+The paper's "BERT" row (and its "ERNIE" row with ``model.encoder`` set to an ERNIE checkpoint):
+any Hugging Face encoder ``AutoModel`` loads, since only ``last_hidden_state`` is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from ..registry import Classifier, register
+from ._layers import (ClassifierHead, build_encoder, hidden_size, pretrained_encoder,
+                      require_encoder_path)
+
+
+@dataclass
+class EncoderHeadConfig:
+    n_labels: int
+    encoder_config: dict = field(default_factory=dict)  # rebuilds the encoder without the hub
+    dropout: float = 0.1
+
+
+@register("encoder")
+class EncoderClassifier(Classifier):
+    config_class = EncoderHeadConfig
+
+    def __init__(self, config: EncoderHeadConfig, encoder: nn.Module | None = None):
+        super().__init__(config)
+        self.encoder = build_encoder(config.encoder_config, encoder)
+        self.head = ClassifierHead(hidden_size(self.encoder), config.n_labels, config.dropout)
+
+    @classmethod
+    def from_settings(cls, model, n_labels, factor_shape, encoder_path):
+        encoder, enc_cfg = pretrained_encoder(require_encoder_path(encoder_path, model))
+        return cls(EncoderHeadConfig(n_labels=n_labels, encoder_config=enc_cfg,
+                                     dropout=model.dropout), encoder=encoder)
+
+    def forward(self, input_ids, attention_mask, factors=None) -> torch.Tensor:
+        h = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.head(h[:, 0])  # (batch, hidden) -> (batch, n_labels)

@@ -1,0 +1,141 @@
+"""``model.variant: tfidf_linear`` -- TF-IDF features + a linear classifier (no torch).
+
+``linear_model: logistic`` is multinomial logistic regression, whose probabilities are the
+softmax of its decision scores. ``linear_model: svm`` is a linear SVM (``LinearSVC``, one vs
+rest); it has no probabilities, so ``predict_proba`` returns the softmax of its decision
+scores -- monotone in the SVM's margins (same argmax), but not calibrated.
+
+A model folder holds ``config.json`` (variant, vectoriser settings, classes, ...),
+``vocabulary.json`` (terms in column order) and ``model.safetensors`` (idf, coef, intercept):
+no pickle. Fitted and loaded models compute probabilities through the same code from those
+arrays, so a round trip gives identical probabilities.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .errors import UserError
+from .io import read_arrays, read_json, write_arrays, write_json
+
+VARIANT = "tfidf_linear"
+CONFIG_NAME = "config.json"
+VOCAB_NAME = "vocabulary.json"
+WEIGHTS_NAME = "model.safetensors"
+
+
+@dataclass(frozen=True)
+class VectorizerSettings:
+    """Arguments of sklearn's ``TfidfVectorizer`` (the ones that matter, all JSON-able)."""
+
+    lowercase: bool = True
+    token_pattern: str = r"(?u)\b\w\w+\b"
+    ngram_max: int = 2  # word n-grams 1..ngram_max
+    min_df: int = 1
+    max_features: int | None = 200_000
+    sublinear_tf: bool = True
+
+    def vectorizer(self, vocabulary: list[str] | None = None):
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        return TfidfVectorizer(lowercase=self.lowercase, token_pattern=self.token_pattern,
+                               ngram_range=(1, self.ngram_max), min_df=self.min_df,
+                               max_features=None if vocabulary else self.max_features,
+                               sublinear_tf=self.sublinear_tf, vocabulary=vocabulary,
+                               dtype=np.float64)
+
+
+class TfidfLinear:
+    """A fitted TF-IDF + linear model, held as plain arrays."""
+
+    def __init__(self, n_labels: int, linear_model: str, settings: VectorizerSettings,
+                 vocabulary: list[str], idf: np.ndarray, coef: np.ndarray,
+                 intercept: np.ndarray, classes: np.ndarray, random_state: int = 0):
+        self.n_labels, self.linear_model, self.settings = n_labels, linear_model, settings
+        self.random_state = random_state
+        self.vocabulary = list(vocabulary)
+        self.idf = np.asarray(idf, dtype=np.float64)  # (n_terms,)
+        self.coef = np.asarray(coef, dtype=np.float64)  # (n_classes or 1, n_terms)
+        self.intercept = np.asarray(intercept, dtype=np.float64)  # (n_classes or 1,)
+        self.classes = np.asarray(classes, dtype=np.int64)  # (n_classes,) labels seen in fit
+        self._vec = settings.vectorizer(self.vocabulary)
+        self._vec.idf_ = self.idf
+
+    def decision_function(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, n_classes) linear scores; binary models get a zero column for the first class."""
+        scores = np.asarray(self._vec.transform(list(texts)) @ self.coef.T) + self.intercept
+        if self.coef.shape[0] == 1:
+            scores = np.hstack([np.zeros_like(scores), scores])
+        return scores
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, n_labels) probabilities: softmax of the decision scores; labels absent from the
+        training data get probability 0."""
+        s = self.decision_function(texts)
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        out = np.zeros((len(s), self.n_labels), dtype=np.float64)
+        out[:, self.classes] = e / e.sum(axis=1, keepdims=True)
+        return out
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        return self.predict_proba(texts).argmax(axis=1)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_arrays(folder / WEIGHTS_NAME, idf=self.idf, coef=self.coef,
+                     intercept=self.intercept, classes=self.classes)
+        write_json(folder / VOCAB_NAME, self.vocabulary)
+        write_json(folder / CONFIG_NAME, {"variant": VARIANT, "config": {
+            "n_labels": self.n_labels, "linear_model": self.linear_model,
+            "random_state": self.random_state, "vectorizer": asdict(self.settings),
+            "n_terms": len(self.vocabulary)}})
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "TfidfLinear":
+        folder = Path(folder)
+        raw = read_json(folder / CONFIG_NAME)
+        if raw.get("variant") != VARIANT:
+            raise UserError(f"{folder}: not a {VARIANT} model folder "
+                            f"(variant {raw.get('variant')!r})")
+        cfg, arrays = raw["config"], read_arrays(folder / WEIGHTS_NAME)
+        return cls(cfg["n_labels"], cfg["linear_model"], VectorizerSettings(**cfg["vectorizer"]),
+                   read_json(folder / VOCAB_NAME), arrays["idf"], arrays["coef"],
+                   arrays["intercept"], arrays["classes"], cfg["random_state"])
+
+
+def fit_tfidf_linear(texts: Sequence[str], labels: Sequence[int], n_labels: int,
+                     linear_model: str = "logistic", random_state: int = 0,
+                     settings: VectorizerSettings | None = None) -> TfidfLinear:
+    """Fit the vectoriser and the linear model on the training texts (ints in 0..n_labels-1)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+
+    settings = settings or VectorizerSettings()
+    y = np.asarray(labels, dtype=np.int64)
+    classes = np.unique(y)
+    if len(classes) < 2:
+        raise UserError(f"tfidf_linear needs at least two labels in the training data "
+                        f"(got {classes.tolist()})")
+    if classes.min() < 0 or classes.max() >= n_labels:
+        raise UserError(f"labels must be in 0..{n_labels - 1} (got {classes.tolist()})")
+    vec = settings.vectorizer()
+    try:
+        x = vec.fit_transform(list(texts))
+    except ValueError as err:  # e.g. an empty vocabulary
+        raise UserError(f"tfidf_linear: {err}") from None
+    if linear_model == "logistic":
+        clf = LogisticRegression(max_iter=1000, random_state=random_state)
+    elif linear_model == "svm":
+        clf = LinearSVC(random_state=random_state)
+    else:
+        raise UserError(f"model.linear_model must be logistic or svm (got {linear_model!r})")
+    clf.fit(x, y)
+    vocabulary = [t for t, _ in sorted(vec.vocabulary_.items(), key=lambda kv: kv[1])]
+    return TfidfLinear(n_labels, linear_model, settings, vocabulary, vec.idf_, clf.coef_,
+                       clf.intercept_, clf.classes_, random_state)

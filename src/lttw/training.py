@@ -1,0 +1,202 @@
+"""Fine-tuning loop: AdamW with warm-up, bf16 autocast, early stopping on the validation part,
+resumable checkpoints, dvclive logging, and optional DistributedDataParallel.
+
+The loop is the same on 1 CPU process, 1 GPU or N processes under ``torchrun``: the global
+batch is ``batch_size`` and each of the N ranks takes its 1/N share of every batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .checkpoint import Checkpointer
+from .device import Runtime
+from .evaluation import classification_metrics
+from .settings import TrainSettings
+
+log = logging.getLogger("lttw.train")
+
+
+@dataclass
+class Batchable:
+    """Model inputs for one part of a fold (all CPU tensors, rows aligned)."""
+
+    input_ids: torch.Tensor  # (n, seq) int32
+    attention_mask: torch.Tensor  # (n, seq) int8
+    factors: torch.Tensor | None  # (n, k+s, rank) float32, or None
+    labels: torch.Tensor  # (n,) int64
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def batch(self, idx: torch.Tensor, rt: Runtime) -> tuple[dict, torch.Tensor]:
+        def move(t, dtype):
+            t = t[idx].to(dtype)
+            return t.pin_memory().to(rt.device, non_blocking=True) if rt.pin else t.to(rt.device)
+
+        inputs = {"input_ids": move(self.input_ids, torch.long),
+                  "attention_mask": move(self.attention_mask, torch.long),
+                  "factors": None if self.factors is None else move(self.factors, torch.float32)}
+        return inputs, move(self.labels, torch.long)
+
+
+@dataclass
+class TrainResult:
+    best_epoch: int
+    best_val_f1: float
+    epochs_run: int
+    steps: int
+    epoch_times_s: list[float]
+    samples_per_s: float
+
+
+@torch.no_grad()
+def predict_proba(model: nn.Module, data: Batchable, rt: Runtime, batch_size: int,
+                  progress: bool = False) -> np.ndarray:
+    """Class probabilities (n, p) float32 for every row of ``data``."""
+    model.eval()
+    out = []
+    for start in tqdm(range(0, len(data), batch_size), desc="predict", unit="batch",
+                      disable=not progress, leave=False):
+        idx = torch.arange(start, min(start + batch_size, len(data)))
+        inputs, _ = data.batch(idx, rt)
+        with rt.autocast():
+            logits = model(**inputs)
+        out.append(torch.softmax(logits.float(), dim=-1).cpu())
+    p = out[0].shape[1] if out else 0
+    return torch.cat(out).numpy() if out else np.zeros((0, p), np.float32)
+
+
+def _optimizer(model: nn.Module, cfg: TrainSettings, rt: Runtime) -> torch.optim.Optimizer:
+    raw = model.module if hasattr(model, "module") else model
+    groups = []
+    for name, params in raw.parameter_groups().items():
+        params = [p for p in params if p.requires_grad]
+        if not params:
+            continue
+        lr = cfg.lr if name == "encoder" else (cfg.head_lr or cfg.lr)
+        decay = [p for p in params if p.ndim >= 2]
+        no_decay = [p for p in params if p.ndim < 2]
+        groups += [{"params": decay, "lr": lr, "weight_decay": cfg.weight_decay},
+                   {"params": no_decay, "lr": lr, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, fused=rt.device.type == "cuda")
+
+
+def _schedule(optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.LambdaLR:
+    def factor(step: int) -> float:  # linear warm-up, then linear decay to 0
+        if step < warmup:
+            return (step + 1) / max(1, warmup)
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: TrainSettings,
+                     seed: int, rt: Runtime, checkpoint_dir: str | Path, live=None,
+                     fingerprint: str = "") -> TrainResult:
+    """Train ``model`` in place; on return it holds the best-validation weights.
+
+    Resumes from ``checkpoint_dir`` when it holds a checkpoint of the same ``fingerprint``
+    (a hash of everything that defines the run), so a killed run continues where it stopped.
+    """
+    torch.manual_seed(seed)
+    model.to(rt.device)
+    ddp_model = rt.wrap(model)
+    optimizer = _optimizer(ddp_model, cfg, rt)
+    per_rank = max(1, cfg.batch_size // rt.world_size)
+    steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
+    total = steps_per_epoch * cfg.epochs
+    if cfg.max_steps:
+        total = min(total, cfg.max_steps)
+    scheduler = _schedule(optimizer, int(cfg.warmup_ratio * total), total)
+    ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main)
+    state = ckpt.restore(model, optimizer, scheduler)
+    loss_fn = nn.CrossEntropyLoss()
+    epoch_times = list(state["epoch_times"])
+    step, total_seen = state["step"], 0
+    bar = tqdm(total=total, initial=step, desc="train", unit="step", disable=not rt.is_main)
+    for epoch in range(state["epoch"], cfg.epochs):
+        if step >= total:
+            break
+        # the same permutation in every process and after a resume: seeded by (seed, epoch)
+        order = torch.randperm(len(train), generator=torch.Generator().manual_seed(seed + epoch))
+        first = state["step_in_epoch"] if epoch == state["epoch"] else 0
+        ddp_model.train()
+        t0, seen, running = time.perf_counter(), 0, torch.zeros((), device=rt.device)
+        for i in range(first, steps_per_epoch):
+            if step >= total:
+                break
+            rows = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
+            rows = rows[rt.rank * per_rank:(rt.rank + 1) * per_rank]
+            inputs, labels = train.batch(rows, rt)
+            with rt.autocast():
+                loss = loss_fn(ddp_model(**inputs).float(), labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip:
+                nn.utils.clip_grad_norm_(ddp_model.parameters(), cfg.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            seen += len(rows) * rt.world_size
+            running += loss.detach()
+            bar.update(1)
+            if step % cfg.log_every == 0:  # the only host sync of the step loop
+                mean_loss = (running / cfg.log_every).item()
+                running.zero_()
+                bar.set_postfix(loss=f"{mean_loss:.4f}")
+                if live is not None:
+                    live.log_metric("train/loss", mean_loss)
+                    live.log_metric("train/lr", scheduler.get_last_lr()[0])
+                    live.next_step()
+            if ckpt.due():
+                ckpt.save(model, optimizer, scheduler, epoch=epoch, step_in_epoch=i + 1,
+                          step=step, epoch_times=epoch_times, best=state["best"])
+        rt.synchronize()
+        epoch_times.append(time.perf_counter() - t0)
+        total_seen += seen
+        sps = seen / max(epoch_times[-1], 1e-9)
+        f1 = _validate(model, val, cfg, rt)
+        if live is not None:
+            live.log_metric("val/f1_macro", f1)
+            live.log_metric("epoch_time_s", epoch_times[-1])
+            live.log_metric("samples_per_s", sps)
+            live.next_step()
+        log.info("epoch %d: val macro-F1 %.4f, %.1f s, %.1f samples/s", epoch, f1,
+                 epoch_times[-1], sps)
+        best = state["best"]
+        if f1 > best["f1"]:
+            best = {"f1": f1, "epoch": epoch}
+            ckpt.save_best(model)
+        state["best"] = best
+        ckpt.save(model, optimizer, scheduler, epoch=epoch + 1, step_in_epoch=0, step=step,
+                  epoch_times=epoch_times, best=best)
+        if cfg.patience and epoch - best["epoch"] >= cfg.patience:
+            log.info("early stop: no validation gain for %d epochs", cfg.patience)
+            break
+    bar.close()
+    ckpt.load_best(model)
+    ran = len(epoch_times)
+    return TrainResult(best_epoch=state["best"]["epoch"], best_val_f1=state["best"]["f1"],
+                       epochs_run=ran, steps=step, epoch_times_s=epoch_times,
+                       samples_per_s=total_seen / max(sum(epoch_times[-ran:]), 1e-9))
+
+
+def _validate(model: nn.Module, val: Batchable, cfg: TrainSettings, rt: Runtime) -> float:
+    """Macro-F1 on the validation part (computed on the main process, shared with all)."""
+    f1 = torch.zeros((), device=rt.device)
+    if rt.is_main and len(val):
+        probs = predict_proba(model, val, rt, cfg.eval_batch_size)
+        f1 += classification_metrics(val.labels.numpy(), probs.argmax(1),
+                                     probs.shape[1])["f1_macro"]
+    rt.broadcast(f1)
+    return float(f1.item())

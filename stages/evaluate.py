@@ -1,0 +1,49 @@
+"""Stage `evaluate`: macro precision / recall / F1 and accuracy of one fold's model on the
+fold's test part and on the held-out test and predict samples; per-class report, confusion
+matrix (a dvc plot) and predictions."""
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+from lttw import layout
+from lttw.evaluation import (classification_metrics, confusion_counts, confusion_long,
+                             per_class_report)
+from lttw.fold_data import EVAL_PARTS, load_fold_inputs
+from lttw.io import atomic_dir, read_json, write_csv, write_json, write_parquet
+from lttw.predict import predict_cached_parts
+from lttw.stage import run_stage
+
+log = logging.getLogger("lttw.evaluate")
+
+
+def main(settings, fold: int):
+    inputs = load_fold_inputs(fold)
+    probs = predict_cached_parts(layout.model_dir(fold), inputs, fold, settings.train)
+    training = read_json(layout.model_dir(fold) / "training.json")
+    metrics = {"fold": fold, "variant": settings.model.variant, "seed": settings.seed}
+    report, frames = {}, []
+    for part in EVAL_PARTS:
+        y, pred = inputs.part_labels(part), probs[part].argmax(axis=1)
+        metrics[part] = classification_metrics(y, pred, inputs.n_labels)
+        report[part] = {"per_class": per_class_report(y, pred, inputs.classes),
+                        "confusion": confusion_counts(y, pred, inputs.n_labels)}
+        frames.append(pd.DataFrame({"part": part, "label": y, "pred": pred,
+                                    "prob": probs[part].max(axis=1).astype(np.float32)}))
+        log.info("fold %d %s: macro-F1 %.4f (n=%d)", fold, part, metrics[part]["f1_macro"],
+                 len(y))
+    for key in ("time_per_epoch_s", "samples_per_s", "epochs_run", "device"):
+        if key in training:
+            metrics[key] = training[key]
+    test_y = inputs.part_labels("test")
+    with atomic_dir(layout.eval_dir(fold)) as tmp:
+        write_parquet(tmp / "predictions.parquet", pd.concat(frames, ignore_index=True))
+        write_json(tmp / "report.json", report)
+    write_csv(layout.confusion_csv(fold),
+                  confusion_long(test_y, probs["test"].argmax(axis=1), inputs.classes))
+    write_json(layout.fold_metrics(fold), metrics)
+
+
+if __name__ == "__main__":
+    run_stage(main, __doc__, per_fold=True)

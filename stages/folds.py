@@ -1,0 +1,25 @@
+"""Stage `folds`: stratified fold id of every training row and each fold's train/val/test parts."""
+
+import logging
+
+import pandas as pd
+
+from lttw import layout
+from lttw.folds import assign_folds, folds_frame
+from lttw.io import atomic_dir
+from lttw.stage import run_stage
+
+log = logging.getLogger("lttw.folds")
+
+
+def main(settings):
+    labels = pd.read_parquet(layout.sample_parquet("train"), columns=["label"])["label"]
+    n_folds = settings.folds.n_folds
+    fold_ids = assign_folds(labels.to_numpy(), n_folds, settings.seed)
+    log.info("%d training rows in %d stratified folds", len(fold_ids), n_folds)
+    with atomic_dir(layout.FOLDS_PARQUET.parent) as tmp:
+        folds_frame(fold_ids, n_folds).to_parquet(tmp / layout.FOLDS_PARQUET.name, index=False)
+
+
+if __name__ == "__main__":
+    run_stage(main, __doc__)

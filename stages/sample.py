@@ -1,0 +1,20 @@
+"""Stage `sample`: class-balanced, disjoint train / test / predict samples of `data.dataset`."""
+
+from lttw import layout
+from lttw.data import load_dataset
+from lttw.io import atomic_dir, write_json
+from lttw.sampling import draw_samples
+from lttw.stage import run_stage
+
+
+def main(settings):
+    dataset = load_dataset(settings.data)
+    frames, info = draw_samples(dataset, settings.data, settings.seed)
+    with atomic_dir(layout.SAMPLE_DIR) as tmp:
+        for split, frame in frames.items():
+            frame.to_parquet(tmp / layout.sample_parquet(split).name, index=False)
+        write_json(tmp / layout.LABELS_JSON.name, info)
+
+
+if __name__ == "__main__":
+    run_stage(main, __doc__)

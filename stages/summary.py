@@ -1,0 +1,33 @@
+"""Stage `summary`: mean and standard deviation over the folds in `folds.run` of every metric
+(macro P / R / F1, accuracy, time per epoch, samples per second), for `dvc metrics diff`."""
+
+import logging
+
+from lttw import layout
+from lttw.errors import UserError
+from lttw.evaluation import summarize_folds
+from lttw.io import read_json, write_json
+from lttw.stage import run_stage
+
+log = logging.getLogger("lttw.summary")
+
+
+def main(settings):
+    per_fold = {}
+    for fold in settings.folds.run:
+        path = layout.fold_metrics(fold)
+        if not path.is_file():
+            raise UserError(f"{path}: missing; run the evaluate stage for fold {fold}")
+        per_fold[fold] = read_json(path)
+    first = per_fold[settings.folds.run[0]]
+    summary = {"dataset": settings.data.dataset, "variant": settings.model.variant,
+               "device": first.get("device", "unknown"), "seed": settings.seed,
+               **summarize_folds(per_fold)}
+    write_json(layout.SUMMARY_METRICS, summary)
+    f1 = summary.get("test/f1_macro", {})
+    log.info("held-out test macro-F1 over %d fold(s): %.4f +- %.4f", len(per_fold),
+             f1.get("mean", float("nan")), f1.get("std", float("nan")))
+
+
+if __name__ == "__main__":
+    run_stage(main, __doc__)

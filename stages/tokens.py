@@ -1,0 +1,34 @@
+"""Stage `tokens`: tokenise the train / test / predict samples for the encoder, once."""
+
+import logging
+
+import pandas as pd
+
+from lttw import layout
+from lttw.encoder import check_max_len, load_tokenizer, resolve_encoder
+from lttw.io import atomic_dir, write_arrays
+from lttw.stage import run_stage
+from lttw.tokens import encode_texts
+
+log = logging.getLogger("lttw.tokens")
+
+
+def main(settings):
+    path = resolve_encoder(settings.model.encoder)
+    tokenizer = load_tokenizer(path)
+    check_max_len(path, settings.model.max_len)
+    arrays = {}
+    for split in layout.SPLITS:
+        texts = pd.read_parquet(layout.sample_parquet(split), columns=["text"])["text"].tolist()
+        ids, mask = encode_texts(tokenizer, texts, settings.model.max_len, progress=True)
+        arrays[f"{split}_input_ids"], arrays[f"{split}_attention_mask"] = ids, mask
+        truncated = int((mask[:, -1] == 1).sum()) if len(mask) else 0
+        log.info("%s: %d texts, %d truncated at max_len=%d", split, len(texts), truncated,
+                 settings.model.max_len)
+    with atomic_dir(layout.TOKENS_DIR) as tmp:
+        write_arrays(tmp / layout.tokens_file().name, **arrays)
+        tokenizer.save_pretrained(tmp / layout.tokenizer_dir().name)
+
+
+if __name__ == "__main__":
+    run_stage(main, __doc__)

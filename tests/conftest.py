@@ -1,0 +1,65 @@
+"""Shared test fixtures: a tiny random BERT encoder folder with its tokenizer (no hub).
+
+Tests never reach a model hub: the hub is switched off for the whole session, before any
+test module imports transformers / huggingface_hub.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import string  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+#: whole words of the tiny vocabulary; any other lowercase ascii word still tokenizes into
+#: letter pieces (``c ##a ##t``), so arbitrary English text never maps to [UNK] only
+TINY_WORDS = (
+    "the a an and or of to in on at for with by from is are was were be it this that "
+    "cat dog sat mat ran fast team game match win won lost play player season score "
+    "news world business sport sports science tech technology company market stock price "
+    "oil bank shares profit deal new year says said report government president war "
+    "good great bad movie film story love hate best worst fun boring not very "
+    "what why how who when where which question answer computer internet music health"
+).split()
+
+
+def tiny_vocab() -> list[str]:
+    """The tiny WordPiece vocabulary: specials, punctuation, digits, letters, ##letters, words."""
+    chars = list(string.punctuation) + list(string.digits) + list(string.ascii_lowercase)
+    pieces = [f"##{c}" for c in string.ascii_lowercase + string.digits]
+    vocab = SPECIAL_TOKENS + chars + pieces
+    return vocab + [w for w in TINY_WORDS if w not in vocab]
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder_dir(tmp_path_factory) -> Path:
+    """A Hugging Face folder (config.json, model.safetensors, tokenizer files) holding a
+    random 2-layer, 32-wide ``BertModel`` (4 heads, 128 positions, no pooler) and an uncased
+    WordPiece tokenizer over ``tiny_vocab()``. Load it with ``lttw.encoder.load_tokenizer`` /
+    ``load_pretrained_encoder`` (or ``AutoModel``/``AutoTokenizer``); treat it as read-only."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    folder = tmp_path_factory.mktemp("tiny_encoder")
+    vocab = tiny_vocab()
+    vocab_file = folder / "vocab.txt"
+    vocab_file.write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    # BertTokenizer(vocab=path): BertTokenizerFast(vocab_file=...) drops the vocab in v5
+    tokenizer = BertTokenizer(vocab=str(vocab_file), do_lower_case=True, model_max_length=128)
+    assert len(tokenizer) == len(vocab), "tiny tokenizer lost its vocabulary"
+    tokenizer.save_pretrained(folder)
+
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64,
+                        max_position_embeddings=128, pad_token_id=0)
+    torch.manual_seed(0)
+    BertModel(config, add_pooling_layer=False).save_pretrained(folder)
+    return folder
