@@ -18,3 +18,29 @@ repro: install
 
 test: install
 	. $(BIN)/activate && HF_HUB_OFFLINE=1 python -m pytest -q
+
+# The paper's configuration (SPEC: 10 folds, batch 128, lr 2e-5, rank 5, k 10, s 10, depth 1,
+# K 32) as one DVC experiment, on the largest balanced AG News sample the local copy holds.
+# Add ENCODER=bert-base-cased where the Hugging Face hub is reachable.
+ENCODER ?= sentence-transformers/all-MiniLM-L6-v2
+PAPER := -S data.train_size=52000 -S data.test_size=4000 -S data.predict_size=3600 \
+	-S 'folds.run=[0,1,2,3,4,5,6,7,8,9]' -S model.encoder=$(ENCODER) -S model.max_len=128 \
+	-S train.batch_size=128 -S train.lr=2e-5 -S train.head_lr=2e-5 -S train.epochs=3 \
+	-S nmf.rank=5 -S model.k=10 -S model.s=10 -S model.depth=1 -S model.linformer_k=32
+.PHONY: paper ablations baselines
+paper: install
+	. $(BIN)/activate && dvc exp run -n paper $(PAPER)
+
+# The four ablations of Table 5 as queued experiments, run one after another, then compared.
+ablations: install
+	. $(BIN)/activate && dvc exp run --queue -n lttw -S model.fusion=concat -S model.attention=linformer \
+	 && dvc exp run --queue -n lttw-m -S model.fusion=none -S model.attention=linformer \
+	 && dvc exp run --queue -n lttw-l -S model.fusion=concat -S model.attention=none \
+	 && dvc exp run --queue -n lttw-att -S model.fusion=concat -S model.attention=mha \
+	 && dvc queue start && dvc queue logs --follow lttw-att; dvc exp show --only-changed
+
+# Every comparator on the same samples and folds.
+baselines: install
+	. $(BIN)/activate && for v in encoder encoder_cnn transformer bilstm_attention leam tfidf_linear; do \
+	  dvc exp run --queue -n $$v -S model.variant=$$v || exit 1; done \
+	 && dvc queue start && dvc exp show --only-changed

@@ -219,7 +219,7 @@ def test_resolve_encoder(tiny_encoder_dir, monkeypatch):
 
 
 @pytest.mark.parametrize("load", [load_pretrained_encoder, load_tokenizer])
-def test_unknown_hub_name_offline_fails_fast(load):
+def test_unknown_hub_name_offline_fails_fast(load, tmp_path):
     assert os.environ["HF_HUB_OFFLINE"] == "1"
     start = time.perf_counter()
     with pytest.raises(UserError) as err:
@@ -230,6 +230,8 @@ def test_unknown_hub_name_offline_fails_fast(load):
     assert "offline" in msg and "local" in msg and "model.encoder" in msg
     with pytest.raises(UserError, match="no such folder"):
         load("./no/such/folder")
+    with pytest.raises(UserError, match=str(tmp_path)):  # a folder without a model
+        load(tmp_path)
 
 
 def test_real_minilm_loads_offline():

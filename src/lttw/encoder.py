@@ -96,13 +96,21 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0].rstrip(" :") if text else type(err).__name__
+
+
 def _load(name: str, loader, **kwargs):
     """Call ``loader(name, ...)``: local folder or hub cache first, the network only if usable."""
     from huggingface_hub import constants
 
     name = str(name)
     if Path(name).expanduser().is_dir():
-        return loader(str(Path(name).expanduser()), trust_remote_code=False, **kwargs)
+        try:
+            return loader(str(Path(name).expanduser()), trust_remote_code=False, **kwargs)
+        except (OSError, ValueError) as err:  # e.g. no config.json, weights or tokenizer
+            raise UserError(f"model.encoder {name!r}: {_first_line(err)}") from None
     if name.startswith((".", "/", "~")) or "\\" in name or name.count("/") > 1:
         raise UserError(f"model.encoder {name!r}: no such folder (and not a hub name)")
     try:  # hub cache only: never touches the network
@@ -116,9 +124,7 @@ def _load(name: str, loader, **kwargs):
     try:
         return loader(name, trust_remote_code=False, **kwargs)
     except (OSError, ValueError) as err:
-        text = str(err).strip()
-        reason = text.splitlines()[0] if text else type(err).__name__
-        raise _load_error(name, reason, where="from the hub") from None
+        raise _load_error(name, _first_line(err), where="from the hub") from None
 
 
 def load_tokenizer(path_or_name: str | os.PathLike):
@@ -139,16 +145,21 @@ def _model_class(config):
                         "this transformers version") from None
 
 
-def _init_kwargs(config) -> dict[str, Any]:
-    """``add_pooling_layer=False`` where the model class accepts it (the pooler is unused)."""
+def _model_kwargs(config) -> dict[str, Any]:
+    """SDPA attention where the class supports it, and ``add_pooling_layer=False`` where the
+    class accepts it (the pooler is unused)."""
     import inspect
 
-    params = inspect.signature(_model_class(config).__init__).parameters
-    return {"add_pooling_layer": False} if "add_pooling_layer" in params else {}
+    cls = _model_class(config)
+    kwargs = {"attn_implementation": "sdpa" if getattr(cls, "_supports_sdpa", False) else "eager"}
+    if "add_pooling_layer" in inspect.signature(cls.__init__).parameters:
+        kwargs["add_pooling_layer"] = False
+    return kwargs
 
 
 def load_pretrained_encoder(path_or_name: str | os.PathLike):
-    """The pretrained encoder in float32 with SDPA attention and without its pooler."""
+    """The pretrained encoder in float32 with SDPA attention (where the architecture has it)
+    and without its pooler."""
     import torch
     from transformers import AutoConfig, AutoModel
 
@@ -156,8 +167,8 @@ def load_pretrained_encoder(path_or_name: str | os.PathLike):
     with _quiet_transformers():
         config = _load(path_or_name, AutoConfig.from_pretrained)
         model, info = _load(path_or_name, AutoModel.from_pretrained, config=config,
-                            attn_implementation="sdpa", dtype=torch.float32,
-                            output_loading_info=True, **_init_kwargs(config))
+                            dtype=torch.float32, output_loading_info=True,
+                            **_model_kwargs(config))
     if info.get("missing_keys"):
         missing = sorted(info["missing_keys"])
         raise UserError(f"model.encoder {path_or_name!r}: the checkpoint lacks {len(missing)} "
@@ -182,7 +193,7 @@ def encoder_from_config(config_dict: dict[str, Any]):
     cfg = dict(config_dict)
     config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
     with _quiet_transformers():
-        return AutoModel.from_config(config, attn_implementation="sdpa", **_init_kwargs(config))
+        return AutoModel.from_config(config, **_model_kwargs(config))
 
 
 def load_encoder_config(path_or_name: str | os.PathLike):

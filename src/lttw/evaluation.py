@@ -45,7 +45,8 @@ def summarize_folds(per_fold: dict[int, dict]) -> dict:
     """
     folds = sorted(per_fold)
     flat = [pd.json_normalize(per_fold[f], sep="/").iloc[0] for f in folds]
-    table = pd.DataFrame(flat, index=folds).select_dtypes("number")
+    table = pd.DataFrame(flat, index=folds).select_dtypes("number").drop(
+        columns=["fold", "seed"], errors="ignore")
     out: dict = {"folds": folds, "n_folds": len(folds)}
     for col in table.columns:
         values = table[col].astype(float)

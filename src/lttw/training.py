@@ -102,23 +102,26 @@ def _schedule(optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.La
 
 def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: TrainSettings,
                      seed: int, rt: Runtime, checkpoint_dir: str | Path, live=None,
-                     fingerprint: str = "") -> TrainResult:
+                     fingerprint: str = "", checkpoint_every_s: float | None = None
+                     ) -> TrainResult:
     """Train ``model`` in place; on return it holds the best-validation weights.
 
     Resumes from ``checkpoint_dir`` when it holds a checkpoint of the same ``fingerprint``
     (a hash of everything that defines the run), so a killed run continues where it stopped.
+    A mid-epoch checkpoint is written every ``checkpoint_every_s`` seconds (None: the
+    ``Checkpointer`` default; 0: after every step), and one at the end of every epoch.
     """
     torch.manual_seed(seed)
     model.to(rt.device)
     ddp_model = rt.wrap(model)
     optimizer = _optimizer(ddp_model, cfg, rt)
-    per_rank = max(1, cfg.batch_size // rt.world_size)
     steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
     total = steps_per_epoch * cfg.epochs
     if cfg.max_steps:
         total = min(total, cfg.max_steps)
     scheduler = _schedule(optimizer, int(cfg.warmup_ratio * total), total)
-    ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main)
+    every = {} if checkpoint_every_s is None else {"every_s": checkpoint_every_s}
+    ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main, **every)
     state = ckpt.restore(model, optimizer, scheduler)
     loss_fn = nn.CrossEntropyLoss()
     epoch_times = list(state["epoch_times"])
@@ -136,18 +139,19 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
             if step >= total:
                 break
             rows = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
-            rows = rows[rt.rank * per_rank:(rt.rank + 1) * per_rank]
+            n_global = len(rows)
+            rows, share = _rank_rows(rows, rt)
             inputs, labels = train.batch(rows, rt)
             with rt.autocast():
                 loss = loss_fn(ddp_model(**inputs).float(), labels)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            (loss * share if rt.world_size > 1 else loss).backward()
             if cfg.grad_clip:
                 nn.utils.clip_grad_norm_(ddp_model.parameters(), cfg.grad_clip)
             optimizer.step()
             scheduler.step()
             step += 1
-            seen += len(rows) * rt.world_size
+            seen += n_global
             running += loss.detach()
             bar.update(1)
             if step % cfg.log_every == 0:  # the only host sync of the step loop
@@ -189,6 +193,23 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
     return TrainResult(best_epoch=state["best"]["epoch"], best_val_f1=state["best"]["f1"],
                        epochs_run=ran, steps=step, epoch_times_s=epoch_times,
                        samples_per_s=total_seen / max(sum(epoch_times[-ran:]), 1e-9))
+
+
+def _rank_rows(rows: torch.Tensor, rt: Runtime) -> tuple[torch.Tensor, float]:
+    """This rank's rows of a global batch, and the weight of its mean loss.
+
+    DDP averages gradients over the ranks, so with unequal shares (a last, partial batch) the
+    plain mean of per-rank means is not the mean over the global batch. Each rank's mean loss
+    is weighted by world_size * n_rank / n_global, which makes the averaged gradient that of
+    the single-process loss. A rank left without rows (fewer rows than ranks) takes one row
+    with weight 0, so that it still joins the gradient all-reduce.
+    """
+    if rt.world_size == 1:
+        return rows, 1.0
+    mine = rows.tensor_split(rt.world_size)[rt.rank]
+    if len(mine) == 0:
+        return rows[:1], 0.0
+    return mine, len(mine) * rt.world_size / len(rows)
 
 
 def _validate(model: nn.Module, val: Batchable, cfg: TrainSettings, rt: Runtime) -> float:

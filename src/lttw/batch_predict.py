@@ -1,0 +1,216 @@
+"""Streaming prediction for ``lttw predict --file``: read texts chunk by chunk, predict each
+chunk, and write its rows before the next chunk is read, so memory stays bounded by
+``CHUNK_ROWS`` however large the input is.
+
+Inputs:  ``.txt`` (one text per line), ``.csv`` / ``.tsv`` (a text column; read with
+         ``pandas.read_csv(chunksize=)``), ``.parquet`` / ``.pq`` (``ParquetFile.iter_batches``).
+Outputs: ``.csv`` / ``.tsv`` or ``.parquet`` / ``.pq``, written to a temporary file beside the
+         target and renamed into place at the end; ``-`` writes CSV to stdout.
+Columns: text (unless left out), label (class name), prob (its probability), prob_<class>.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from .errors import DataError, UserError
+from .io import atomic_path
+
+#: rows read, predicted and written at a time (tests make it small)
+CHUNK_ROWS = 8192
+
+TXT_SUFFIXES = (".txt",)
+CSV_SUFFIXES = (".csv", ".tsv")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+STDOUT = "-"
+
+
+def _kind(path: str | Path, what: str) -> str:
+    suffix = Path(path).suffix.lower()
+    for kind, suffixes in (("txt", TXT_SUFFIXES), ("csv", CSV_SUFFIXES),
+                           ("parquet", PARQUET_SUFFIXES)):
+        if suffix in suffixes and not (kind == "txt" and what == "output"):
+            return kind
+    allowed = ".csv, .tsv, .parquet" + (", .txt" if what == "input" else " or - (stdout)")
+    raise UserError(f"{path}: unsupported {what} file type {suffix or '(none)'!r}; use {allowed}")
+
+
+def check_paths(file: Path | None, out: str | None) -> None:
+    """Fail fast, before a model is loaded, on a missing input or an unknown file type."""
+    if file is not None:
+        _kind(file, "input")
+        if not file.is_file():
+            raise FileNotFoundError(2, "file not found", str(file))
+    if out is not None and out != STDOUT:
+        _kind(out, "output")
+
+
+def pick_text_column(columns: list[str], requested: str | None, where: str) -> str:
+    """The requested column, else ``text``, else the only column."""
+    if requested is not None:
+        if requested not in columns:
+            raise DataError(f"{where}: no column {requested!r} (columns: {', '.join(columns)})")
+        return requested
+    if "text" in columns:
+        return "text"
+    if len(columns) == 1:
+        return columns[0]
+    raise DataError(f"{where}: no column 'text' among {', '.join(columns)}; "
+                    "pass --text-column NAME")
+
+
+@dataclass
+class TextSource:
+    """A file of texts: ``total`` rows when known cheaply, and ``chunks()`` of texts."""
+
+    path: Path
+    total: int | None
+    chunks: Callable[[], Iterator[list[str]]]
+
+
+def _txt_chunks(path: Path) -> Iterator[list[str]]:
+    chunk, line_no = [], 0
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            for line_no, line in enumerate(handle, 1):
+                chunk.append(line.rstrip("\r\n"))
+                if len(chunk) >= CHUNK_ROWS:
+                    yield chunk
+                    chunk = []
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: not valid UTF-8 after line {line_no} ({err.reason}); "
+                        "re-save the file as UTF-8") from None
+    if chunk:
+        yield chunk
+
+
+def _count_lines(path: Path) -> int:
+    lines, last = 0, b"\n"
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n")
+
+
+def _csv_chunks(path: Path, column: str, sep: str) -> Iterator[list[str]]:
+    try:
+        reader = pd.read_csv(path, sep=sep, usecols=[column], dtype={column: str},
+                             keep_default_na=False, chunksize=CHUNK_ROWS, encoding="utf-8-sig")
+        with reader:
+            for frame in reader:
+                yield frame[column].tolist()
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: not valid UTF-8 ({err.reason}); re-save the file as UTF-8"
+                        ) from None
+    except (pd.errors.ParserError, ValueError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+
+
+def _parquet_chunks(parquet, column: str) -> Iterator[list[str]]:
+    for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, columns=[column]):
+        yield ["" if t is None else str(t) for t in batch.column(0).to_pylist()]
+
+
+def open_source(path: Path, text_column: str | None = None) -> TextSource:
+    """Open a text file for chunked reading (see the module docstring for the formats)."""
+    kind = _kind(path, "input")
+    if kind == "txt":
+        if text_column is not None:
+            raise UserError("--text-column applies to CSV and parquet files, not .txt")
+        return TextSource(path, _count_lines(path), lambda: _txt_chunks(path))
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            parquet = pq.ParquetFile(path)
+        except Exception as err:  # pyarrow raises several types for a damaged file
+            raise DataError(f"{path}: not a readable parquet file ({err})") from None
+        column = pick_text_column(parquet.schema_arrow.names, text_column, str(path))
+        return TextSource(path, parquet.metadata.num_rows,
+                          lambda: _parquet_chunks(parquet, column))
+    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        header = pd.read_csv(path, sep=sep, nrows=0, encoding="utf-8-sig").columns
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({err})") from None
+    column = pick_text_column([str(c) for c in header], text_column, str(path))
+    return TextSource(path, None, lambda: _csv_chunks(path, column, sep))
+
+
+def prediction_frame(texts: list[str], probs: np.ndarray, classes: list[str],
+                     with_text: bool = True) -> pd.DataFrame:
+    """Columns [text], label, prob, prob_<class> for each text (probs: (n, p) float32)."""
+    probs = np.asarray(probs, dtype=np.float32).reshape(len(texts), len(classes))
+    best = probs.argmax(axis=1)
+    columns = {"text": pd.array(texts, dtype="str")} if with_text else {}
+    columns["label"] = pd.array(np.asarray(classes, dtype=object)[best].tolist(), dtype="str")
+    columns["prob"] = probs[np.arange(len(texts)), best]
+    columns.update({f"prob_{c}": probs[:, i] for i, c in enumerate(classes)})
+    return pd.DataFrame(columns)
+
+
+def predict_chunks(predictor, source: TextSource, batch_size: int,
+                   with_text: bool = True, progress: bool = True) -> Iterator[pd.DataFrame]:
+    """One prediction frame per chunk of ``source`` (an empty frame for an empty file)."""
+    from tqdm.auto import tqdm
+
+    empty = True
+    with tqdm(total=source.total, desc="predict", unit="text", disable=not progress,
+              file=sys.stderr) as bar:
+        for texts in source.chunks():
+            empty = False
+            yield prediction_frame(texts, predictor.predict_proba(texts, batch_size),
+                                   predictor.classes, with_text)
+            bar.update(len(texts))
+    if empty:
+        yield prediction_frame([], np.zeros((0, len(predictor.classes))), predictor.classes,
+                               with_text)
+
+
+def _write_csv(frames: Iterable[pd.DataFrame], handle, sep: str) -> int:
+    rows = 0
+    for i, frame in enumerate(frames):
+        frame.to_csv(handle, sep=sep, header=i == 0, index=False)
+        rows += len(frame)
+    return rows
+
+
+def _write_parquet(frames: Iterable[pd.DataFrame], path: Path) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows, writer = 0, None
+    try:
+        for frame in frames:
+            if writer is None:
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+                writer = pq.ParquetWriter(path, table.schema)
+            else:
+                table = pa.Table.from_pandas(frame, schema=writer.schema, preserve_index=False)
+            writer.write_table(table)
+            rows += len(frame)
+    finally:
+        if writer is not None:
+            writer.close()
+    return rows
+
+
+def write_frames(frames: Iterable[pd.DataFrame], out: str | Path) -> int:
+    """Write frames one after another to ``out`` (atomically; ``-``: CSV on stdout).
+    Returns the number of rows written."""
+    if str(out) == STDOUT:
+        return _write_csv(frames, sys.stdout, ",")
+    out = Path(out)
+    kind = _kind(out, "output")
+    with atomic_path(out) as tmp:
+        if kind == "parquet":
+            return _write_parquet(frames, tmp)
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            return _write_csv(frames, handle, "\t" if out.suffix.lower() == ".tsv" else ",")

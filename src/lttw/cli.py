@@ -1,0 +1,296 @@
+"""The ``lttw`` command line: what DVC does not do (predict, explain, check data, export,
+report). A thin layer: each command parses its options and calls the library
+(``batch_predict``, ``explain``, ``datacheck``, ``report``).
+
+User errors (``UserError`` and its subclasses, a missing user file) print one line
+``error: ...`` on stderr and exit with code 2, from one place: ``_Group.invoke``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from . import layout
+from .errors import UserError
+
+EXIT_USER_ERROR = 2
+
+
+def one_line(err: BaseException) -> str:
+    """An exception's message on one line (a missing file as 'PATH: reason')."""
+    if isinstance(err, OSError) and err.filename is not None:
+        return f"{err.filename}: {err.strerror or 'cannot be read'}"
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return "; ".join(lines) or type(err).__name__
+
+
+class _Group(TyperGroup):
+    """Turns user errors raised by any (sub)command into one line and exit code 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as err:
+            typer.echo(f"error: {one_line(err)}", err=True)
+            raise typer.Exit(EXIT_USER_ERROR) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130) from None
+
+
+def _typer(help_text: str) -> typer.Typer:
+    return typer.Typer(cls=_Group, help=help_text, no_args_is_help=True,
+                       pretty_exceptions_show_locals=False, rich_markup_mode="rich")
+
+
+app = _typer("LTTW text classifier: predict, explain, check data, export, report. "
+             "Training and evaluation run through DVC (`dvc repro`).")
+data_app = _typer("Check a dataset, list the known ones.")
+app.add_typer(data_app, name="data")
+
+Params = Annotated[Path, typer.Option("--params", help="parameters file (pipeline settings)")]
+ModelDir = Annotated[Optional[Path], typer.Option(
+    "--model", "-m", help="model folder [default: models/fold_<first of folds.run>]")]
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr)
+
+
+def _model_dir(model: Path | None, params: Path) -> Path:
+    if model is not None:
+        return model
+    from .settings import read_settings
+
+    return layout.model_dir(read_settings(params).folds.run[0])
+
+
+def _load(model: Path | None, params: Path, device: str = "cpu"):
+    from .predict import Predictor
+
+    return Predictor.load(_model_dir(model, params), device=device)
+
+
+@app.callback()
+def _main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+@app.command(epilog="Examples:  lttw predict \"Stocks rally as oil prices fall\"  |  "
+                    "lttw predict --file news.txt --out predictions.parquet")
+def predict(
+    texts: Annotated[Optional[list[str]], typer.Argument(help="texts to classify")] = None,
+    file: Annotated[Optional[Path], typer.Option(
+        "--file", "-f", help="texts to classify: .txt (one per line), .csv/.tsv or .parquet; "
+        "read, predicted and written in chunks")] = None,
+    text_column: Annotated[Optional[str], typer.Option(
+        help="text column of a CSV/parquet --file [default: text, or its only column]")] = None,
+    model: ModelDir = None,
+    out: Annotated[Optional[str], typer.Option(
+        "--out", "-o", help="write predictions to .csv/.tsv/.parquet (atomically), or - for "
+        "CSV on stdout; columns text, label, prob, prob_<class>")] = None,
+    no_text: Annotated[bool, typer.Option("--no-text", help="leave the text column out of "
+                                          "--out")] = False,
+    batch_size: Annotated[int, typer.Option(min=1, help="texts per forward pass")] = 64,
+    device: Annotated[str, typer.Option(help="cpu, cuda or auto")] = "cpu",
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Classify texts with a trained model: label and probability per text."""
+    from . import batch_predict as bp
+
+    if bool(texts) == (file is not None):
+        raise UserError("give either TEXT arguments or --file PATH (one of the two)")
+    if file is not None and out is None:
+        raise UserError("--file needs --out F.csv|F.parquet (or --out - for CSV on stdout)")
+    bp.check_paths(file, out)
+    predictor = _load(model, params, device)
+    if file is not None:
+        source = bp.open_source(file, text_column)
+        frames = bp.predict_chunks(predictor, source, batch_size, with_text=not no_text)
+        rows = bp.write_frames(frames, out)
+        if out != bp.STDOUT:
+            typer.echo(f"wrote {rows} predictions to {out}", err=True)
+        return
+    frame = bp.prediction_frame(list(texts), predictor.predict_proba(list(texts), batch_size),
+                                predictor.classes, with_text=not no_text)
+    if out is not None:
+        bp.write_frames([frame], out)
+    if out != bp.STDOUT:
+        _print_predictions(list(texts), frame)
+
+
+def _print_predictions(texts: list[str], frame) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table()
+    table.add_column("text", overflow="ellipsis", max_width=60, no_wrap=True)
+    table.add_column("label")
+    table.add_column("prob", justify="right")
+    for text, label, prob in zip(texts, frame["label"], frame["prob"]):
+        table.add_row(escape(text), escape(label), f"{prob:.4f}")
+    _console().print(table)
+
+
+@app.command(epilog="Example:  lttw explain \"Stocks rally as oil prices fall\" --json")
+def explain(
+    text: Annotated[str, typer.Argument(help="the text to explain")],
+    model: ModelDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON document")] = False,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Why the model predicts what it does: the top-k / bottom-s words and their latent
+    factors and class affinities, the probabilities, and [CLS]'s attention."""
+    from .explain import explain as build, render
+
+    doc = build(_load(model, params), text)
+    if as_json:
+        typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        render(doc, _console())
+
+
+@data_app.command("check", epilog="Examples:  lttw data check ag_news  |  "
+                                  "lttw data check my.csv --text-column review --label-column "
+                                  "stars")
+def data_check(
+    path: Annotated[str, typer.Argument(help="a CSV/TSV/parquet file, a folder of them, or a "
+                                       "dataset name under data.root")],
+    text_column: Annotated[Optional[str], typer.Option(help="text column")] = None,
+    label_column: Annotated[Optional[str], typer.Option(help="label column")] = None,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Validate a dataset and show what the `sample` stage would draw from it with the sizes
+    in --params. Exit code 2 when the pipeline would drop rows or cannot draw a size."""
+    from .datacheck import check_dataset
+    from .settings import read_settings
+
+    check = check_dataset(read_settings(params), path, text_column, label_column)
+    _print_check(check)
+    if check.problems:
+        raise UserError(f"{len(check.problems)} problem(s): " + "; ".join(check.problems))
+
+
+def _print_check(check) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    console, ds = _console(), check.dataset
+    console.print(escape(f"{ds.source}: {len(ds.labels)} usable rows, {len(ds.classes)} "
+                         f"classes, splits {', '.join(sorted(set(ds.splits.tolist())))}"))
+    balance = Table(title="Class balance")
+    balance.add_column("class")
+    for column in check.class_table.columns:
+        balance.add_column(str(column), justify="right")
+    for name, row in check.class_table.iterrows():
+        balance.add_row(escape(str(name)), *(f"{v:.1%}" if c == "share" else str(int(v))
+                                            for c, v in row.items()))
+    quality = Table(title="Quality (UTF-8 decoding is checked on read)")
+    quality.add_column("check")
+    quality.add_column("rows", justify="right")
+    for what, n in check.quality.items():
+        quality.add_row(what, str(n), style="red" if n and "dropped" in what else None)
+    plan = Table(title="What `sample` would draw with the sizes in --params")
+    for name in ("sample", "from", "per class", "rows", "largest per class", "fits"):
+        plan.add_column(name)
+    for split, row in check.plan.iterrows():
+        plan.add_row(split, row["from"], str(row["per_class"]), str(row["rows"]),
+                     str(row["largest_per_class"]), "yes" if row["fits"] else "NO",
+                     style=None if row["fits"] else "red")
+    for table in (balance, quality, plan):
+        console.print(table)
+    for note in check.notes:
+        console.print(f"note: {escape(note)}")
+    if not check.problems:
+        console.print("ok: the sample stage can use this dataset as configured")
+
+
+@data_app.command("list", epilog="Example:  lttw data list --json")
+def data_list(
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """The known datasets: local copy under data.root (present / missing, rows per split,
+    complete or partial) and the Hugging Face dataset read when online."""
+    from rich.table import Table
+
+    from .datacheck import list_datasets
+    from .settings import read_settings
+
+    rows = list_datasets(read_settings(params).data.root)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="Datasets")
+    for name in ("name", "local", "rows per split", "copy", "with internet"):
+        table.add_column(name)
+    for r in rows:
+        split_rows = ", ".join(f"{s} {n:,}" if n is not None else f"{s} ?"
+                               for s, n in r["rows"].items()) or "–"
+        copy = {True: "complete", False: "partial", None: "–"}[r["complete"]]
+        table.add_row(r["name"], f"{r['status']}: {r['path']}", split_rows, copy,
+                      r["hub"] or "–")
+    _console().print(table)
+
+
+@app.command(epilog="Example:  lttw export --model models/fold_0 --out exported/lttw-ag-news")
+def export(
+    out: Annotated[Path, typer.Option("--out", "-o", help="the new self-contained folder")],
+    model: ModelDir = None,
+    force: Annotated[bool, typer.Option(help="replace --out if it exists")] = False,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Copy a model folder (config, weights, tokenizer, labels, lttw.json, factors/) into a
+    self-contained folder, atomically, and check that it loads and predicts identically."""
+    import numpy as np
+
+    from .io import atomic_dir
+    from .predict import Predictor
+
+    source = _model_dir(model, params)
+    original = Predictor.load(source)  # also checks that the source is a model folder
+    src, dst = source.resolve(), out.resolve()
+    if dst == src or src in dst.parents or dst in src.parents:
+        raise UserError(f"--out {out} must neither contain nor lie inside the model folder "
+                        f"{source}")
+    if out.exists() and not force:
+        raise UserError(f"{out}: exists; pass --force to replace it")
+    probe = ["lttw export check", "a second, longer probe text for the exported model"]
+    with atomic_dir(out) as tmp:
+        shutil.copytree(source, tmp, dirs_exist_ok=True)  # follows links: self-contained
+        copy = Predictor.load(tmp)
+        if not np.allclose(copy.predict_proba(probe), original.predict_proba(probe), atol=1e-6):
+            raise UserError(f"{out}: the exported model predicts differently from {source}")
+    typer.echo(f"exported {source} to {out} (loads and predicts identically)")
+
+
+@app.command(epilog="Example:  lttw report --runs runs/encoder --runs runs/lttw-m")
+def report(
+    out: Annotated[Path, typer.Option("--out", "-o", help="markdown file")] = layout.REPORT_MD,
+    runs: Annotated[Optional[list[Path]], typer.Option(
+        "--runs", help="extra run folder (summary.json + folds/fold_*.json [+ params.yaml]); "
+        "repeatable")] = None,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Write a markdown report from the metrics of the workspace (metrics/) and of extra
+    runs: macro P / R / F1 per dataset and variant next to the paper's, and paired tests."""
+    from .io import atomic_path
+    from .report import collect_runs, render
+
+    text = render(collect_runs(layout.METRICS_DIR, params, list(runs or [])))
+    with atomic_path(out) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    app()

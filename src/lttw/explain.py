@@ -1,0 +1,257 @@
+"""``lttw explain``: why a trained model predicts what it predicts for one text.
+
+* the top-k / bottom-s words the latent-factor features were built from (``top_bottom_words``
+  with the model's k, s and ranking), each word's latent-factor row W[w] and its per-class
+  affinity W[w] @ H, where H (rank x classes) is the NMF's factor-label matrix, so W[w] @ H is
+  the factorisation's reconstruction of the word's label distribution V[w] = n(w, c) / n(w);
+* the predicted class probabilities;
+* the attention that position 0 ([CLS], the position the classifier reads) pays in the last
+  attention block, recomputed from the block's own query / key projections on the exact input
+  the block received (captured with a forward pre-hook; no model code changes):
+  ``mha``: softmax weights over positions, averaged over heads;
+  ``linformer``: softmax weights over the K projected slots, averaged over heads, and a token
+  relevance ``weights @ F`` through the value projection F (K x n).
+
+The result is a JSON-able dict (``explain``); ``render`` draws it as rich tables.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import torch
+
+from .bundle import FACTORS
+from .counts import tokenize
+from .factors import FACTORS_FILE
+from .features import top_bottom_words
+from .io import read_arrays
+
+NOTES = {
+    "mha": "mha: softmax attention of position 0 ([CLS]) over positions, mean over {heads} "
+           "heads, block {block} of {depth}; weights over real positions sum to 1",
+    "linformer": "linformer: attention over K={K} projected slots (softmax, mean over {heads} "
+                 "heads, block {block} of {depth}); token relevance = weights @ value "
+                 "projection F[:, :n]: the exact coefficient of each token's value vector in "
+                 "[CLS]'s attention output, but signed and not normalised, so approximate "
+                 "as an attention map",
+    "none": "attention: none (LTTW-L): no attention block, the fused [CLS] features go "
+            "straight to the classifier",
+    "unavailable": "variant {variant!r} has no LTTW attention block to inspect",
+    "fusion_concat": "fusion concat: the latent factors are concatenated to every token, so they "
+              "have no positions of their own",
+    "fusion_sequence": "fusion sequence: the k+s factor rows are extra positions right after [CLS]",
+}
+
+
+def _heads(attn, t: torch.Tensor) -> torch.Tensor:
+    """(B, L, h*dh) -> (B, h, L, dh)."""
+    b, length, _ = t.shape
+    return t.view(b, length, attn.heads, attn.head_dim).transpose(1, 2)
+
+
+@torch.no_grad()
+def cls_attention(attn, x: torch.Tensor, mask: torch.Tensor
+                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Attention of query position 0, per head, recomputed from ``attn``'s projections.
+
+    x (B, n, d) and mask (B, n) are the inputs the attention module received.
+    mha: (weights (B, h, n), None). linformer: (slot weights (B, h, K), token relevance
+    (B, h, n) = slot weights @ F[:, :n], zero at padding).
+    """
+    scale = 1.0 / math.sqrt(attn.head_dim)
+    q0 = _heads(attn, attn.query(x))[:, :, :1]                            # (B, h, 1, dh)
+    if not hasattr(attn, "proj_k"):                                        # multi-head
+        k = _heads(attn, attn.key(x))                                      # (B, h, n, dh)
+        scores = (q0 @ k.transpose(-1, -2)) * scale                        # (B, h, 1, n)
+        scores = scores.masked_fill(~mask.bool()[:, None, None, :], float("-inf"))
+        return torch.softmax(scores.float(), dim=-1)[:, :, 0], None
+    n = x.shape[1]
+    keep = mask[..., None].to(x.dtype)                                     # (B, n, 1)
+    e = attn.proj_k[:, :n].to(x.dtype)                                     # (K, n)
+    f = e if attn.proj_v is None else attn.proj_v[:, :n].to(x.dtype)       # (K, n)
+    k = _heads(attn, torch.einsum("kn,bni->bki", e, attn.key(x) * keep))   # (B, h, K, dh)
+    slots = torch.softmax(((q0 @ k.transpose(-1, -2)) * scale).float(), dim=-1)[:, :, 0]
+    relevance = torch.einsum("bhk,kn->bhn", slots, f.float()) * keep[..., 0][:, None].float()
+    return slots, relevance
+
+
+def _slot_words(factors: dict | None, slots: int) -> list[str | None]:
+    words: list[str | None] = [None] * slots
+    if factors:
+        for entry in factors["top"] + factors["bottom"]:
+            words[entry["slot"]] = entry["word"]
+    return words
+
+
+def position_labels(tokens: list[str], fusion: str, slot_words: list[str | None]) -> list[str]:
+    """A label per position of the attention block's input sequence."""
+    if fusion != "sequence":
+        return list(tokens)
+    slots = [f"<factor {i}: {w if w is not None else 'empty'}>" for i, w in enumerate(slot_words)]
+    return tokens[:1] + slots + tokens[1:]
+
+
+def attention_section(model, captured: list[tuple], tokens: list[str],
+                      factors: dict | None) -> dict:
+    """The ``attention`` part of an explanation, from the last block's captured inputs."""
+    cfg = getattr(model, "config", None)
+    kind = getattr(cfg, "attention", None) if hasattr(model, "blocks") else None
+    if kind is None:
+        variant = getattr(model, "variant", type(model).__name__)
+        return {"kind": "unavailable", "note": NOTES["unavailable"].format(variant=variant),
+                "positions": [], "slots": None}
+    if kind == "none" or not captured:
+        return {"kind": "none", "note": NOTES["none"], "positions": [], "slots": None}
+    x, mask = captured[-1][:2]
+    attn = model.blocks[-1].attn
+    weights, relevance = cls_attention(attn, x, mask)
+    per_position = (weights if relevance is None else relevance).mean(dim=1)[0]  # (n,)
+    labels = position_labels(tokens, cfg.fusion, _slot_words(factors, cfg.factor_slots))
+    real = mask[0].bool().tolist()
+    facts = {"heads": attn.heads, "block": len(model.blocks), "depth": len(model.blocks),
+             "K": weights.shape[-1]}
+    note = "; ".join(filter(None, [NOTES[kind].format(**facts),
+                                   NOTES.get(f"fusion_{cfg.fusion}")]))
+    return {"kind": kind, "fusion": cfg.fusion, "block": len(model.blocks) - 1,
+            "heads": attn.heads, "note": note,
+            "positions": [{"position": i, "token": labels[i], "weight": float(per_position[i])}
+                          for i in range(len(labels)) if real[i]],
+            "slots": None if relevance is None else weights.mean(dim=1)[0].tolist()}
+
+
+def factor_section(predictor, text: str) -> dict | None:
+    """The selected words, their factor rows and class affinities (None: no factors)."""
+    lookup, meta = predictor.lookup, predictor.meta
+    if lookup is None:
+        return None
+    factor_label = read_arrays(predictor.folder / FACTORS / FACTORS_FILE)["factor_label"]
+    index = {w: i for i, w in enumerate(lookup.vocabulary)}
+    tokens = tokenize(text, lookup.count_settings)
+    top, bottom = top_bottom_words(tokens, meta["k"], meta["s"], index, lookup.corpus_counts,
+                                   meta["ranking"])
+    in_text = Counter(t for t in tokens if t in index)
+
+    def entry(word: str, kind: str, slot: int) -> dict:
+        row = lookup.word_factors[index[word]]
+        affinity = row @ factor_label
+        return {"word": word, "kind": kind, "slot": slot, "count_in_text": in_text[word],
+                "corpus_count": int(lookup.corpus_counts[index[word]]),
+                "factor": row.tolist(),
+                "class_affinity": dict(zip(predictor.classes, affinity.tolist()))}
+
+    return {"k": meta["k"], "s": meta["s"], "ranking": meta["ranking"], "rank": lookup.rank,
+            "words_in_text": len(tokens), "in_vocabulary": len(in_text),
+            "factor_label": factor_label.tolist(),
+            "top": [entry(w, "top", i) for i, w in enumerate(top)],
+            "bottom": [entry(w, "bottom", meta["k"] + i) for i, w in enumerate(bottom)]}
+
+
+@torch.no_grad()
+def _forward(predictor, text: str) -> tuple[np.ndarray, list[tuple], list[str]]:
+    """Probabilities, the inputs of every attention block, and the tokens of one text."""
+    from .tokens import encode_texts
+
+    ids, mask = encode_texts(predictor.tokenizer, [text], predictor.meta["max_len"])
+    f = predictor.factors([text])
+    device, model = predictor.runtime.device, predictor.model
+    captured: list[tuple] = []
+    hooks = [block.attn.register_forward_pre_hook(lambda _m, args: captured.append(args))
+             for block in getattr(model, "blocks", [])]
+    try:
+        model.eval()
+        logits = model(input_ids=torch.from_numpy(ids).long().to(device),
+                       attention_mask=torch.from_numpy(mask).long().to(device),
+                       factors=None if f is None else torch.from_numpy(f).to(device))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    tokens = predictor.tokenizer.convert_ids_to_tokens(ids[0].tolist())
+    return torch.softmax(logits.float(), -1)[0].cpu().numpy(), captured, tokens
+
+
+def explain(predictor, text: str) -> dict:
+    """Everything ``lttw explain`` shows, as a JSON-able dict."""
+    factors = factor_section(predictor, text)
+    if predictor.tokenizer is None:
+        probs = predictor.predict_proba([text])[0]
+        attention = {"kind": "unavailable", "positions": [], "slots": None,
+                     "note": NOTES["unavailable"].format(variant=predictor.meta["variant"])}
+    else:
+        probs, captured, tokens = _forward(predictor, text)
+        attention = attention_section(predictor.model, captured, tokens, factors)
+    best = int(np.argmax(probs))
+    return {"text": text, "model": str(predictor.folder), "variant": predictor.meta["variant"],
+            "classes": list(predictor.classes),
+            "prediction": {"label": predictor.classes[best], "prob": float(probs[best]),
+                           "probabilities": dict(zip(predictor.classes,
+                                                     map(float, probs)))},
+            "factors": factors, "attention": attention}
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def _numbers(values, digits: int = 3) -> str:
+    return " ".join(f"{v:.{digits}f}" for v in values)
+
+
+def _affinity(entry: dict, classes: list[str]) -> list[str]:
+    """Per-class affinity columns (or, for many classes, the three strongest in one cell)."""
+    aff = entry["class_affinity"]
+    if len(classes) <= 5:
+        return [f"{aff[c]:.3f}" for c in classes]
+    best = sorted(aff, key=aff.get, reverse=True)[:3]
+    return [", ".join(f"{c} {aff[c]:.2f}" for c in best)]
+
+
+def render(doc: dict, console) -> None:
+    """Draw an explanation as rich tables (user text is escaped, never read as markup)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    classes = doc["classes"]
+    pred = Table(title=escape(f"Prediction ({doc['variant']}, {doc['model']})"))
+    pred.add_column("class")
+    pred.add_column("probability", justify="right")
+    for c, p in sorted(doc["prediction"]["probabilities"].items(), key=lambda kv: -kv[1]):
+        style = "bold green" if c == doc["prediction"]["label"] else None
+        pred.add_row(escape(c), f"{p:.4f}", style=style)
+    console.print(pred)
+    f = doc["factors"]
+    if f is None:
+        console.print("latent factors: none (the model fuses no latent-factor features)")
+    else:
+        matrix = Table(title=f"Factor-label matrix H ({f['rank']} factors x {len(classes)} "
+                             "classes)")
+        matrix.add_column("factor")
+        for c in classes:
+            matrix.add_column(escape(c), justify="right")
+        for i, row in enumerate(f["factor_label"]):
+            matrix.add_row(str(i), *(f"{v:.3f}" for v in row))
+        console.print(matrix)
+        words = Table(title=f"Selected words: top k={f['k']}, bottom s={f['s']} "
+                            f"(ranking {f['ranking']}; {f['in_vocabulary']} distinct words in "
+                            "the factor vocabulary)", caption=escape("affinity = W[w] @ H"))
+        for name in ("slot", "kind", "word", "count", "n(w)", "factor row W[w]"):
+            words.add_column(escape(name))
+        for c in (classes if len(classes) <= 5 else ["affinity (top 3)"]):
+            words.add_column(escape(c), justify="right")
+        for e in f["top"] + f["bottom"]:
+            words.add_row(str(e["slot"]), e["kind"], escape(e["word"]), str(e["count_in_text"]),
+                          str(e["corpus_count"]), _numbers(e["factor"]),
+                          *map(escape, _affinity(e, classes)))
+        console.print(words)
+    att = doc["attention"]
+    console.print(att["note"], markup=False)
+    if att["positions"]:
+        table = Table(title="Attention of [CLS] (last block)")
+        for name in ("position", "token", "relevance" if att["slots"] else "weight"):
+            table.add_column(name, justify="right" if name != "token" else "left")
+        for p in att["positions"]:
+            table.add_row(str(p["position"]), escape(p["token"]), f"{p['weight']:.4f}")
+        console.print(table)
+    if att["slots"]:
+        console.print(f"slot weights (K={len(att['slots'])}): {_numbers(att['slots'])}")

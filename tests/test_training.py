@@ -1,0 +1,142 @@
+"""The training loop on one CPU process: same seed -> same run; a run interrupted and rerun
+resumes from its checkpoint and ends exactly where an uninterrupted run ends; a checkpoint of
+another run (other fingerprint) is never resumed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from lttw import models  # noqa: F401  (registers the variants)
+from lttw.device import Runtime
+from lttw.registry import MODEL_REGISTRY
+from lttw.settings import ModelSettings, TrainSettings
+from lttw.training import Batchable, train_classifier
+
+SEQ, SLOTS, RANK, N_LABELS = 16, 4, 3, 3
+
+
+def make_data(n: int, seed: int, vocab_size: int = 150) -> Batchable:
+    """Learnable synthetic batches: token 1 and the factor rows carry the label; padding."""
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, N_LABELS, (n,), generator=g)
+    ids = torch.randint(60, vocab_size, (n, SEQ), generator=g)
+    ids[:, 0] = 2  # [CLS]
+    ids[:, 1] = 100 + labels
+    lengths = torch.randint(SEQ // 2, SEQ + 1, (n,), generator=g)
+    mask = (torch.arange(SEQ)[None, :] < lengths[:, None]).to(torch.int8)
+    ids = (ids * mask).to(torch.int32)  # [PAD] = 0
+    factors = torch.rand(n, SLOTS, RANK, generator=g) * 0.1
+    factors[torch.arange(n), 0, labels] += 1.0
+    return Batchable(ids, mask, factors, labels)
+
+
+def build_model(encoder_dir, seed: int = 0) -> nn.Module:
+    """A tiny LTTW (Linformer, concat fusion) with every dropout at 0: deterministic."""
+    settings = ModelSettings(encoder=str(encoder_dir), max_len=SEQ, k=2, s=2, heads=2,
+                             linformer_k=4, dropout=0.0)
+    torch.manual_seed(seed)
+    model = MODEL_REGISTRY["lttw"].from_settings(settings, N_LABELS, (SLOTS, RANK),
+                                                 str(encoder_dir))
+    for m in model.modules():  # the encoder's own dropouts (its config says 0.1)
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0
+    return model
+
+
+def train_settings(**kw) -> TrainSettings:
+    base = dict(device="cpu", bf16=False, epochs=2, batch_size=8, eval_batch_size=16, lr=1e-3,
+                head_lr=3e-3, warmup_ratio=0.1, patience=0, log_every=1, distributed="off")
+    return TrainSettings(**{**base, **kw})
+
+
+class StepCounter:
+    """A ``live`` stand-in: counts the optimiser steps this call runs (log_every=1 logs
+    train/loss once per step) and can interrupt the run at a given global step."""
+
+    def __init__(self, interrupt_at: int | None = None):
+        self.interrupt_at, self.steps, self.f1 = interrupt_at, 0, []
+
+    def log_metric(self, name, value):
+        if name == "train/loss":
+            self.steps += 1
+            if self.interrupt_at is not None and self.steps == self.interrupt_at:
+                raise KeyboardInterrupt
+        elif name == "val/f1_macro":
+            self.f1.append(value)
+
+    def next_step(self):
+        pass
+
+
+CPU = Runtime(device=torch.device("cpu"), bf16=False)
+TRAIN, VAL = make_data(45, seed=1), make_data(24, seed=2)  # 45 rows: a partial last batch
+
+
+def run(encoder_dir, ckpt_dir, live=None, fingerprint="run-a", **kw):
+    model = build_model(encoder_dir)
+    result = train_classifier(model, TRAIN, VAL, train_settings(), seed=7, rt=CPU,
+                              checkpoint_dir=ckpt_dir, live=live, fingerprint=fingerprint, **kw)
+    return model, result
+
+
+def assert_same_weights(a: nn.Module, b: nn.Module, atol: float = 0.0) -> None:
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    worst = max((sa[k].float() - sb[k].float()).abs().max().item() for k in sa)
+    assert worst <= atol, f"max abs weight difference {worst:.3g} > {atol}"
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_encoder_dir, tmp_path_factory):
+    """One uninterrupted run: (model, result, steps executed)."""
+    counter = StepCounter()
+    model, result = run(tiny_encoder_dir, tmp_path_factory.mktemp("ref"), live=counter)
+    return model, result, counter.steps
+
+
+def test_same_seed_same_run(tiny_encoder_dir, tmp_path, reference):
+    ref_model, ref_result, ref_steps = reference
+    assert ref_steps == ref_result.steps == 2 * 6  # ceil(45 / 8) = 6 steps per epoch
+    model, result = run(tiny_encoder_dir, tmp_path)
+    assert_same_weights(model, ref_model)  # bit-identical
+    assert result.best_val_f1 == ref_result.best_val_f1
+    assert result.best_epoch == ref_result.best_epoch
+    # the run learned something (the labels are in the inputs): not a vacuous comparison
+    assert ref_result.best_val_f1 > 0.5
+    before = build_model(tiny_encoder_dir)
+    with pytest.raises(AssertionError):
+        assert_same_weights(before, ref_model)
+
+
+def test_interrupted_run_resumes(tiny_encoder_dir, tmp_path, reference):
+    ref_model, ref_result, ref_steps = reference
+    stop = 9  # in epoch 2 (steps 7..12), after an end-of-epoch checkpoint and validation
+    first = StepCounter(interrupt_at=stop)
+    with pytest.raises(KeyboardInterrupt):
+        run(tiny_encoder_dir, tmp_path, live=first, checkpoint_every_s=0)
+    assert (tmp_path / "state.json").is_file()
+    second = StepCounter()
+    model, result = run(tiny_encoder_dir, tmp_path, live=second, checkpoint_every_s=0)
+    # the interrupt came after step 9's update but before its checkpoint: the last
+    # checkpoint holds step 8, so the rerun executes steps 9..12 only (a restart would run 12)
+    assert second.steps == ref_steps - (stop - 1)
+    assert result.steps == ref_steps
+    assert_same_weights(model, ref_model, atol=1e-6)
+    assert result.best_epoch == ref_result.best_epoch
+    assert result.best_val_f1 == pytest.approx(ref_result.best_val_f1, abs=1e-9)
+    assert len(result.epoch_times_s) == ref_result.epochs_run == 2
+
+
+def test_checkpoint_of_another_run_is_ignored(tiny_encoder_dir, tmp_path, reference):
+    ref_model, ref_result, ref_steps = reference
+    with pytest.raises(KeyboardInterrupt):
+        run(tiny_encoder_dir, tmp_path, live=StepCounter(interrupt_at=5),
+            fingerprint="other-run", checkpoint_every_s=0)
+    counter = StepCounter()
+    model, result = run(tiny_encoder_dir, tmp_path, live=counter, fingerprint="run-a",
+                        checkpoint_every_s=0)
+    assert counter.steps == ref_steps  # started from scratch
+    assert_same_weights(model, ref_model, atol=1e-6)
+    assert result.best_val_f1 == pytest.approx(ref_result.best_val_f1, abs=1e-9)

@@ -1,0 +1,77 @@
+"""A temporary copy of the repository with a tiny profile (a few hundred AG News rows, the
+tiny random encoder, one epoch), for tests that run the real pipeline and CLI."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DATASETS = REPO.parent / "shared" / "datasets"
+COPY = ["dvc.yaml", "params.yaml", "stages", "src", ".dvc/config", ".dvcignore", ".gitignore",
+        "README.md"]
+
+
+def tiny_params(encoder_dir: Path, root: Path) -> dict:
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["data"].update(dataset="ag_news", root=str(root), train_size=160, test_size=40,
+                          predict_size=40)
+    params["folds"].update(n_folds=4, run=[0])
+    params["nmf"].update(rank=3, max_iter=50)
+    params["model"].update(encoder=str(encoder_dir), max_len=32, k=4, s=4, heads=2,
+                           linformer_k=8)
+    params["train"].update(epochs=1, batch_size=16, eval_batch_size=64, lr=1e-3, log_every=2,
+                           patience=0, bf16=False)
+    return params
+
+
+def env() -> dict:
+    """The test's environment, with this interpreter's bin (dvc, lttw) first on PATH."""
+    return {**os.environ, "DVC_NO_ANALYTICS": "1", "HF_HUB_OFFLINE": "1",
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def run(args: list[str] | str, cwd: Path, check: bool = True) -> str:
+    proc = subprocess.run(args, cwd=cwd, env=env(), capture_output=True, text=True,
+                          shell=isinstance(args, str))
+    out = proc.stdout + proc.stderr
+    if check:
+        shown = args if isinstance(args, str) else " ".join(args)
+        assert proc.returncode == 0, f"{shown} failed:\n{out[-4000:]}"
+    return out
+
+
+def ran(output: str) -> set[str]:
+    """Stages DVC ran (not the ones it skipped or restored from its cache)."""
+    return set(re.findall(r"Running stage '([^']+)'", output))
+
+
+def git_commit(root: Path, message: str) -> None:
+    run(["git", "add", "-A"], root)
+    run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", message,
+         "--allow-empty"], root)
+
+
+def make_tiny_project(root: Path, encoder_dir: Path) -> Path:
+    """Copy the repo's pipeline files into ``root``, write the tiny params, git-commit."""
+    if not DATASETS.is_dir():
+        pytest.skip(f"{DATASETS} not present")
+    for name in COPY:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, root / name)
+    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(encoder_dir, DATASETS),
+                                                     sort_keys=False))
+    run(["git", "init", "-q"], root)
+    git_commit(root, "tiny profile")
+    return root
