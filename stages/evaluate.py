@@ -22,7 +22,9 @@ def main(settings, fold: int):
     inputs = load_fold_inputs(fold)
     probs = predict_cached_parts(layout.model_dir(fold), inputs, fold, settings.train)
     training = read_json(layout.model_dir(fold) / "training.json")
-    metrics = {"fold": fold, "variant": settings.model.variant, "seed": settings.seed}
+    m = settings.model
+    metrics = {"fold": fold, "dataset": settings.data.dataset, "variant": m.variant,
+               "fusion": m.fusion, "attention": m.attention, "seed": settings.seed}
     report, frames = {}, []
     for part in EVAL_PARTS:
         y, pred = inputs.part_labels(part), probs[part].argmax(axis=1)

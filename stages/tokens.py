@@ -15,8 +15,8 @@ log = logging.getLogger("lttw.tokens")
 
 def main(settings):
     path = resolve_encoder(settings.model.encoder)
+    check_max_len(path, settings.model.max_len)  # before any work: the config alone
     tokenizer = load_tokenizer(path)
-    check_max_len(path, settings.model.max_len)
     arrays = {}
     for split in layout.SPLITS:
         texts = pd.read_parquet(layout.sample_parquet(split), columns=["text"])["text"].tolist()

@@ -43,6 +43,7 @@ def train_tfidf(settings, fold: int, inputs) -> dict:
         write_json(tmp / "training.json", summary)
     live = open_live(fold, settings)
     if live is not None:
+        live.log_metric("epoch_time_s", fit_s)  # one point, so the plots folder exists
         for key in ("time_per_epoch_s", "samples_per_s"):
             live.summary[key] = summary[key]
         live.end()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -19,16 +20,22 @@ from typer.core import TyperGroup
 
 from . import layout
 from .errors import UserError
+from .stage import one_line
 
 EXIT_USER_ERROR = 2
 
 
-def one_line(err: BaseException) -> str:
+class Device(str, Enum):
+    cpu = "cpu"
+    cuda = "cuda"
+    auto = "auto"
+
+
+def _message(err: BaseException) -> str:
     """An exception's message on one line (a missing file as 'PATH: reason')."""
     if isinstance(err, OSError) and err.filename is not None:
         return f"{err.filename}: {err.strerror or 'cannot be read'}"
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return "; ".join(lines) or type(err).__name__
+    return one_line(err)
 
 
 class _Group(TyperGroup):
@@ -38,7 +45,7 @@ class _Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as err:
-            typer.echo(f"error: {one_line(err)}", err=True)
+            typer.echo(f"error: {_message(err)}", err=True)
             raise typer.Exit(EXIT_USER_ERROR) from None
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
@@ -46,8 +53,8 @@ class _Group(TyperGroup):
 
 
 def _typer(help_text: str) -> typer.Typer:
-    return typer.Typer(cls=_Group, help=help_text, no_args_is_help=True,
-                       pretty_exceptions_show_locals=False, rich_markup_mode="rich")
+    return typer.Typer(cls=_Group, help=help_text, no_args_is_help=True, add_completion=False,
+                       pretty_exceptions_show_locals=False, rich_markup_mode="markdown")
 
 
 app = _typer("LTTW text classifier: predict, explain, check data, export, report. "
@@ -57,7 +64,13 @@ app.add_typer(data_app, name="data")
 
 Params = Annotated[Path, typer.Option("--params", help="parameters file (pipeline settings)")]
 ModelDir = Annotated[Optional[Path], typer.Option(
-    "--model", "-m", help="model folder [default: models/fold_<first of folds.run>]")]
+    "--model", "-m",
+    help="model folder [default: models/fold_N, N = the first of folds.run in --params]")]
+
+
+def _examples(*commands: str) -> str:
+    """A help epilog listing example command lines."""
+    return "\n\n".join(["Examples:", *(f"`{c}`" for c in commands)])
 
 
 def _console(stderr: bool = False):
@@ -85,10 +98,12 @@ def _main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
-@app.command(epilog="Examples:  lttw predict \"Stocks rally as oil prices fall\"  |  "
-                    "lttw predict --file news.txt --out predictions.parquet")
+@app.command(epilog=_examples('lttw predict "Stocks rally as oil prices fall" "Late goal wins it"',
+                             "lttw predict --file news.txt --out predictions.parquet",
+                             "lttw predict --file news.csv --text-column body --out - --no-text"))
 def predict(
-    texts: Annotated[Optional[list[str]], typer.Argument(help="texts to classify")] = None,
+    texts: Annotated[Optional[list[str]], typer.Argument(metavar="TEXT",
+                                                         help="texts to classify")] = None,
     file: Annotated[Optional[Path], typer.Option(
         "--file", "-f", help="texts to classify: .txt (one per line), .csv/.tsv or .parquet; "
         "read, predicted and written in chunks")] = None,
@@ -97,11 +112,11 @@ def predict(
     model: ModelDir = None,
     out: Annotated[Optional[str], typer.Option(
         "--out", "-o", help="write predictions to .csv/.tsv/.parquet (atomically), or - for "
-        "CSV on stdout; columns text, label, prob, prob_<class>")] = None,
+        "CSV on stdout; columns text, label, prob and prob_CLASS per class")] = None,
     no_text: Annotated[bool, typer.Option("--no-text", help="leave the text column out of "
                                           "--out")] = False,
     batch_size: Annotated[int, typer.Option(min=1, help="texts per forward pass")] = 64,
-    device: Annotated[str, typer.Option(help="cpu, cuda or auto")] = "cpu",
+    device: Annotated[Device, typer.Option(help="where the model runs")] = Device.cpu,
     params: Params = Path("params.yaml"),
 ) -> None:
     """Classify texts with a trained model: label and probability per text."""
@@ -112,7 +127,7 @@ def predict(
     if file is not None and out is None:
         raise UserError("--file needs --out F.csv|F.parquet (or --out - for CSV on stdout)")
     bp.check_paths(file, out)
-    predictor = _load(model, params, device)
+    predictor = _load(model, params, device.value)
     if file is not None:
         source = bp.open_source(file, text_column)
         frames = bp.predict_chunks(predictor, source, batch_size, with_text=not no_text)
@@ -141,9 +156,10 @@ def _print_predictions(texts: list[str], frame) -> None:
     _console().print(table)
 
 
-@app.command(epilog="Example:  lttw explain \"Stocks rally as oil prices fall\" --json")
+@app.command(epilog=_examples('lttw explain "Stocks rally as oil prices fall"',
+                             'lttw explain "Stocks rally as oil prices fall" --json'))
 def explain(
-    text: Annotated[str, typer.Argument(help="the text to explain")],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="the text to explain")],
     model: ModelDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON document")] = False,
     params: Params = Path("params.yaml"),
@@ -159,90 +175,47 @@ def explain(
         render(doc, _console())
 
 
-@data_app.command("check", epilog="Examples:  lttw data check ag_news  |  "
-                                  "lttw data check my.csv --text-column review --label-column "
-                                  "stars")
+@data_app.command("check", epilog=_examples(
+    "lttw data check ag_news",
+    "lttw data check reviews.csv --text-column review --label-column stars"))
 def data_check(
-    path: Annotated[str, typer.Argument(help="a CSV/TSV/parquet file, a folder of them, or a "
-                                       "dataset name under data.root")],
+    path: Annotated[str, typer.Argument(
+        metavar="PATH",
+        help="a CSV/TSV/parquet file, a folder of them, or a dataset name under data.root")],
     text_column: Annotated[Optional[str], typer.Option(help="text column")] = None,
     label_column: Annotated[Optional[str], typer.Option(help="label column")] = None,
     params: Params = Path("params.yaml"),
 ) -> None:
     """Validate a dataset and show what the `sample` stage would draw from it with the sizes
     in --params. Exit code 2 when the pipeline would drop rows or cannot draw a size."""
-    from .datacheck import check_dataset
+    from .datacheck import check_dataset, render
     from .settings import read_settings
 
     check = check_dataset(read_settings(params), path, text_column, label_column)
-    _print_check(check)
+    render(check, _console())
     if check.problems:
         raise UserError(f"{len(check.problems)} problem(s): " + "; ".join(check.problems))
 
 
-def _print_check(check) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    console, ds = _console(), check.dataset
-    console.print(escape(f"{ds.source}: {len(ds.labels)} usable rows, {len(ds.classes)} "
-                         f"classes, splits {', '.join(sorted(set(ds.splits.tolist())))}"))
-    balance = Table(title="Class balance")
-    balance.add_column("class")
-    for column in check.class_table.columns:
-        balance.add_column(str(column), justify="right")
-    for name, row in check.class_table.iterrows():
-        balance.add_row(escape(str(name)), *(f"{v:.1%}" if c == "share" else str(int(v))
-                                            for c, v in row.items()))
-    quality = Table(title="Quality (UTF-8 decoding is checked on read)")
-    quality.add_column("check")
-    quality.add_column("rows", justify="right")
-    for what, n in check.quality.items():
-        quality.add_row(what, str(n), style="red" if n and "dropped" in what else None)
-    plan = Table(title="What `sample` would draw with the sizes in --params")
-    for name in ("sample", "from", "per class", "rows", "largest per class", "fits"):
-        plan.add_column(name)
-    for split, row in check.plan.iterrows():
-        plan.add_row(split, row["from"], str(row["per_class"]), str(row["rows"]),
-                     str(row["largest_per_class"]), "yes" if row["fits"] else "NO",
-                     style=None if row["fits"] else "red")
-    for table in (balance, quality, plan):
-        console.print(table)
-    for note in check.notes:
-        console.print(f"note: {escape(note)}")
-    if not check.problems:
-        console.print("ok: the sample stage can use this dataset as configured")
-
-
-@data_app.command("list", epilog="Example:  lttw data list --json")
+@data_app.command("list", epilog=_examples("lttw data list", "lttw data list --json"))
 def data_list(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     params: Params = Path("params.yaml"),
 ) -> None:
     """The known datasets: local copy under data.root (present / missing, rows per split,
     complete or partial) and the Hugging Face dataset read when online."""
-    from rich.table import Table
-
-    from .datacheck import list_datasets
+    from .datacheck import list_datasets, render_list
     from .settings import read_settings
 
-    rows = list_datasets(read_settings(params).data.root)
+    root = read_settings(params).data.root
+    rows = list_datasets(root)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
-        return
-    table = Table(title="Datasets")
-    for name in ("name", "local", "rows per split", "copy", "with internet"):
-        table.add_column(name)
-    for r in rows:
-        split_rows = ", ".join(f"{s} {n:,}" if n is not None else f"{s} ?"
-                               for s, n in r["rows"].items()) or "–"
-        copy = {True: "complete", False: "partial", None: "–"}[r["complete"]]
-        table.add_row(r["name"], f"{r['status']}: {r['path']}", split_rows, copy,
-                      r["hub"] or "–")
-    _console().print(table)
+    else:
+        render_list(rows, root, _console())
 
 
-@app.command(epilog="Example:  lttw export --model models/fold_0 --out exported/lttw-ag-news")
+@app.command(epilog=_examples("lttw export --model models/fold_0 --out exported/lttw-ag-news"))
 def export(
     out: Annotated[Path, typer.Option("--out", "-o", help="the new self-contained folder")],
     model: ModelDir = None,
@@ -273,7 +246,8 @@ def export(
     typer.echo(f"exported {source} to {out} (loads and predicts identically)")
 
 
-@app.command(epilog="Example:  lttw report --runs runs/encoder --runs runs/lttw-m")
+@app.command(epilog=_examples("lttw report",
+                             "lttw report --runs runs/encoder --runs runs/lttw-m --out report.md"))
 def report(
     out: Annotated[Path, typer.Option("--out", "-o", help="markdown file")] = layout.REPORT_MD,
     runs: Annotated[Optional[list[Path]], typer.Option(

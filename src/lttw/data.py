@@ -79,6 +79,8 @@ class Dataset:
     source: str
     dropped_empty: int = 0
     dropped_unlabelled: int = 0
+    duplicate_texts: int = 0  # rows whose text repeats an earlier row's text (kept)
+    conflicting_texts: int = 0  # distinct texts that occur with more than one label
 
     def rows_of(self, split: str | None) -> np.ndarray:
         """Indices of the rows of one split (all rows for None)."""
@@ -98,7 +100,10 @@ def read_table(path: Path) -> pd.DataFrame:
             raise DataError(f"{path}: not a readable parquet file "
                             f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
                             ) from None
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or type(err).__name__})") from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -116,11 +121,18 @@ def read_table(path: Path) -> pd.DataFrame:
 def select_columns(frame: pd.DataFrame, where: str, text_columns: tuple[str, ...],
                    label_column: str) -> pd.DataFrame:
     """Frame with columns ``text`` (several text columns joined by a space) and ``label``."""
-    missing = [c for c in (*text_columns, label_column) if c not in frame.columns]
-    if missing:
-        which = "label" if missing == [label_column] else "text"
-        raise DataError(f"{where}: no {which} column {', '.join(map(repr, missing))} (columns: "
-                        f"{', '.join(map(str, frame.columns))}); set data.{which}_column")
+    missing_text = [c for c in text_columns if c not in frame.columns]
+    missing_label = label_column not in frame.columns
+    if missing_text or missing_label:
+        what = ([f"no text column {', '.join(map(repr, missing_text))}"] if missing_text else []) \
+            + ([f"no label column {label_column!r}"] if missing_label else [])
+        params = " and ".join(f"data.{w}_column" for w, gone in
+                              (("text", missing_text), ("label", missing_label)) if gone)
+        raise DataError(f"{where}: {' and '.join(what)} (columns: "
+                        f"{', '.join(map(str, frame.columns))}); set {params}"
+                        f"{_header_hint(frame, missing_text, missing_label)}")
+    frame = frame.assign(**{c: _decoded(frame[c], where, c)
+                            for c in dict.fromkeys((*text_columns, label_column))})
     text = frame[text_columns[0]]
     for column in text_columns[1:]:
         text = text.fillna("").astype("str").str.cat(frame[column].fillna("").astype("str"),
@@ -128,6 +140,37 @@ def select_columns(frame: pd.DataFrame, where: str, text_columns: tuple[str, ...
     if len(text_columns) > 1:
         text = text.str.strip()
     return pd.DataFrame({"text": text, "label": frame[label_column]})
+
+
+def _header_hint(frame: pd.DataFrame, missing_text: list, missing_label: bool) -> str:
+    """Why a table may lack every expected column: another delimiter, or no header line."""
+    columns = [str(c) for c in frame.columns]
+    if len(columns) == 1:
+        for sep, name in ((";", "semicolon"), ("\t", "tab"), ("|", "pipe")):
+            if sep in columns[0]:
+                return (f"; the header {columns[0]!r} looks {name}-separated: .csv files must be "
+                        "comma-separated and .tsv files tab-separated")
+    if missing_text and missing_label:
+        return "; if the first line is data, the file has no header line: add one naming the columns"
+    return ""
+
+
+def _decoded(column: pd.Series, where: str, name) -> pd.Series:
+    """A column of ``bytes`` (a parquet binary column) decoded as UTF-8; other columns as is."""
+    if column.dtype != object:
+        return column
+    is_bytes = column.map(lambda v: isinstance(v, (bytes, bytearray)))
+    if not is_bytes.any():
+        return column
+    out = column.copy()
+    for row, value in column[is_bytes].items():
+        try:
+            out[row] = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(f"{where}, column {name}: row {row} is not valid UTF-8 at byte "
+                            f"{err.start}: {err.reason}; store the texts as UTF-8 strings"
+                            ) from None
+    return out
 
 
 def encode_labels(values: pd.Series, known_classes: list[str] | None,
@@ -325,6 +368,7 @@ def load_dataset(settings: DataSettings) -> Dataset:
     pooled = _pool(resolved, text_cols, label_col)
     blank, unlabelled = _usable(pooled, source, text_cols, label_col)
     kept = pooled[~blank & ~unlabelled]
+    duplicates, conflicting = _duplicates(kept, source)
     ids, class_names, label_values = encode_labels(kept["label"], resolved.classes,
                                                     f"{source}, column {label_col}")
     if len(class_names) < 2:
@@ -333,4 +377,20 @@ def load_dataset(settings: DataSettings) -> Dataset:
                    labels=ids.astype(np.int64), splits=kept["split"].to_numpy(dtype=object),
                    source_rows=kept.index.to_numpy(dtype=np.int64), classes=class_names,
                    label_values=label_values, source=source, dropped_empty=int(blank.sum()),
-                   dropped_unlabelled=int(unlabelled.sum()))
+                   dropped_unlabelled=int(unlabelled.sum()), duplicate_texts=duplicates,
+                   conflicting_texts=conflicting)
+
+
+def _duplicates(kept: pd.DataFrame, source: str) -> tuple[int, int]:
+    """Rows repeating an earlier row's text, and texts seen with several labels (logged)."""
+    texts = kept["text"].astype("str")
+    repeated = int(texts.duplicated().sum())
+    conflicting = 0
+    if repeated:
+        labels_per_text = kept["label"].astype("str").groupby(texts.to_numpy()).nunique()
+        conflicting = int((labels_per_text > 1).sum())
+        log.warning("%s: %d rows repeat the text of an earlier row (kept; counted in "
+                    "labels.json as duplicate_texts)%s", source, repeated,
+                    f", and {conflicting} texts occur with different labels" if conflicting
+                    else "")
+    return repeated, conflicting

@@ -25,6 +25,11 @@ from .sampling import draw_samples, per_class_sizes, sample_pools
 from .settings import DataSettings, Settings
 
 
+DROPPED_EMPTY = "rows with an empty or missing text (dropped by sample)"
+DROPPED_UNLABELLED = "rows without a label (dropped by sample)"
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
+
+
 @dataclass
 class DataCheck:
     dataset: Dataset
@@ -69,8 +74,11 @@ def target_settings(path_or_name: str, data: DataSettings, text_column: str | No
     if path.exists():
         path = path.resolve()
         update.update(root=str(path.parent), dataset=path.name)
+    elif (Path(data.root) / path_or_name).exists() or path.suffix.lower() not in TABLE_SUFFIXES:
+        update["dataset"] = path_or_name  # a name under data.root (or a hub dataset)
     else:
-        update["dataset"] = path_or_name
+        raise FileNotFoundError(2, f"no such file (nor under data.root {data.root})",
+                                path_or_name)
     return data.model_copy(update=update)
 
 
@@ -88,8 +96,9 @@ def duplicate_counts(dataset: Dataset) -> dict[str, int]:
     texts = pd.Series(dataset.texts, dtype=object)
     splits = pd.Series(dataset.splits, dtype=object)
     train, test = texts[splits == "train"], texts[splits == "test"]
-    return {"duplicate texts": int(texts.duplicated().sum()),
-            "test texts also in train": int(test.isin(set(train)).sum()),
+    return {"rows repeating an earlier text": dataset.duplicate_texts,
+            "texts seen with several labels": dataset.conflicting_texts,
+            "test-split texts also in train": int(test.isin(set(train)).sum()),
             "texts with U+FFFD (lossy decoding)": int(texts.str.contains("\ufffd",
                                                                          regex=False).sum())}
 
@@ -119,17 +128,16 @@ def check_dataset(settings: Settings, path_or_name: str, text_column: str | None
     """Load ``path_or_name`` as the sample stage would and report on it. Unreadable data
     (missing file or column, bad encoding, no rows) raises ``DataError``."""
     data = target_settings(path_or_name, settings.data, text_column, label_column)
-    dataset = load_dataset(data)
-    quality = {"empty or missing texts (dropped)": dataset.dropped_empty,
-               "rows without a label (dropped)": dataset.dropped_unlabelled,
-               **duplicate_counts(dataset)}
-    sample_error = None
-    with _collect_warnings("lttw.sampling") as notes:
+    with _collect_warnings("lttw") as notes:
+        dataset = load_dataset(data)
+        sample_error = None
         plan = sample_plan(dataset, data)
         try:
             draw_samples(dataset, data, settings.seed)
         except DataError as err:
             sample_error = str(err)
+    quality = {DROPPED_EMPTY: dataset.dropped_empty,
+               DROPPED_UNLABELLED: dataset.dropped_unlabelled, **duplicate_counts(dataset)}
     check = DataCheck(dataset, data, class_table(dataset), quality, plan, sample_error,
                       notes=list(dict.fromkeys(notes)))
     check.problems = problems(check)
@@ -137,14 +145,21 @@ def check_dataset(settings: Settings, path_or_name: str, text_column: str | None
 
 
 def problems(check: DataCheck) -> list[str]:
-    """What makes the data differ from what the pipeline assumes (empty when none)."""
-    out = [f"{n} {what}" for what, n in check.quality.items() if "dropped" in what and n]
-    for split, row in check.plan.iterrows():
-        if not row["fits"]:
-            out.append(f"data.{split}_size={row['rows']} needs {row['per_class']} rows per class "
-                       f"from {row['from']}; the largest that fits is "
-                       f"{row['largest_per_class'] * len(check.dataset.classes)} "
-                       f"({row['largest_per_class']} per class)")
+    """What makes the data differ from what the pipeline assumes (empty when none): rows the
+    sample stage drops, and per pool of rows a size it cannot draw (the largest one drawn
+    from that pool, with the largest value that fits when the other sizes stay as set)."""
+    out = [f"{n} {what}" for what, n in check.quality.items()
+           if what in (DROPPED_EMPTY, DROPPED_UNLABELLED) and n]
+    p = len(check.dataset.classes)
+    for _, rows in check.plan.groupby("from", sort=False):
+        if rows["fits"].all():
+            continue
+        split = rows["per_class"].idxmax()
+        row = rows.loc[split]
+        out.append(f"data.{split}_size={row['rows']} cannot be met: it needs {row['per_class']} "
+                   f"rows per class from {row['from']}, which leaves at most "
+                   f"{row['largest_per_class']} per class once the other samples are drawn; "
+                   f"the largest data.{split}_size that fits is {row['largest_per_class'] * p}")
     if check.sample_error and not out:
         out.append(check.sample_error)
     return out
@@ -199,3 +214,57 @@ def list_datasets(root: str | Path) -> list[dict]:
         out.append({"name": name, "path": str(root / name), **local,
                     "hub": f"hf://datasets/{hub}" if hub else None})
     return out
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def render(check: DataCheck, console) -> None:
+    """Draw a check as rich tables; its problems are the caller's to report."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    ds = check.dataset
+    console.print(escape(f"{ds.source}: {len(ds.labels)} usable rows, {len(ds.classes)} "
+                         f"classes, splits {', '.join(sorted(set(ds.splits.tolist())))}"))
+    balance = Table(title="Class balance")
+    balance.add_column("class")
+    for column in check.class_table.columns:
+        balance.add_column(str(column), justify="right")
+    for name, row in check.class_table.iterrows():
+        balance.add_row(escape(str(name)), *(f"{v:.1%}" if c == "share" else str(int(v))
+                                            for c, v in row.items()))
+    quality = Table(title="Quality (UTF-8 decoding is checked on read)")
+    quality.add_column("check")
+    quality.add_column("rows", justify="right")
+    for what, n in check.quality.items():
+        dropped = n and what in (DROPPED_EMPTY, DROPPED_UNLABELLED)
+        quality.add_row(what, str(n), style="red" if dropped else None)
+    plan = Table(title="What `sample` would draw with the sizes in --params")
+    for name in ("sample", "from", "per class", "rows", "largest per class", "fits"):
+        plan.add_column(name)
+    for split, row in check.plan.iterrows():
+        plan.add_row(split, row["from"], str(row["per_class"]), str(row["rows"]),
+                     str(row["largest_per_class"]), "yes" if row["fits"] else "NO",
+                     style=None if row["fits"] else "red")
+    for table in (balance, quality, plan):
+        console.print(table)
+    for note in check.notes:
+        console.print(f"note: {escape(note)}")
+    if not check.problems:
+        console.print("ok: the sample stage can use this dataset as configured")
+
+
+def render_list(rows: list[dict], root: str, console) -> None:
+    """Draw ``list_datasets`` as a rich table."""
+    from rich.table import Table
+
+    table = Table(title="Datasets", caption=f"data.root: {root}")
+    for name in ("name", "local copy", "rows per split", "with internet"):
+        table.add_column(name, overflow="fold")
+    for r in rows:
+        split_rows = ", ".join(f"{s} {n:,}" if n is not None else f"{s} ?"
+                               for s, n in r["rows"].items()) or "–"
+        copy = {True: ", complete", False: ", partial", None: ""}[r["complete"]]
+        table.add_row(r["name"], r["status"] + copy, split_rows, r["hub"] or "–")
+    console.print(table)

@@ -78,6 +78,11 @@ def cls_attention(attn, x: torch.Tensor, mask: torch.Tensor
     return slots, relevance
 
 
+def _is_lttw(model) -> bool:
+    """Only the LTTW classifier's blocks are ``AttentionBlock``s with an ``attn`` module."""
+    return getattr(model, "variant", None) == "lttw"
+
+
 def _slot_words(factors: dict | None, slots: int) -> list[str | None]:
     words: list[str | None] = [None] * slots
     if factors:
@@ -97,8 +102,8 @@ def position_labels(tokens: list[str], fusion: str, slot_words: list[str | None]
 def attention_section(model, captured: list[tuple], tokens: list[str],
                       factors: dict | None) -> dict:
     """The ``attention`` part of an explanation, from the last block's captured inputs."""
-    cfg = getattr(model, "config", None)
-    kind = getattr(cfg, "attention", None) if hasattr(model, "blocks") else None
+    cfg = model.config
+    kind = cfg.attention if _is_lttw(model) else None
     if kind is None:
         variant = getattr(model, "variant", type(model).__name__)
         return {"kind": "unavailable", "note": NOTES["unavailable"].format(variant=variant),
@@ -159,7 +164,7 @@ def _forward(predictor, text: str) -> tuple[np.ndarray, list[tuple], list[str]]:
     device, model = predictor.runtime.device, predictor.model
     captured: list[tuple] = []
     hooks = [block.attn.register_forward_pre_hook(lambda _m, args: captured.append(args))
-             for block in getattr(model, "blocks", [])]
+             for block in (model.blocks if _is_lttw(model) else [])]
     try:
         model.eval()
         logits = model(input_ids=torch.from_numpy(ids).long().to(device),

@@ -219,7 +219,9 @@ def render(runs: list[Run]) -> str:
              "Macro precision / recall / F1 in % on the held-out test sample: mean ± sample "
              "standard deviation over folds (one fold: no ±). Time per epoch and samples per "
              "second are means over folds and depend on the device; the paper's were measured "
-             "on an RTX 4070 Super with BERT-base at batch 128."]
+             "on an RTX 4070 Super with BERT-base at batch 128. Paper P / R / F1: Table 4 "
+             "(LTTW, BERT, BERT-CNN) and Table 5 (the ablations; all times per epoch). "
+             "`encoder` is the paper's BERT row with the encoder in `model.encoder`."]
     for dataset in datasets:
         present = {v: r for (d, v), r in merged.items() if d == dataset}
         lines += ["", f"## {DATASET_NAMES.get(dataset, dataset)}", ""]

@@ -31,6 +31,10 @@ def per_class_sizes(settings: DataSettings, n_classes: int) -> dict[str, int]:
                         f"classes ({n_classes}); a balanced sample needs at least one per class")
     out = {}
     for split, size in sizes.items():
+        if 0 < size < n_classes:
+            raise DataError(f"data.{split}_size={size} is smaller than the number of classes "
+                            f"({n_classes}): it would draw no rows; use 0 or at least "
+                            f"{n_classes}")
         out[split] = size // n_classes
         if size % n_classes:
             log.warning("data.%s_size=%d is not divisible by %d classes: using %d per class = "
@@ -118,6 +122,8 @@ def draw_samples(dataset: Dataset, settings: DataSettings,
             "per_class": per_class, "pools": pools, "seed": seed, "source": dataset.source,
             "dropped_empty": dataset.dropped_empty,
             "dropped_unlabelled": dataset.dropped_unlabelled,
+            "duplicate_texts": dataset.duplicate_texts,
+            "conflicting_texts": dataset.conflicting_texts,
             "duplicates_test_in_train": sum(duplicates.values()),
             "duplicates_in_train": duplicates}
     return frames, info

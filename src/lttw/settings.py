@@ -8,11 +8,14 @@ valid range, before any stage does work.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
+import annotated_types
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 from .errors import UserError
 
@@ -29,8 +32,13 @@ FACTOR_VARIANTS = {"lttw"}
 NON_NEURAL_VARIANTS = {"tfidf_linear"}
 
 
+#: the largest seed every consumer accepts (numpy's legacy RandomState, used by scikit-learn)
+MAX_SEED = 2**32 - 1
+
+
 class _Group(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan: a float parameter is a finite number (.inf / .nan in YAML are rejected)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DataSettings(_Group):
@@ -63,6 +71,18 @@ class CountSettings(_Group):
     lowercase: bool = True
     min_count: int = Field(1, ge=1)
 
+    @field_validator("token_pattern")
+    @classmethod
+    def _valid_pattern(cls, pattern: str) -> str:
+        try:
+            groups = re.compile(pattern).groups
+        except re.error as err:
+            raise ValueError(f"not a valid regular expression: {err}") from None
+        if groups > 1:
+            raise ValueError(f"has {groups} capturing groups; use at most one "
+                             "(write (?:...) for the others)")
+        return pattern
+
 
 class NMFSettings(_Group):
     rank: int = Field(5, ge=1, le=1000)
@@ -90,7 +110,8 @@ class ModelSettings(_Group):
     pooling: Literal["cls", "mean"] = "cls"
     hidden: int = Field(256, ge=8)
     layers: int = Field(2, ge=1)
-    cnn_widths: list[int] = Field(default_factory=lambda: [2, 3, 4])
+    cnn_widths: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [2, 3, 4],
+                                                          min_length=1)
     cnn_channels: int = Field(128, ge=1)
     pretrained_embeddings: bool = True
     leam_r: int = Field(2, ge=0)
@@ -128,7 +149,7 @@ class TrainSettings(_Group):
 
 
 class Settings(_Group):
-    seed: int = Field(42, ge=0)
+    seed: int = Field(42, ge=0, le=MAX_SEED)
     data: DataSettings = DataSettings()
     folds: FoldSettings = FoldSettings()
     counts: CountSettings = CountSettings()
@@ -141,13 +162,72 @@ class SettingsError(UserError, ValueError):
     """A parameter is missing, unknown or out of range; the message names it."""
 
 
+def _field(loc: tuple) -> tuple[type[BaseModel] | None, object]:
+    """The model that holds the parameter at ``loc`` and its FieldInfo (None where unknown);
+    list indices in ``loc`` select the list's item constraints."""
+    model: type[BaseModel] | None = Settings
+    info = None
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue
+        info = model.model_fields.get(part)
+        if info is None:
+            return model, None
+        ann = info.annotation
+        model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+    return model, info
+
+
+_BOUNDS = ((annotated_types.Ge, "ge", ">="), (annotated_types.Gt, "gt", ">"),
+           (annotated_types.Le, "le", "<="), (annotated_types.Lt, "lt", "<"))
+
+
+def valid_range(dotted: str, metadata) -> str | None:
+    """``1 <= model.depth <= 24``-style description of numeric bounds (None: no bounds)."""
+    lower = upper = None
+    for item in metadata:
+        for kind, attr, op in _BOUNDS:
+            if isinstance(item, kind):
+                if attr in ("ge", "gt"):
+                    lower = f"{getattr(item, attr)} {'<=' if attr == 'ge' else '<'} "
+                else:
+                    upper = f" {op} {getattr(item, attr)}"
+    if lower is None and upper is None:
+        return None
+    return f"{lower or ''}{dotted}{upper or ''}"
+
+
+def _hint(loc: tuple, err_type: str) -> str:
+    """What is valid at ``loc``: the known names (unknown parameter) or the numeric range."""
+    dotted = ".".join(str(p) for p in loc if not isinstance(p, int))
+    holder, info = _field(loc)
+    if err_type == "extra_forbidden":
+        known = sorted(holder.model_fields) if holder is not None else []
+        return f"; known names: {', '.join(known)}" if known else ""
+    if info is None:
+        return ""
+    metadata = list(info.metadata)
+    item_index = [p for p in loc if isinstance(p, int)]
+    if item_index:  # an item of a list: its own constraints
+        args = getattr(info.annotation, "__args__", ())
+        metadata = [m for a in args for m in getattr(a, "__metadata__", ())]
+        metadata = [c for m in metadata for c in getattr(m, "metadata", [m])]
+        dotted = f"{dotted}[{item_index[0]}]"
+    described = valid_range(dotted, metadata)
+    return f"; valid: {described}" if described else ""
+
+
 def _format(err: ValidationError, source: str) -> str:
     lines = []
     for e in err.errors():
-        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"])
+        where = where.removeprefix(".") or "(top level)"
         msg = e["msg"].removeprefix("Value error, ")
-        got = "" if e["type"] == "missing" else f" (got {e.get('input')!r})"
-        lines.append(f"{source}: {where}: {msg}{got}")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown parameter"
+        quiet = e["type"] in ("missing", "extra_forbidden") or isinstance(e.get("input"), dict)
+        got = "" if quiet else f" (got {e.get('input')!r})"
+        lines.append(f"{source}: {where}: {msg}{got}{_hint(tuple(e['loc']), e['type'])}")
     return "\n".join(lines)
 
 
@@ -156,6 +236,24 @@ def settings_from_dict(raw: dict, source: str = "params") -> Settings:
         return Settings.model_validate(raw or {})
     except ValidationError as err:
         raise SettingsError(_format(err, source)) from None
+
+
+def check_batch_size(n_train: int, batch_size: int, fold: int | None = None) -> None:
+    """Reject ``train.batch_size`` larger than the rows it batches (call it where the data is
+    known: at the start of training, with the fold's train-part size).
+
+    An error rather than a silent clamp: the batch size is part of the experiment (it sets the
+    steps per epoch and the learning-rate schedule), so the run must not quietly use another.
+    """
+    if n_train < 1:
+        where = f"fold {fold}'s" if fold is not None else "the"
+        raise SettingsError(f"{where} train part is empty: nothing to train on "
+                            "(raise data.train_size)")
+    if batch_size > n_train:
+        where = f"fold {fold}'s train part" if fold is not None else "the train part"
+        raise SettingsError(f"train.batch_size={batch_size} is larger than {where} "
+                            f"({n_train} rows); valid: 1 <= train.batch_size <= {n_train} "
+                            "(or raise data.train_size)")
 
 
 def read_settings(path: str | Path = "params.yaml") -> Settings:

@@ -14,6 +14,12 @@ from .settings import Settings, read_settings
 log = logging.getLogger("lttw")
 
 
+def one_line(err: BaseException) -> str:
+    """The error's message on one line (several problems joined by '; ')."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return "; ".join(lines) or type(err).__name__
+
+
 def run_stage(main: Callable[..., None], description: str, per_fold: bool = False,
               argv: list[str] | None = None) -> None:
     """Run ``main(settings)`` or ``main(settings, fold)`` as a pipeline stage."""
@@ -33,7 +39,7 @@ def run_stage(main: Callable[..., None], description: str, per_fold: bool = Fals
         else:
             main(settings)
     except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {one_line(err)}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

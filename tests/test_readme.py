@@ -1,0 +1,72 @@
+"""README.md's examples run as written.
+
+Every fenced code block whose info string is exactly ``bash runnable`` is run line by line
+(a line ending in ``\\`` continues on the next; blank lines and lines starting with ``#`` are
+skipped), in order, from the root of a tiny project (``make_tiny_project``: the repository's
+pipeline and README with the tiny profile), with the venv's bin first on PATH. Each command
+must exit 0. Blocks with any other info string (``bash``, ``console``...) are documentation
+only. A README without a runnable block fails: the examples would go untested.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tiny_project import REPO, make_tiny_project, run
+
+INFO = "bash runnable"
+
+
+def runnable_commands(markdown: str) -> list[str]:
+    """The commands of the ``bash runnable`` blocks, in order."""
+    commands: list[str] = []
+    inside, pending = False, ""
+    for raw in markdown.splitlines():
+        line = raw.strip()
+        if line.startswith("```"):
+            inside = not inside and line[3:].strip() == INFO
+            pending = ""
+            continue
+        if not inside or (not pending and (not line or line.startswith("#"))):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1].rstrip() + " "
+            continue
+        commands.append(pending + line)
+        pending = ""
+    return commands
+
+
+def readme_commands(readme: Path = REPO / "README.md") -> list[str]:
+    if not readme.is_file():
+        pytest.fail(f"{readme} does not exist: write it, with its examples in fenced blocks "
+                    f"opened by ```{INFO}")
+    commands = runnable_commands(readme.read_text(encoding="utf-8"))
+    if not commands:
+        pytest.fail(f"{readme} has no ```{INFO} block: put the commands users should run "
+                    "(after `dvc repro` on the tiny profile) in such blocks so they are tested")
+    return commands
+
+
+def test_runnable_blocks_are_parsed():
+    text = "\n".join([
+        "```bash", "not this", "```",
+        "```bash runnable", "# a comment", "", "dvc repro", "lttw predict \\",
+        '  "two lines"', "```",
+        "```bash runnable extra", "nor this", "```",
+        "  ```bash runnable", "  lttw report", "  ```"])
+    assert runnable_commands(text) == ["dvc repro", 'lttw predict "two lines"', "lttw report"]
+
+
+def test_readme_has_runnable_examples():
+    readme_commands()
+
+
+@pytest.mark.slow
+def test_readme_commands_run(tmp_path, tiny_encoder_dir):
+    commands = readme_commands()
+    project = make_tiny_project(tmp_path, tiny_encoder_dir)
+    for command in commands:
+        run(command, project)  # asserts exit code 0, showing the command and its output
