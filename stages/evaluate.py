@@ -9,7 +9,7 @@ import pandas as pd
 
 from lttw import layout
 from lttw.evaluation import (classification_metrics, confusion_counts, confusion_long,
-                             per_class_report)
+                             per_class_report, predicted_labels, top_probability)
 from lttw.fold_data import EVAL_PARTS, load_fold_inputs
 from lttw.io import atomic_dir, read_json, write_csv, write_json, write_parquet
 from lttw.predict import predict_cached_parts
@@ -21,20 +21,20 @@ log = logging.getLogger("lttw.evaluate")
 def main(settings, fold: int):
     inputs = load_fold_inputs(fold)
     probs = predict_cached_parts(layout.model_dir(fold), inputs, fold, settings.train)
-    training = read_json(layout.model_dir(fold) / "training.json")
+    training = read_json(layout.train_metrics(fold))
     m = settings.model
     metrics = {"fold": fold, "dataset": settings.data.dataset, "variant": m.variant,
                "fusion": m.fusion, "attention": m.attention, "seed": settings.seed}
     report, frames = {}, []
     for part in EVAL_PARTS:
-        y, pred = inputs.part_labels(part), probs[part].argmax(axis=1)
+        y, pred = inputs.part_labels(part), predicted_labels(probs[part])
         metrics[part] = classification_metrics(y, pred, inputs.n_labels)
         report[part] = {"per_class": per_class_report(y, pred, inputs.classes),
                         "confusion": confusion_counts(y, pred, inputs.n_labels)}
         frames.append(pd.DataFrame({"part": part, "label": y, "pred": pred,
-                                    "prob": probs[part].max(axis=1).astype(np.float32)}))
-        log.info("fold %d %s: macro-F1 %.4f (n=%d)", fold, part, metrics[part]["f1_macro"],
-                 len(y))
+                                    "prob": top_probability(probs[part])}))
+        log.info("fold %d %s: macro-F1 %.4f (n=%d)", fold, part,
+                 metrics[part].get("f1_macro", float("nan")), len(y))
     for key in ("time_per_epoch_s", "samples_per_s", "epochs_run", "device"):
         if key in training:
             metrics[key] = training[key]
@@ -43,7 +43,7 @@ def main(settings, fold: int):
         write_parquet(tmp / "predictions.parquet", pd.concat(frames, ignore_index=True))
         write_json(tmp / "report.json", report)
     write_csv(layout.confusion_csv(fold),
-                  confusion_long(test_y, probs["test"].argmax(axis=1), inputs.classes))
+                  confusion_long(test_y, predicted_labels(probs["test"]), inputs.classes))
     write_json(layout.fold_metrics(fold), metrics)
 
 

@@ -13,7 +13,7 @@ from lttw import layout
 from lttw.bundle import write_model_folder
 from lttw.fold_data import factor_shape, load_fold_inputs, load_tensors
 from lttw.io import atomic_dir, write_json
-from lttw.settings import NON_NEURAL_VARIANTS
+from lttw.settings import NON_NEURAL_VARIANTS, check_batch_size
 from lttw.stage import run_stage
 
 log = logging.getLogger("lttw.train")
@@ -38,9 +38,9 @@ def train_tfidf(settings, fold: int, inputs) -> dict:
     with atomic_dir(layout.model_dir(fold)) as tmp:
         model.save(tmp)
         write_model_folder(tmp, classes=inputs.classes, settings=settings, fold=fold)
-        summary = {"epochs_run": 1, "time_per_epoch_s": fit_s, "device": "cpu",
-                   "samples_per_s": len(inputs.parts["train"]) / fit_s, "seed": settings.seed}
-        write_json(tmp / "training.json", summary)
+    summary = {"epochs_run": 1, "time_per_epoch_s": fit_s, "device": "cpu",
+               "samples_per_s": len(inputs.parts["train"]) / fit_s, "seed": settings.seed}
+    write_json(layout.train_metrics(fold), summary)
     live = open_live(fold, settings)
     if live is not None:
         live.log_metric("epoch_time_s", fit_s)  # one point, so the plots folder exists
@@ -81,7 +81,9 @@ def train_neural(settings, fold: int, inputs) -> dict:
             write_model_folder(tmp, classes=inputs.classes, settings=settings, fold=fold,
                                tokenizer_dir=layout.tokenizer_dir(),
                                with_factors=factor_shape(batches) is not None)
-            write_json(tmp / "training.json", summary)
+        # timings vary run to run: kept out of the model folder so that its hash (and with it
+        # the evaluate stage) only changes when the weights do
+        write_json(layout.train_metrics(fold), summary)
         if live is not None:
             for key in ("best_val_f1_macro", "time_per_epoch_s", "samples_per_s"):
                 live.summary[key] = summary[key]
@@ -99,13 +101,14 @@ def open_live(fold: int, settings):
         log.info("dvclive not installed: training curves are not logged")
         return None
     live = Live(dir=str(layout.live_dir(fold)), dvcyaml=False, save_dvc_exp=False,
-                resume=(layout.checkpoint_dir(fold) / "state.json").is_file())
+                resume=(layout.checkpoint_dir(fold) / "last.safetensors").is_file())
     live.log_params({"seed": settings.seed, "variant": settings.model.variant, "fold": fold})
     return live
 
 
 def main(settings, fold: int):
     inputs = load_fold_inputs(fold)
+    check_batch_size(len(inputs.parts["train"]), settings.train.batch_size, fold)
     if settings.model.variant in NON_NEURAL_VARIANTS:
         summary = train_tfidf(settings, fold, inputs)
     else:

@@ -28,7 +28,7 @@ from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_training import (CPU, TRAIN, VAL, assert_same_weights, build_model,  # noqa: E402
-                           train_settings)
+                           one_thread, train_settings)  # noqa: F401  (autouse fixture)
 
 from lttw.training import Batchable, train_classifier  # noqa: E402
 

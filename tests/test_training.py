@@ -88,8 +88,18 @@ def assert_same_weights(a: nn.Module, b: nn.Module, atol: float = 0.0) -> None:
     assert worst <= atol, f"max abs weight difference {worst:.3g} > {atol}"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models run fastest on 1 intra-op thread, and it keeps the runs quick on a busy
+    CPU (OpenMP threads that wait on each other degrade badly under contention)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
-def reference(tiny_encoder_dir, tmp_path_factory):
+def reference(one_thread, tiny_encoder_dir, tmp_path_factory):
     """One uninterrupted run: (model, result, steps executed)."""
     counter = StepCounter()
     model, result = run(tiny_encoder_dir, tmp_path_factory.mktemp("ref"), live=counter)
@@ -116,7 +126,7 @@ def test_interrupted_run_resumes(tiny_encoder_dir, tmp_path, reference):
     first = StepCounter(interrupt_at=stop)
     with pytest.raises(KeyboardInterrupt):
         run(tiny_encoder_dir, tmp_path, live=first, checkpoint_every_s=0)
-    assert (tmp_path / "state.json").is_file()
+    assert (tmp_path / "last.safetensors").is_file()
     second = StepCounter()
     model, result = run(tiny_encoder_dir, tmp_path, live=second, checkpoint_every_s=0)
     # the interrupt came after step 9's update but before its checkpoint: the last

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
@@ -56,6 +57,16 @@ def _restore_optimizer(optimizer, tensors: dict, meta: dict) -> None:
     optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
 
 
+def read_checkpoint_state(folder: str | Path) -> dict | None:
+    """The state stored with the last checkpoint in ``folder`` (fingerprint, loop position,
+    optimiser and scheduler state), or None when there is none."""
+    path = Path(folder) / TENSORS
+    if not path.is_file():
+        return None
+    with safe_open(str(path), framework="pt") as f:
+        return json.loads((f.metadata() or {}).get("state", "{}"))
+
+
 class Checkpointer:
     def __init__(self, folder: str | Path, fingerprint: str, every_s: float = 120.0,
                  enabled: bool = True):
@@ -72,11 +83,11 @@ class Checkpointer:
         """Load the last checkpoint of this run if there is one; return the loop state."""
         fresh = {"epoch": 0, "step_in_epoch": 0, "step": 0, "epoch_times": [],
                  "best": {"f1": -1.0, "epoch": -1}}
-        meta_path = self.folder / STATE_JSON
-        if not meta_path.is_file():
+        meta = read_checkpoint_state(self.folder)
+        if meta is None:
             return fresh
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if meta.get("fingerprint") != self.fingerprint or meta.get("complete"):
+        if meta.get("fingerprint") != self.fingerprint:
+            log.info("ignoring checkpoint of another run in %s", self.folder)
             return fresh
         tensors = load_file(str(self.folder / TENSORS))
         model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
@@ -88,16 +99,17 @@ class Checkpointer:
         return meta["loop"]
 
     def save(self, model, optimizer, scheduler, **loop) -> None:
+        """One file, written atomically: tensors plus the loop state in its metadata, so a
+        kill at any moment leaves either the previous checkpoint or this one, never a mix."""
         if not self.enabled:
             return
         opt_tensors, opt_meta = _optimizer_tensors(optimizer)
         tensors = {**_model_tensors(model), **opt_tensors, "rng.cpu": torch.get_rng_state()}
+        # LambdaLR keeps None for plain functions: its state is JSON-safe
+        state = {"fingerprint": self.fingerprint, "loop": loop, "optimizer": opt_meta,
+                 "scheduler": scheduler.state_dict()}
         with atomic_path(self.folder / TENSORS) as tmp:
-            save_file(tensors, str(tmp))
-        sched = scheduler.state_dict()  # LambdaLR keeps None for plain functions: JSON-safe
-        write_json(self.folder / STATE_JSON, {"fingerprint": self.fingerprint, "complete": False,
-                                              "loop": loop, "optimizer": opt_meta,
-                                              "scheduler": sched})
+            save_file(tensors, str(tmp), metadata={"state": json.dumps(state)})
         self._last = time.monotonic()
 
     def save_best(self, model: nn.Module) -> None:
@@ -106,7 +118,8 @@ class Checkpointer:
                 save_file(_model_tensors(model), str(tmp))
 
     def load_best(self, model: nn.Module) -> None:
-        """Put the best-validation weights back into ``model`` and mark the run complete."""
+        """Put the best-validation weights back into ``model``; the run is complete, so its
+        checkpoint is removed (a later run with the same settings starts afresh)."""
         path = self.folder / BEST
         if self.enabled and path.is_file():
             tensors = load_file(str(path))

@@ -10,8 +10,23 @@ from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_f
 HEADLINE = ("precision_macro", "recall_macro", "f1_macro", "accuracy")
 
 
+def predicted_labels(probs: np.ndarray) -> np.ndarray:
+    """Class ids (n,) int64 of the most probable class; (0,) for an empty part."""
+    probs = np.asarray(probs)
+    return probs.argmax(axis=1).astype(np.int64) if len(probs) else np.zeros(0, np.int64)
+
+
+def top_probability(probs: np.ndarray) -> np.ndarray:
+    """The winning class's probability (n,) float32; (0,) for an empty part."""
+    probs = np.asarray(probs)
+    return probs.max(axis=1).astype(np.float32) if len(probs) else np.zeros(0, np.float32)
+
+
 def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> dict:
-    """Macro P / R / F1 and accuracy (classes absent from both y_true and y_pred score 0)."""
+    """Macro P / R / F1 and accuracy (classes absent from both y_true and y_pred score 0).
+    An empty part (e.g. ``data.predict_size: 0``) has nothing to score: only ``n`` = 0."""
+    if len(y_true) == 0:
+        return {"n": 0}
     labels = np.arange(n_labels)
     p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, labels=labels,
                                                  average="macro", zero_division=0)
@@ -21,6 +36,8 @@ def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int
 
 
 def per_class_report(y_true: np.ndarray, y_pred: np.ndarray, classes: list[str]) -> dict:
+    if len(y_true) == 0:
+        return {name: {"support": 0} for name in classes}
     p, r, f, support = precision_recall_fscore_support(
         y_true, y_pred, labels=np.arange(len(classes)), average=None, zero_division=0)
     return {name: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
@@ -34,6 +51,8 @@ def confusion_long(y_true: np.ndarray, y_pred: np.ndarray, classes: list[str]) -
 
 
 def confusion_counts(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> list[list[int]]:
+    if len(y_true) == 0:
+        return [[0] * n_labels for _ in range(n_labels)]
     return confusion_matrix(y_true, y_pred, labels=np.arange(n_labels)).tolist()
 
 

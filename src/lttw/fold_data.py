@@ -49,7 +49,9 @@ def load_fold_inputs(fold: int) -> FoldInputs:
     labels, texts = {}, {}
     for split in layout.SPLITS:
         frame = pd.read_parquet(layout.sample_parquet(split), columns=["text", "label"])
-        labels[split] = frame["label"].to_numpy(np.int64)
+        # a writable copy: pandas' copy-on-write arrays are read-only, which torch.from_numpy
+        # warns about
+        labels[split] = np.array(frame["label"], dtype=np.int64)
         texts[split] = frame["text"].tolist()
     classes = read_json(layout.LABELS_JSON)["classes"]
     parts = read_fold_parts(layout.FOLDS_PARQUET, fold)

