@@ -31,6 +31,7 @@ import sklearn
 from lttw.counts import corpus_counts, normalise_rows, word_label_counts
 from lttw.data import load_dataset
 from lttw.factors import latent_factors
+from lttw.cross_fit import out_of_fold_factors
 from lttw.features import latent_factor_tensor
 from lttw.folds import assign_folds, fold_parts
 from lttw.sampling import draw_samples
@@ -77,6 +78,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--s", type=int, default=10)
     ap.add_argument("--fold", type=int, default=0)
+    ap.add_argument("--train-factors", choices=["out_of_fold", "in_sample"], default="out_of_fold")
+    ap.add_argument("--factor-splits", type=int, default=5)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "stages_cpu.json"))
     args = ap.parse_args(argv)
@@ -106,8 +109,14 @@ def main(argv=None) -> dict:
         return latent_factors(normalise_rows(counts), args.rank, nmf, args.seed)
 
     def features_stage(counts, vocabulary, factors):
-        return latent_factor_tensor(texts, vocabulary, corpus_counts(counts),
-                                    factors.word_factors, args.k, args.s, "count_then_corpus", cs)
+        tensor = latent_factor_tensor(texts, vocabulary, corpus_counts(counts),
+                                      factors.word_factors, args.k, args.s, "count_then_corpus",
+                                      cs)
+        if args.train_factors == "out_of_fold":  # the stage's default (model.train_factors)
+            tensor[train_rows] = out_of_fold_factors(
+                train_texts, train_labels, p, factors.factor_label, args.k, args.s,
+                "count_then_corpus", cs, nmf, args.factor_splits, args.seed)
+        return tensor
 
     rows = []
     (counts, vocabulary), t_counts = timed(counts_stage)
@@ -136,6 +145,7 @@ def main(argv=None) -> dict:
         "note": note, "dataset": args.dataset, "sample_size": size, "fold": args.fold,
         "train_part_texts": len(train_texts), "feature_texts": len(texts),
         "n_words": len(vocabulary), "n_labels": p, "rank": args.rank, "k": args.k, "s": args.s,
+        "train_factors": args.train_factors,
         "stages": {name: {"wall_s": round(t, 3), "peak_rss_mib": round(rss, 1),
                           "peak_traced_mib": round(traced, 1)} for name, t, rss, traced in rows},
         "total_wall_s": round(total, 3),

@@ -1,16 +1,34 @@
 """Stage `features`: latent-factor tensor H_tw (n, k+s, rank) of every sample text, from the
-fold's train-part vocabulary and factors; (n, 0, 0) placeholders when factors are not used."""
+fold's train-part vocabulary and factors; the train part's own rows out-of-fold by default
+(`model.train_factors`); (n, 0, 0) placeholders when factors are not used."""
 
 import logging
 
+import numpy as np
 import pandas as pd
 
 from lttw import layout
+from lttw.cross_fit import out_of_fold_factors
+from lttw.factors import FACTORS_FILE
 from lttw.features import FactorLookup, empty_features
-from lttw.io import atomic_dir, write_arrays
+from lttw.folds import read_fold_parts
+from lttw.io import atomic_dir, read_arrays, read_json, write_arrays
 from lttw.stage import run_stage
 
 log = logging.getLogger("lttw.features")
+
+
+def train_part_out_of_fold(settings, fold: int, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The fold's train-part rows of the train sample, and their cross-fitted tensor (the
+    validation and test parts keep the full fit's factors, as unseen texts)."""
+    m = settings.model
+    rows = read_fold_parts(layout.FOLDS_PARQUET, fold)["train"]
+    labels = pd.read_parquet(layout.sample_parquet("train"), columns=["label"])["label"]
+    factor_label = read_arrays(layout.nmf_dir(fold) / FACTORS_FILE)["factor_label"]
+    return rows, out_of_fold_factors(
+        [texts[i] for i in rows], labels.to_numpy(np.int64)[rows],
+        len(read_json(layout.LABELS_JSON)["classes"]), factor_label, m.k, m.s, m.ranking,
+        settings.counts, settings.nmf, m.factor_splits, settings.seed)
 
 
 def main(settings, fold):
@@ -21,7 +39,11 @@ def main(settings, fold):
     if m.uses_factors:
         lookup = FactorLookup.for_fold(fold, settings.counts)
         arrays = {split: lookup.transform(t, m.k, m.s, m.ranking) for split, t in texts.items()}
-        metadata = {"k": str(m.k), "s": str(m.s), "rank": str(lookup.rank), "ranking": m.ranking}
+        if m.train_factors == "out_of_fold":
+            rows, cross_fitted = train_part_out_of_fold(settings, fold, texts["train"])
+            arrays["train"][rows] = cross_fitted
+        metadata = {"k": str(m.k), "s": str(m.s), "rank": str(lookup.rank), "ranking": m.ranking,
+                    "train_factors": m.train_factors}
     else:
         log.info("model.variant=%s, model.fusion=%s: no latent factors, writing (n, 0, 0) "
                  "placeholders", m.variant, m.fusion)

@@ -85,6 +85,10 @@ class ModelSettings(_Group):
     k: int = Field(10, ge=0, le=1000)
     s: int = Field(10, ge=0, le=1000)
     ranking: Ranking = "count_then_corpus"
+    # training rows' factors: out_of_fold (cross-fitted, as an unseen text would get them) or
+    # in_sample (the paper, literally: looked up in counts that include the text's own label)
+    train_factors: Literal["out_of_fold", "in_sample"] = "out_of_fold"
+    factor_splits: int = Field(5, ge=2, le=50)  # groups for out_of_fold
     fusion: Fusion = "concat"
     attention: Attention = "linformer"
     linformer_k: int = Field(32, ge=1)

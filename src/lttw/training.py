@@ -115,6 +115,8 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
     model.to(rt.device)
     ddp_model = rt.wrap(model)
     optimizer = _optimizer(ddp_model, cfg, rt)
+    if cfg.compile:  # the step runs compiled; checkpoints and the result use ``model`` itself
+        ddp_model = torch.compile(ddp_model)
     steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
     total = steps_per_epoch * cfg.epochs
     if cfg.max_steps:

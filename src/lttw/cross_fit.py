@@ -1,0 +1,63 @@
+"""Out-of-fold latent factors for the training rows (cross-fitting).
+
+The paper builds V = n(w, c) / n(w) from the training texts and looks the same texts up in it.
+For a word that occurs in one training text only, its row of V is the one-hot vector of that
+text's label, so the factor rows of a training text's rare words (exactly the bottom-s words)
+encode its label: the classifier learns to read the answer off H_tw and fails on texts whose
+words were not counted with their own label. Validation, test and prediction texts are never
+counted, so they do not carry that leak, and the model overfits (measured: see README).
+
+``out_of_fold_factors`` gives each training row the factors it would get as an unseen text:
+the fold's train part is split into ``n_splits`` groups, and each group's texts are looked up
+in counts built from the other groups. The word factors of those counts are solved against the
+fold's own factor-label matrix H (held fixed: W = argmin ||V_g - W H||, W >= 0), so every row
+lives in the same factor space as the full-fit factors used for the other texts.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+import numpy as np
+from sklearn.decomposition import non_negative_factorization
+from sklearn.model_selection import StratifiedKFold
+
+from .counts import corpus_counts, normalise_rows, word_label_counts
+from .features import FactorLookup
+from .settings import CountSettings, NMFSettings, Ranking
+
+log = logging.getLogger("lttw.cross_fit")
+
+
+def factors_given_labels(V, factor_label: np.ndarray, settings: NMFSettings,
+                         random_state: int | None) -> np.ndarray:
+    """Word factors W (n_words, rank) float32 of V (n_words, n_labels) for a fixed H."""
+    H = np.asarray(factor_label, dtype=np.float64)
+    W, _, _ = non_negative_factorization(
+        V.astype(np.float64), H=H, n_components=H.shape[0], update_H=False, solver="cd",
+        max_iter=settings.max_iter, tol=settings.tol, random_state=random_state)
+    return W.astype(np.float32)
+
+
+def out_of_fold_factors(texts: Sequence[str], labels: np.ndarray, n_labels: int,
+                        factor_label: np.ndarray, k: int, s: int, ranking: Ranking,
+                        count_settings: CountSettings, nmf_settings: NMFSettings,
+                        n_splits: int, random_state: int | None) -> np.ndarray:
+    """(len(texts), k+s, rank) float32: each text's H_tw from counts that exclude its group."""
+    labels = np.asarray(labels, dtype=np.int64)
+    out = np.zeros((len(texts), k + s, factor_label.shape[0]), dtype=np.float32)
+    n_splits = min(n_splits, int(np.bincount(labels, minlength=n_labels).max()))
+    if n_splits < 2:
+        raise ValueError("out-of-fold factors need at least 2 training texts per group")
+    splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
+    # StratifiedKFold needs every class in every split; a class with fewer rows only warns
+    for rest, held in splitter.split(np.zeros(len(labels)), labels):
+        counts, vocabulary = word_label_counts([texts[i] for i in rest], labels[rest],
+                                               n_labels, count_settings)
+        W = factors_given_labels(normalise_rows(counts), factor_label, nmf_settings,
+                                 random_state)
+        lookup = FactorLookup(vocabulary, corpus_counts(counts), W, count_settings)
+        out[held] = lookup.transform([texts[i] for i in held], k, s, ranking)
+    log.info("out-of-fold factors for %d training texts in %d groups", len(texts), n_splits)
+    return out
