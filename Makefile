@@ -31,16 +31,21 @@ PAPER := -S data.train_size=52000 -S data.test_size=4000 -S data.predict_size=36
 paper: install
 	. $(BIN)/activate && dvc exp run -n paper $(PAPER)
 
+# Queued experiments run in a temporary copy of the repository (.dvc/tmp/exps), where the
+# relative ../shared/datasets does not exist: they get the datasets folder as an absolute path.
+DATA_ROOT ?= $(abspath ../shared/datasets)
+QUEUE := dvc exp run --queue -S data.root=$(DATA_ROOT)
+
 # The four ablations of Table 5 as queued experiments, run one after another, then compared.
 ablations: install
-	. $(BIN)/activate && dvc exp run --queue -n lttw -S model.fusion=concat -S model.attention=linformer \
-	 && dvc exp run --queue -n lttw-m -S model.fusion=none -S model.attention=linformer \
-	 && dvc exp run --queue -n lttw-l -S model.fusion=concat -S model.attention=none \
-	 && dvc exp run --queue -n lttw-att -S model.fusion=concat -S model.attention=mha \
+	. $(BIN)/activate && $(QUEUE) -n lttw -S model.fusion=concat -S model.attention=linformer \
+	 && $(QUEUE) -n lttw-m -S model.fusion=none -S model.attention=linformer \
+	 && $(QUEUE) -n lttw-l -S model.fusion=concat -S model.attention=none \
+	 && $(QUEUE) -n lttw-att -S model.fusion=concat -S model.attention=mha \
 	 && dvc queue start && dvc queue logs --follow lttw-att; dvc exp show --only-changed
 
 # Every comparator on the same samples and folds.
 baselines: install
 	. $(BIN)/activate && for v in encoder encoder_cnn transformer bilstm_attention leam tfidf_linear; do \
-	  dvc exp run --queue -n $$v -S model.variant=$$v || exit 1; done \
+	  $(QUEUE) -n $$v -S model.variant=$$v || exit 1; done \
 	 && dvc queue start && dvc exp show --only-changed
