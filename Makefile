@@ -3,6 +3,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+TORCH  ?= torch==2.13.0
+
 export DVC_NO_ANALYTICS := 1
 
 .PHONY: install repro test bench
@@ -10,7 +12,7 @@ install: $(BIN)/lttw
 $(BIN)/lttw: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q "torch==2.13.0" -e ".[test]"
+	$(BIN)/python -m pip install -q $(TORCH) -e ".[test]"
 	touch $@
 
 repro: install
