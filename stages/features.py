@@ -38,10 +38,16 @@ def main(settings, fold):
     metadata = None
     if m.uses_factors:
         lookup = FactorLookup.for_fold(fold, settings.counts)
-        arrays = {split: lookup.transform(t, m.k, m.s, m.ranking) for split, t in texts.items()}
-        if m.train_factors == "out_of_fold":
+        looked_up = dict(texts)
+        if m.train_factors == "out_of_fold":  # the train part is cross-fitted, not looked up
             rows, cross_fitted = train_part_out_of_fold(settings, fold, texts["train"])
-            arrays["train"][rows] = cross_fitted
+            unseen = np.setdiff1d(np.arange(len(texts["train"])), rows)  # val and test parts
+            looked_up["train"] = [texts["train"][i] for i in unseen]
+        arrays = {split: lookup.transform(t, m.k, m.s, m.ranking) for split, t in looked_up.items()}
+        if m.train_factors == "out_of_fold":
+            train = np.empty((len(texts["train"]),) + cross_fitted.shape[1:], np.float32)
+            train[rows], train[unseen] = cross_fitted, arrays["train"]
+            arrays["train"] = train
         metadata = {"k": str(m.k), "s": str(m.s), "rank": str(lookup.rank), "ranking": m.ranking,
                     "train_factors": m.train_factors}
     else:
