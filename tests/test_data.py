@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from lttw import layout
-from lttw.data import encode_labels, hub_split_files, load_dataset
+from lttw.data import hub_split_files, load_dataset
+from lttw.tables import encode_labels
 from lttw.errors import DataError
 from lttw.sampling import draw_samples
 from lttw.settings import DataSettings

@@ -311,7 +311,7 @@ def _run(cmd: list[str], cwd: Path) -> Ran:
 FORK_RUNNER = r"""
 import json, os, runpy, sys, traceback
 import numpy, pandas, pyarrow.parquet, yaml, pydantic  # noqa: F401  (imported once)
-import lttw.data, lttw.io, lttw.layout, lttw.sampling, lttw.settings, lttw.stage  # noqa: F401
+import lttw.data, lttw.tables, lttw.io, lttw.layout, lttw.sampling, lttw.settings, lttw.stage  # noqa: F401
 
 def child(job):
     code = 1

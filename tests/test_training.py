@@ -150,3 +150,71 @@ def test_checkpoint_of_another_run_is_ignored(tiny_encoder_dir, tmp_path, refere
     assert counter.steps == ref_steps  # started from scratch
     assert_same_weights(model, ref_model, atol=1e-6)
     assert result.best_val_f1 == pytest.approx(ref_result.best_val_f1, abs=1e-9)
+
+
+def test_batches_are_trimmed_to_their_longest_row():
+    mask = torch.zeros(4, 32, dtype=torch.int8)
+    for row, n in enumerate((3, 9, 17, 32)):
+        mask[row, :n] = 1
+    mask[3] = mask[3].flip(0)  # left padding: the last real token is still at 32
+    mask[3, :20] = 0
+    data = Batchable(torch.ones(4, 32, dtype=torch.int32), mask, None, torch.zeros(4))
+    assert data.lengths.tolist() == [3, 9, 17, 32]
+    widths = {rows: data.batch(torch.tensor(rows), CPU)[0]["input_ids"].shape[1]
+              for rows in [(0,), (0, 1), (1, 2), (3, 0)]}
+    assert widths == {(0,): 8, (0, 1): 16, (1, 2): 24, (3, 0): 32}  # multiples of 8, <= 32
+    full = data.batch(torch.tensor([0, 1]), CPU, trim=False)[0]["input_ids"]
+    assert full.shape == (2, 32)
+
+
+def test_predict_proba_matches_untrimmed_row_order(tiny_encoder_dir):
+    """Length-sorted, trimmed batches give every row the probabilities of a plain full-width
+    forward pass, returned in the data's own row order."""
+    model = build_model(tiny_encoder_dir).eval()
+    data = make_data(21, seed=3)
+    data.attention_mask[::2, 5:] = 0  # every other row 5 tokens: some batches trim to 8
+    data.input_ids[::2, 5:] = 0
+    assert data.batch(torch.argsort(data.lengths)[:4], CPU)[0]["input_ids"].shape[1] == 8
+    probs = training_predict(model, data, batch_size=4)
+    inputs, _ = data.batch(torch.arange(len(data)), CPU, trim=False)
+    with torch.no_grad():
+        expected = torch.softmax(model(**inputs), dim=-1).numpy()
+    assert probs.shape == (21, N_LABELS)
+    assert abs(probs - expected).max() < 1e-5
+
+
+def training_predict(model, data, batch_size):
+    from lttw.training import predict_proba
+
+    return predict_proba(model, data, CPU, batch_size)
+
+
+def test_group_by_length_orders_rows_into_similar_length_batches():
+    from lttw.training import LENGTH_GROUP_BATCHES, epoch_order
+
+    n, batch = 8 * LENGTH_GROUP_BATCHES * 2 + 5, 8  # two windows and a partial last batch
+    data = make_data(n, seed=4)
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(2, SEQ + 1, (n,), generator=g)
+    data.attention_mask[:] = (torch.arange(SEQ)[None, :] < lengths[:, None]).to(torch.int8)
+    plain = epoch_order(data, batch, seed=3)
+    grouped = epoch_order(data, batch, seed=3, group_by_length=True)
+    assert torch.equal(plain, torch.randperm(n, generator=torch.Generator().manual_seed(3)))
+    assert sorted(grouped.tolist()) == list(range(n))  # every row once
+    assert torch.equal(grouped, epoch_order(data, batch, seed=3, group_by_length=True))
+    assert not torch.equal(grouped, epoch_order(data, batch, seed=4, group_by_length=True))
+
+    def padding(order):  # padded positions summed over the batches, each trimmed to its max
+        return sum(int(data.lengths[b].max()) * len(b) - int(data.lengths[b].sum())
+                   for b in order.split(batch))
+
+    assert padding(grouped) < 0.2 * padding(plain)
+    firsts = [int(data.lengths[b].max()) for b in grouped.split(batch)[:-1]]
+    assert firsts != sorted(firsts, reverse=True)  # batches are shuffled, not longest-first
+
+
+def test_group_by_length_trains(tiny_encoder_dir, tmp_path):
+    model = build_model(tiny_encoder_dir)
+    result = train_classifier(model, TRAIN, VAL, train_settings(group_by_length=True), seed=7,
+                              rt=CPU, checkpoint_dir=tmp_path)
+    assert result.steps == 2 * 6 and result.best_val_f1 > 0.5

@@ -11,6 +11,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +27,19 @@ from .settings import TrainSettings
 log = logging.getLogger("lttw.train")
 
 
+#: trimmed batch lengths are rounded up to a multiple of this (tensor-core friendly, and
+#: at most max_len / 8 distinct shapes for ``torch.compile``)
+LENGTH_MULTIPLE = 8
+
+
 @dataclass
 class Batchable:
-    """Model inputs for one part of a fold (all CPU tensors, rows aligned)."""
+    """Model inputs for one part of a fold (all CPU tensors, rows aligned).
+
+    ``batch`` trims the padding columns that no row of the batch uses (every model here is
+    padding-invariant: the same logits with or without them, tested), so a batch of short
+    texts costs what its longest text costs, not ``max_len``.
+    """
 
     input_ids: torch.Tensor  # (n, seq) int32
     attention_mask: torch.Tensor  # (n, seq) int8
@@ -38,13 +49,25 @@ class Batchable:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def batch(self, idx: torch.Tensor, rt: Runtime) -> tuple[dict, torch.Tensor]:
+    @cached_property
+    def lengths(self) -> torch.Tensor:
+        """(n,) int64: 1 + the position of each row's last real token (any padding side)."""
+        positions = torch.arange(1, self.attention_mask.shape[1] + 1)
+        return ((self.attention_mask != 0) * positions).amax(1) if len(self) else positions[:0]
+
+    def batch(self, idx: torch.Tensor, rt: Runtime, trim: bool = True
+              ) -> tuple[dict, torch.Tensor]:
+        seq = self.input_ids.shape[1]
+        if trim and len(idx):
+            longest = max(1, int(self.lengths[idx].max()))
+            seq = min(seq, -(-longest // LENGTH_MULTIPLE) * LENGTH_MULTIPLE)
+
         def move(t, dtype):
             t = t[idx].to(dtype)
             return t.pin_memory().to(rt.device, non_blocking=True) if rt.pin else t.to(rt.device)
 
-        inputs = {"input_ids": move(self.input_ids, torch.long),
-                  "attention_mask": move(self.attention_mask, torch.long),
+        inputs = {"input_ids": move(self.input_ids[:, :seq], torch.long),
+                  "attention_mask": move(self.attention_mask[:, :seq], torch.long),
                   "factors": None if self.factors is None else move(self.factors, torch.float32)}
         return inputs, move(self.labels, torch.long)
 
@@ -62,18 +85,25 @@ class TrainResult:
 @torch.no_grad()
 def predict_proba(model: nn.Module, data: Batchable, rt: Runtime, batch_size: int,
                   progress: bool = False) -> np.ndarray:
-    """Class probabilities (n, p) float32 for every row of ``data``."""
+    """Class probabilities (n, p) float32 for every row of ``data``, in its row order.
+
+    Rows are batched shortest first, so each batch is trimmed to nearly its rows' own length;
+    a row's probabilities do not depend on the rows batched with it.
+    """
     model.eval()
+    order = torch.argsort(data.lengths, stable=True)
     out = []
     for start in tqdm(range(0, len(data), batch_size), desc="predict", unit="batch",
                       disable=not progress, leave=False):
-        idx = torch.arange(start, min(start + batch_size, len(data)))
-        inputs, _ = data.batch(idx, rt)
+        inputs, _ = data.batch(order[start:start + batch_size], rt)
         with rt.autocast():
             logits = model(**inputs)
         out.append(torch.softmax(logits.float(), dim=-1).cpu())
-    p = out[0].shape[1] if out else 0
-    return torch.cat(out).numpy() if out else np.zeros((0, p), np.float32)
+    if not out:
+        return np.zeros((0, 0), np.float32)
+    probs = torch.empty(len(data), out[0].shape[1])
+    probs[order] = torch.cat(out)
+    return probs.numpy()
 
 
 def _optimizer(model: nn.Module, cfg: TrainSettings, rt: Runtime) -> torch.optim.Optimizer:
@@ -132,8 +162,8 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
     for epoch in range(state["epoch"], cfg.epochs):
         if step >= total:
             break
-        # the same permutation in every process and after a resume: seeded by (seed, epoch)
-        order = torch.randperm(len(train), generator=torch.Generator().manual_seed(seed + epoch))
+        # the same order in every process and after a resume: seeded by (seed, epoch)
+        order = epoch_order(train, cfg.batch_size, seed + epoch, cfg.group_by_length)
         first = state["step_in_epoch"] if epoch == state["epoch"] else 0
         ddp_model.train()
         t0, seen, running = time.perf_counter(), 0, torch.zeros((), device=rt.device)
@@ -195,6 +225,34 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
     return TrainResult(best_epoch=state["best"]["epoch"], best_val_f1=state["best"]["f1"],
                        epochs_run=ran, steps=step, epoch_times_s=epoch_times,
                        samples_per_s=total_seen / max(sum(epoch_times[-ran:]), 1e-9))
+
+
+#: group_by_length sorts rows by length within windows of this many batches
+LENGTH_GROUP_BATCHES = 50
+
+
+def epoch_order(data: Batchable, batch_size: int, seed: int, group_by_length: bool = False
+                ) -> torch.Tensor:
+    """The row order of one epoch: a seeded permutation, cut into batches in order.
+
+    ``group_by_length`` (as in transformers' Trainer) sorts each window of
+    ``LENGTH_GROUP_BATCHES`` batches of that permutation by length and shuffles the resulting
+    batches, so each batch holds texts of similar length and is trimmed to little padding;
+    batches stay random samples of the data (a text's batch-mates are drawn from its window).
+    """
+    g = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(data), generator=g)
+    if not group_by_length or len(data) <= batch_size:
+        return order
+    window = batch_size * LENGTH_GROUP_BATCHES
+    chunks = [chunk[torch.argsort(data.lengths[chunk], descending=True, stable=True)]
+              for chunk in order.split(window)]
+    batches = torch.cat(chunks).split(batch_size)
+    # the last batch may be partial: keep it last, shuffle the full ones
+    full, rest = (batches[:-1], batches[-1:]) if len(batches[-1]) < batch_size \
+        else (batches, ())
+    shuffled = [full[i] for i in torch.randperm(len(full), generator=g)]
+    return torch.cat(shuffled + list(rest))
 
 
 def _rank_rows(rows: torch.Tensor, rt: Runtime) -> tuple[torch.Tensor, float]:

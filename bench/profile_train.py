@@ -1,0 +1,211 @@
+"""Where a training step's time goes: ``torch.profiler`` over the train stage's own loop
+(``lttw.training.train_classifier``), the same models and batches as ``train_throughput.py``.
+
+Prints (and writes to bench/results/profile_train.json):
+  * the time per op category over the profiled steps (matmuls, SDPA attention, normalisation,
+    element-wise, optimiser, copies / indexing, ...), by self time: device time on CUDA, CPU
+    time on the CPU;
+  * the forward pass split by module (encoder, fusion + attention blocks, classifier);
+  * the top ops.
+
+    python bench/profile_train.py --quick                       # CPU, tiny shapes, < 60 s
+    python bench/profile_train.py --seq 64 --batch 32            # the default profile's step
+    python bench/profile_train.py --lengths-from data/sample/train.parquet
+    python bench/profile_train.py --encoder bert-base --precision bf16   # GPU, paper shape
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: E402
+
+from train_throughput import (FULL, QUICK, VARIANTS, StepClock, _Stop, build,  # noqa: E402
+                              device_info, encoder_config, real_lengths, synthetic)
+from lttw.device import make_runtime  # noqa: E402
+from lttw.settings import TrainSettings  # noqa: E402
+from lttw.training import train_classifier  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "results" / "profile_train.json"
+
+#: op-name fragments -> category (first match wins; names are lower-cased)
+CATEGORIES = [
+    ("attention (SDPA)", ("scaled_dot_product", "flash", "efficient_attention", "_cudnn_attention")),
+    ("optimizer", ("adam", "optimizer", "_foreach")),
+    ("matmul", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
+                "aten::linear", "einsum", "gemm", "sgemm", "cublas", "cutlass", "sm90_xmma",
+                "ampere_", "matmul")),
+    ("normalisation", ("layer_norm", "layernorm")),
+    ("copies / indexing", ("copy", "aten::to", "index", "gather", "embedding", "cat",
+                           "pin_memory", "contiguous", "clone", "slice", "select", "memcpy",
+                           "memset", "fill", "zero", "scatter")),
+    ("softmax / loss", ("softmax", "cross_entropy", "nll_loss", "log_softmax")),
+    ("element-wise", ("gelu", "add", "mul", "div", "tanh", "dropout", "where", "sub", "pow",
+                      "sqrt", "exp", "relu", "clamp", "norm", "sum", "mean", "elementwise",
+                      "vectorized", "reduce")),
+]
+
+
+def category(name: str) -> str:
+    low = name.lower()
+    for label, fragments in CATEGORIES:
+        if any(f in low for f in fragments):
+            return label
+    return "other"
+
+
+class ProfiledClock(StepClock):
+    """Advances the profiler's schedule on every step (log_every = 1)."""
+
+    def __init__(self, prof, stop_at: int):
+        super().__init__(stop_at=stop_at, log_every=1)
+        self.prof = prof
+
+    def log_metric(self, name, value):
+        if name == "train/loss":
+            self.prof.step()
+        super().log_metric(name, value)
+
+
+def label_forward(model) -> list:
+    """record_function ranges around the forward of the encoder, the fusion + attention
+    blocks and the classifier (hooks; removed by the caller)."""
+    handles = []
+
+    def wrap(module, label):
+        state = {}
+
+        def pre(mod, args, kwargs=None):
+            state["rf"] = record_function(label)
+            state["rf"].__enter__()
+
+        def post(mod, args, out):
+            state.pop("rf").__exit__(None, None, None)
+
+        handles.append(module.register_forward_pre_hook(pre))
+        handles.append(module.register_forward_hook(post))
+
+    wrap(model.encoder, "forward: encoder")
+    for i, block in enumerate(model.blocks):
+        wrap(block, f"forward: attention block {i}")
+    wrap(model.classifier, "forward: classifier")
+    return handles
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="CPU smoke settings (seq 32, batch 8)")
+    ap.add_argument("--encoder", default="minilm", choices=["minilm", "bert-base"])
+    ap.add_argument("--variant", default="lttw", choices=sorted(VARIANTS))
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--seq", type=int)
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--warmup", type=int, default=None, help="unprofiled steps first (3; quick 1)")
+    ap.add_argument("--steps", type=int, default=None, help="profiled steps (5; quick 2)")
+    ap.add_argument("--lengths-from", default=None, metavar="PATH",
+                    help="real token lengths (see train_throughput.py --help)")
+    ap.add_argument("--encoder-dir", default=None)
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--trace", default=None, help="also write a Chrome trace to this file")
+    ap.add_argument("--out", default=str(OUT))
+    args = ap.parse_args(argv)
+    base = QUICK if args.quick else FULL
+    seq, batch = args.seq or base["seq"], args.batch or base["batch"]
+    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 3)
+    steps = args.steps if args.steps is not None else (2 if args.quick else 5)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    cfg = TrainSettings(device=args.device, bf16=args.precision == "bf16", epochs=1,
+                        batch_size=batch, eval_batch_size=batch, lr=2e-5, head_lr=1e-3,
+                        patience=0, log_every=1, distributed="off", num_threads=args.threads)
+    rt = make_runtime(cfg)
+    cuda = rt.device.type == "cuda"
+    info = device_info(rt.device)
+    enc_cfg, source = encoder_config(args.encoder, args.encoder_dir)
+    torch.manual_seed(0)
+    model = build(enc_cfg, args.variant, seq)
+    lengths = real_lengths(args.lengths_from, seq, args.encoder_dir) if args.lengths_from \
+        else None
+    data = synthetic(batch * (warmup + steps + 1), seq, enc_cfg["vocab_size"],
+                     VARIANTS[args.variant] != "none", lengths=lengths)
+    handles = label_forward(model)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities, schedule=schedule(wait=0, warmup=warmup, active=steps),
+                 record_shapes=False) as prof, tempfile.TemporaryDirectory() as ckpt:
+        clock = ProfiledClock(prof, stop_at=warmup + steps)
+        try:
+            train_classifier(model, data, data, cfg, seed=0, rt=rt, checkpoint_dir=ckpt,
+                             live=clock, fingerprint="profile", checkpoint_every_s=1e9)
+        except _Stop:
+            pass
+    for h in handles:
+        h.remove()
+    wall = clock.times[-1] - clock.times[warmup - 1] if warmup else None
+
+    events = prof.key_averages()
+    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
+    clock_name = "device (CUDA) self time" if cuda else "CPU self time"
+    by_cat: dict[str, float] = defaultdict(float)
+    ops = []
+    for e in events:
+        if e.key.startswith(("forward: ", "ProfilerStep")):
+            continue
+        t = getattr(e, attr, 0.0) / 1e3 / steps  # ms per step
+        if t <= 0:
+            continue
+        by_cat[category(e.key)] += t
+        ops.append((e.key, t, e.count // steps))
+    total = sum(by_cat.values())
+    forward = {e.key: e.cpu_time_total / 1e3 / steps for e in events
+               if e.key.startswith("forward: ")}
+    result = {**info, "settings": {"encoder": args.encoder, "encoder_config_source": source,
+                                   "variant": args.variant, "precision": args.precision,
+                                   "bf16_autocast": rt.bf16, "seq": seq, "batch": batch,
+                                   "warmup": warmup, "steps": steps,
+                                   "lengths_from": args.lengths_from},
+              "clock": clock_name,
+              "step_ms_wall": None if wall is None else round(1e3 * wall / steps, 2),
+              "ms_per_step_by_category": {k: round(v, 2) for k, v in
+                                          sorted(by_cat.items(), key=lambda kv: -kv[1])},
+              "forward_ms_per_step_cpu_inclusive": {k: round(v, 2) for k, v in forward.items()},
+              "top_ops": [{"op": k, "ms_per_step": round(t, 3), "calls_per_step": c}
+                          for k, t, c in sorted(ops, key=lambda x: -x[1])[:args.top]]}
+
+    print(f"# {info['device_name']} | {args.encoder} {args.variant} {args.precision} "
+          f"(autocast {'bf16' if rt.bf16 else 'off'}) | seq {seq} batch {batch} | "
+          f"{steps} profiled steps after {warmup}"
+          + (f" | wall {result['step_ms_wall']} ms/step (profiler on)" if wall else ""))
+    print(f"\n{clock_name} per step, by category")
+    for k, v in result["ms_per_step_by_category"].items():
+        print(f"  {k:22} {v:10.1f} ms  {100 * v / total:5.1f}%")
+    print(f"  {'total':22} {total:10.1f} ms")
+    print("\nforward pass by module (CPU inclusive time per step; on CUDA: launch time)")
+    for k, v in forward.items():
+        print(f"  {k:30} {v:10.1f} ms")
+    print(f"\ntop {args.top} ops ({clock_name}, ms per step)")
+    for row in result["top_ops"]:
+        print(f"  {row['op'][:60]:60} {row['ms_per_step']:10.2f}  x{row['calls_per_step']}")
+    if args.trace:
+        prof.export_chrome_trace(args.trace)
+        print(f"# trace: {args.trace}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"# wrote {out}")
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)

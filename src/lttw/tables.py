@@ -1,0 +1,128 @@
+"""Reading one data table (parquet / CSV / TSV), selecting its text and label columns, and
+encoding the labels; every failure is a one-line ``DataError`` naming the file, column or row."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import DataError
+
+TABLE_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv")
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """Read one parquet / CSV / TSV file; every failure is a one-line ``DataError``."""
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        try:
+            return pd.read_parquet(path)
+        except Exception as err:  # pyarrow raises several types for a damaged file
+            raise DataError(f"{path}: not a readable parquet file "
+                            f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+                            ) from None
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or type(err).__name__})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise DataError(f"{path}: not valid UTF-8 at byte {err.start} (line {line}, about data row "
+                        f"{max(line - 1, 1)}): {err.reason}; re-save the file as UTF-8") from None
+    try:
+        return pd.read_csv(io.StringIO(text), sep="\t" if path.suffix.lower() == ".tsv" else ",")
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path}: the file is empty") from None
+    except (pd.errors.ParserError, ValueError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+
+
+def select_columns(frame: pd.DataFrame, where: str, text_columns: tuple[str, ...],
+                   label_column: str) -> pd.DataFrame:
+    """Frame with columns ``text`` (several text columns joined by a space) and ``label``."""
+    missing_text = [c for c in text_columns if c not in frame.columns]
+    missing_label = label_column not in frame.columns
+    if missing_text or missing_label:
+        what = ([f"no text column {', '.join(map(repr, missing_text))}"] if missing_text else []) \
+            + ([f"no label column {label_column!r}"] if missing_label else [])
+        params = " and ".join(f"data.{w}_column" for w, gone in
+                              (("text", missing_text), ("label", missing_label)) if gone)
+        raise DataError(f"{where}: {' and '.join(what)} (columns: "
+                        f"{', '.join(map(str, frame.columns))}); set {params}"
+                        f"{_header_hint(frame, missing_text, missing_label)}")
+    frame = frame.assign(**{c: _decoded(frame[c], where, c)
+                            for c in dict.fromkeys((*text_columns, label_column))})
+    text = frame[text_columns[0]]
+    for column in text_columns[1:]:
+        text = text.fillna("").astype("str").str.cat(frame[column].fillna("").astype("str"),
+                                                     sep=" ")
+    if len(text_columns) > 1:
+        text = text.str.strip()
+    return pd.DataFrame({"text": text, "label": frame[label_column]})
+
+
+def _header_hint(frame: pd.DataFrame, missing_text: list, missing_label: bool) -> str:
+    """Why a table may lack every expected column: another delimiter, or no header line."""
+    columns = [str(c) for c in frame.columns]
+    if len(columns) == 1:
+        for sep, name in ((";", "semicolon"), ("\t", "tab"), ("|", "pipe")):
+            if sep in columns[0]:
+                return (f"; the header {columns[0]!r} looks {name}-separated: .csv files must be "
+                        "comma-separated and .tsv files tab-separated")
+    if missing_text and missing_label:
+        return "; if the first line is data, the file has no header line: add one naming the columns"
+    return ""
+
+
+def _decoded(column: pd.Series, where: str, name) -> pd.Series:
+    """A column of ``bytes`` (a parquet binary column) decoded as UTF-8; other columns as is."""
+    if column.dtype != object:
+        return column
+    is_bytes = column.map(lambda v: isinstance(v, (bytes, bytearray)))
+    if not is_bytes.any():
+        return column
+    out = column.copy()
+    for row, value in column[is_bytes].items():
+        try:
+            out[row] = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(f"{where}, column {name}: row {row} is not valid UTF-8 at byte "
+                            f"{err.start}: {err.reason}; store the texts as UTF-8 strings"
+                            ) from None
+    return out
+
+
+def encode_labels(values: pd.Series, known_classes: list[str] | None,
+                  where: str) -> tuple[np.ndarray, list[str], list]:
+    """Map labels to ids 0..p-1: (ids int64 (n,), class names, original value per id).
+
+    Integer (or integral float) labels that all lie in 0..len(known_classes)-1 are taken as the
+    manifest's ids, and strings that are all manifest class names map to their position; any
+    other labels are sorted and numbered, their values serving as names.
+    """
+    if pd.api.types.is_bool_dtype(values):
+        values = values.astype(np.int64)
+    if pd.api.types.is_numeric_dtype(values):
+        floats = values.to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(floats) | (floats != np.round(floats))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise DataError(f"{where}: label {float(floats[i])!r} (row {values.index[i]}) is "
+                            "not an integer; labels must be integers, integral floats or strings")
+        ints = floats.astype(np.int64)
+        if known_classes and ints.min() >= 0 and ints.max() < len(known_classes):
+            return ints, list(known_classes), list(range(len(known_classes)))
+        unique = np.unique(ints)
+        return np.searchsorted(unique, ints), [str(u) for u in unique], unique.tolist()
+    names = values.astype("str").to_numpy(dtype=object)
+    unique = sorted(set(names))
+    if known_classes and set(unique) <= set(known_classes):
+        unique = list(known_classes)
+    index = {name: i for i, name in enumerate(unique)}
+    return np.fromiter((index[v] for v in names), np.int64, len(names)), unique, list(unique)
