@@ -135,7 +135,8 @@ def measure(folder: Path, texts: list[str], device: str, batch_size: int) -> dic
     """texts/s end to end, and the three parts timed on their own."""
     from lttw.predict import Predictor
     from lttw.tokens import encode_texts
-    from lttw.training import Batchable, predict_proba
+    from lttw.batching import Batchable
+    from lttw.training import predict_proba
 
     p = Predictor.load(folder, device=device)
     p.predict_proba(texts[:batch_size], batch_size)  # warm-up (allocator, kernels, caches)

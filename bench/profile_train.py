@@ -49,10 +49,28 @@ CATEGORIES = [
                            "pin_memory", "contiguous", "clone", "slice", "select", "memcpy",
                            "memset", "fill", "zero", "scatter")),
     ("softmax / loss", ("softmax", "cross_entropy", "nll_loss", "log_softmax")),
-    ("element-wise", ("gelu", "add", "mul", "div", "tanh", "dropout", "where", "sub", "pow",
+    ("element-wise", ("gelu", "add", "mul", "div", "tanh", "dropout", "bernoulli", "where", "sub", "pow",
                       "sqrt", "exp", "relu", "clamp", "norm", "sum", "mean", "elementwise",
                       "vectorized", "reduce")),
 ]
+
+
+def phase_of(event) -> str:
+    """The loop phase an op ran in: the ``lttw.*`` range around it (see
+    ``training._step``), or ``backward`` for ops the autograd engine ran (on CUDA they run in
+    the engine's own thread, outside the loop's ranges)."""
+    node = event
+    while node is not None:
+        if node.name.startswith("autograd::engine"):
+            return "backward"
+        if node.name.startswith("lttw."):
+            return node.name[len("lttw."):]
+        node = node.cpu_parent
+    return "other (outside the step's phases)"
+
+
+def _rounded(d: dict) -> dict:
+    return {k: round(v, 2) for k, v in sorted(d.items(), key=lambda kv: -kv[1])}
 
 
 def category(name: str) -> str:
@@ -142,8 +160,17 @@ def main(argv=None) -> dict:
                      VARIANTS[args.variant] != "none", lengths=lengths)
     handles = label_forward(model)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=activities, schedule=schedule(wait=0, warmup=warmup, active=steps),
-                 record_shapes=False) as prof, tempfile.TemporaryDirectory() as ckpt:
+    captured = {}
+
+    def ready(p):  # called once, when the active steps are done
+        captured["events"] = p.key_averages()
+        captured["tree"] = list(p.events())
+        if args.trace:
+            p.export_chrome_trace(args.trace)
+
+    with profile(activities=activities, on_trace_ready=ready, record_shapes=False,
+                 schedule=schedule(wait=0, warmup=warmup, active=steps, repeat=1)) as prof, \
+            tempfile.TemporaryDirectory() as ckpt:
         clock = ProfiledClock(prof, stop_at=warmup + steps)
         try:
             train_classifier(model, data, data, cfg, seed=0, rt=rt, checkpoint_dir=ckpt,
@@ -154,20 +181,28 @@ def main(argv=None) -> dict:
         h.remove()
     wall = clock.times[-1] - clock.times[warmup - 1] if warmup else None
 
-    events = prof.key_averages()
+    events = captured["events"]
     attr = "self_device_time_total" if cuda else "self_cpu_time_total"
     clock_name = "device (CUDA) self time" if cuda else "CPU self time"
-    by_cat: dict[str, float] = defaultdict(float)
     ops = []
     for e in events:
-        if e.key.startswith(("forward: ", "ProfilerStep")):
+        if e.key.startswith(("forward: ", "ProfilerStep", "lttw.")):
             continue
         t = getattr(e, attr, 0.0) / 1e3 / steps  # ms per step
-        if t <= 0:
+        if t > 0:
+            ops.append((e.key, t, e.count // steps))
+    # every op's self time, attributed to the loop phase it ran in and to an op category
+    by_phase: dict[str, float] = defaultdict(float)
+    by_cat: dict[str, float] = defaultdict(float)
+    for e in captured["tree"]:
+        t = getattr(e, attr, 0.0) / 1e3 / steps
+        if t <= 0 or e.name.startswith(("forward: ", "ProfilerStep", "lttw.")):
             continue
-        by_cat[category(e.key)] += t
-        ops.append((e.key, t, e.count // steps))
-    total = sum(by_cat.values())
+        phase = phase_of(e)
+        by_phase[phase] += t
+        if phase in ("forward", "backward"):
+            by_cat[category(e.name)] += t
+    total = sum(by_phase.values())
     forward = {e.key: e.cpu_time_total / 1e3 / steps for e in events
                if e.key.startswith("forward: ")}
     result = {**info, "settings": {"encoder": args.encoder, "encoder_config_source": source,
@@ -177,8 +212,8 @@ def main(argv=None) -> dict:
                                    "lengths_from": args.lengths_from},
               "clock": clock_name,
               "step_ms_wall": None if wall is None else round(1e3 * wall / steps, 2),
-              "ms_per_step_by_category": {k: round(v, 2) for k, v in
-                                          sorted(by_cat.items(), key=lambda kv: -kv[1])},
+              "ms_per_step_by_phase": _rounded(by_phase),
+              "forward_backward_ms_per_step_by_category": _rounded(by_cat),
               "forward_ms_per_step_cpu_inclusive": {k: round(v, 2) for k, v in forward.items()},
               "top_ops": [{"op": k, "ms_per_step": round(t, 3), "calls_per_step": c}
                           for k, t, c in sorted(ops, key=lambda x: -x[1])[:args.top]]}
@@ -187,10 +222,14 @@ def main(argv=None) -> dict:
           f"(autocast {'bf16' if rt.bf16 else 'off'}) | seq {seq} batch {batch} | "
           f"{steps} profiled steps after {warmup}"
           + (f" | wall {result['step_ms_wall']} ms/step (profiler on)" if wall else ""))
-    print(f"\n{clock_name} per step, by category")
-    for k, v in result["ms_per_step_by_category"].items():
+    print(f"\n{clock_name} per step, by phase of the training step")
+    for k, v in result["ms_per_step_by_phase"].items():
         print(f"  {k:22} {v:10.1f} ms  {100 * v / total:5.1f}%")
     print(f"  {'total':22} {total:10.1f} ms")
+    fb = sum(by_cat.values())
+    print(f"\nforward + backward ({fb:.1f} ms) by op category")
+    for k, v in result["forward_backward_ms_per_step_by_category"].items():
+        print(f"  {k:22} {v:10.1f} ms  {100 * v / max(fb, 1e-9):5.1f}%")
     print("\nforward pass by module (CPU inclusive time per step; on CUDA: launch time)")
     for k, v in forward.items():
         print(f"  {k:30} {v:10.1f} ms")
@@ -198,7 +237,6 @@ def main(argv=None) -> dict:
     for row in result["top_ops"]:
         print(f"  {row['op'][:60]:60} {row['ms_per_step']:10.2f}  x{row['calls_per_step']}")
     if args.trace:
-        prof.export_chrome_trace(args.trace)
         print(f"# trace: {args.trace}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

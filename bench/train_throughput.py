@@ -48,7 +48,8 @@ from lttw.device import cpu_supports_bf16, make_runtime  # noqa: E402
 from lttw.models.lttw import LTTWClassifier, LTTWConfig  # noqa: E402
 from lttw.settings import TrainSettings  # noqa: E402
 from lttw import training  # noqa: E402
-from lttw.training import Batchable, train_classifier  # noqa: E402
+from lttw.batching import Batchable  # noqa: E402
+from lttw.training import train_classifier  # noqa: E402
 
 
 def _quiet_tqdm(*args, **kwargs):  # no progress bar inside the timed loop

@@ -170,3 +170,33 @@ def test_tfidf_needs_two_labels():
 
     with pytest.raises(UserError, match="two labels"):
         fit_tfidf_linear(CORPUS, [0] * len(CORPUS), 2, "logistic", 0)
+
+
+def test_leam_label_regularizer_is_trained(tiny_encoder_dir, batch, tmp_path):
+    """train_classifier adds LEAM's label regulariser to the loss (auxiliary_loss); the other
+    variants add nothing."""
+    from lttw.device import Runtime
+    from lttw.settings import TrainSettings
+    from lttw.batching import Batchable
+    from lttw.training import train_classifier
+
+    assert _build("encoder", tiny_encoder_dir).auxiliary_loss() is None
+    model = _build("leam", tiny_encoder_dir, dropout=0.0)
+    torch.testing.assert_close(model.auxiliary_loss(), model.label_regularizer())
+    ids, mask = batch
+    data = Batchable(ids.to(torch.int32).repeat(8, 1), mask.to(torch.int8).repeat(8, 1), None,
+                     LABELS.repeat(8))
+    cfg = TrainSettings(device="cpu", bf16=False, epochs=1, batch_size=5, lr=1e-2, patience=0,
+                        warmup_ratio=0.0, distributed="off")  # 8 steps, one epoch: last = best
+    after = {}
+    for weight in (1.0, 0.0):
+        model = _build("leam", tiny_encoder_dir, dropout=0.0)
+        before = model.label_regularizer().item()
+        model.config.label_reg_weight = weight
+        train_classifier(model, data, data, cfg, seed=0, checkpoint_dir=tmp_path / str(weight),
+                         rt=Runtime(device=torch.device("cpu"), bf16=False))
+        after[weight] = model.label_regularizer().item()
+    assert after[1.0] < before - 0.05 and after[1.0] < after[0.0] - 0.05  # 1.02 vs 1.12
+
+    model.config.label_reg_weight = 0.0
+    assert model.auxiliary_loss() is None

@@ -23,7 +23,7 @@ from lttw.sampling import draw_samples
 from lttw.settings import DataSettings
 
 REPO = Path(__file__).resolve().parents[1]
-DATASETS = Path("/work/shared/datasets")
+DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"  # ../shared beside the repo
 shared = pytest.mark.skipif(not (DATASETS / "ag_news").is_dir(), reason="shared datasets absent")
 
 
@@ -252,3 +252,18 @@ def test_failing_sample_stage_leaves_no_output(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: data.train_size")
     assert not (tmp_path / "data").exists()
+
+
+@shared
+def test_sample_is_the_same_whatever_the_spelling_of_data_root(tmp_path, monkeypatch):
+    """A queued experiment passes data.root as an absolute path; the sample (labels.json
+    included) must be byte-identical so that DVC reruns nothing after `sample`."""
+    monkeypatch.chdir(tmp_path)
+    relative = Path(__import__("os").path.relpath(DATASETS, tmp_path))
+    infos = []
+    for root in (relative, DATASETS.resolve()):
+        settings = DataSettings(dataset="sst2", root=str(root), train_size=40, test_size=10,
+                                predict_size=10)
+        frames, info = draw_samples(load_dataset(settings), settings, seed=1)
+        infos.append(info)
+    assert infos[0] == infos[1] and infos[0]["source"] == "sst2"

@@ -21,7 +21,7 @@ from lttw.io import read_arrays, read_json
 from lttw.settings import CountSettings
 
 REPO = Path(__file__).resolve().parents[1]
-DATASETS = Path("/work/shared/datasets")
+DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"  # ../shared beside the repo
 VOCAB = ["a", "b", "c", "d", "e"]
 INDEX = {w: i for i, w in enumerate(VOCAB)}
 CORPUS = np.array([5, 10, 1, 7, 3])

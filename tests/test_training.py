@@ -12,7 +12,8 @@ from lttw import models  # noqa: F401  (registers the variants)
 from lttw.device import Runtime
 from lttw.registry import MODEL_REGISTRY
 from lttw.settings import ModelSettings, TrainSettings
-from lttw.training import Batchable, train_classifier
+from lttw.batching import Batchable
+from lttw.training import train_classifier
 
 SEQ, SLOTS, RANK, N_LABELS = 16, 4, 3, 3
 
@@ -190,7 +191,7 @@ def training_predict(model, data, batch_size):
 
 
 def test_group_by_length_orders_rows_into_similar_length_batches():
-    from lttw.training import LENGTH_GROUP_BATCHES, epoch_order
+    from lttw.batching import LENGTH_GROUP_BATCHES, epoch_order
 
     n, batch = 8 * LENGTH_GROUP_BATCHES * 2 + 5, 8  # two windows and a partial last batch
     data = make_data(n, seed=4)

@@ -12,7 +12,7 @@ import torch
 from . import layout
 from .folds import read_fold_parts
 from .io import read_arrays, read_json
-from .training import Batchable
+from .batching import Batchable
 
 #: evaluation parts: the fold's own test part, and the held-out test and predict samples
 EVAL_PARTS = ("fold_test", "test", "predict")

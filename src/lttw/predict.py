@@ -88,7 +88,8 @@ class Predictor:
         import torch
 
         from .tokens import encode_texts
-        from .training import Batchable, predict_proba
+        from .batching import Batchable
+        from .training import predict_proba
 
         ids, mask = encode_texts(self.tokenizer, list(texts), self.meta["max_len"])
         f = self.factors(list(texts))

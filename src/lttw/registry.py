@@ -62,6 +62,11 @@ class Classifier(nn.Module):
                 factors: torch.Tensor | None = None) -> torch.Tensor:
         raise NotImplementedError
 
+    def auxiliary_loss(self) -> torch.Tensor | None:
+        """A term the training loop adds to the cross-entropy (None: nothing), e.g. LEAM's
+        label regulariser; computed from the parameters alone, once per step."""
+        return None
+
     # parameter groups for the optimiser: pretrained weights ("encoder") vs new ("head")
     def parameter_groups(self) -> dict[str, list[nn.Parameter]]:
         enc = [p for n, p in self.named_parameters() if n.startswith("encoder.")]

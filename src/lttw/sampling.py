@@ -10,6 +10,7 @@ All randomness comes from one ``numpy.random.default_rng(seed)``, used in a fixe
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import pandas as pd
@@ -100,6 +101,16 @@ def count_duplicates(train_texts: pd.Series, other_texts: pd.Series) -> int:
     return int(other_texts.isin(set(train_texts)).sum())
 
 
+def source_in_root(source: str, root: str) -> str:
+    """``source`` relative to ``data.root`` when it lies under it (hub URLs as they are), so
+    that the same files reached through another spelling of the root (an absolute path in a
+    queued experiment) give a byte-identical sample and DVC reruns nothing downstream."""
+    if "://" in source:
+        return source
+    rel = os.path.relpath(os.path.abspath(source), os.path.abspath(root))
+    return source if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
 def draw_samples(dataset: Dataset, settings: DataSettings,
                  seed: int) -> tuple[dict[str, pd.DataFrame], dict]:
     """The three samples as frames, and the ``labels.json`` record describing them."""
@@ -119,7 +130,8 @@ def draw_samples(dataset: Dataset, settings: DataSettings,
     info = {"dataset": dataset.name, "classes": dataset.classes,
             "label_values": dataset.label_values,
             "sizes": {split: len(frame) for split, frame in frames.items()},
-            "per_class": per_class, "pools": pools, "seed": seed, "source": dataset.source,
+            "per_class": per_class, "pools": pools, "seed": seed,
+            "source": source_in_root(dataset.source, settings.root),
             "dropped_empty": dataset.dropped_empty,
             "dropped_unlabelled": dataset.dropped_unlabelled,
             "duplicate_texts": dataset.duplicate_texts,

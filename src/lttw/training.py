@@ -11,65 +11,22 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
+from torch.profiler import record_function
 from tqdm.auto import tqdm
 
+from .batching import Batchable, epoch_order
 from .checkpoint import Checkpointer
 from .device import Runtime
 from .evaluation import classification_metrics
 from .settings import TrainSettings
 
 log = logging.getLogger("lttw.train")
-
-
-#: trimmed batch lengths are rounded up to a multiple of this (tensor-core friendly, and
-#: at most max_len / 8 distinct shapes for ``torch.compile``)
-LENGTH_MULTIPLE = 8
-
-
-@dataclass
-class Batchable:
-    """Model inputs for one part of a fold (all CPU tensors, rows aligned).
-
-    ``batch`` trims the padding columns that no row of the batch uses (every model here is
-    padding-invariant: the same logits with or without them, tested), so a batch of short
-    texts costs what its longest text costs, not ``max_len``.
-    """
-
-    input_ids: torch.Tensor  # (n, seq) int32
-    attention_mask: torch.Tensor  # (n, seq) int8
-    factors: torch.Tensor | None  # (n, k+s, rank) float32, or None
-    labels: torch.Tensor  # (n,) int64
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-    @cached_property
-    def lengths(self) -> torch.Tensor:
-        """(n,) int64: 1 + the position of each row's last real token (any padding side)."""
-        positions = torch.arange(1, self.attention_mask.shape[1] + 1)
-        return ((self.attention_mask != 0) * positions).amax(1) if len(self) else positions[:0]
-
-    def batch(self, idx: torch.Tensor, rt: Runtime, trim: bool = True
-              ) -> tuple[dict, torch.Tensor]:
-        seq = self.input_ids.shape[1]
-        if trim and len(idx):
-            longest = max(1, int(self.lengths[idx].max()))
-            seq = min(seq, -(-longest // LENGTH_MULTIPLE) * LENGTH_MULTIPLE)
-
-        def move(t, dtype):
-            t = t[idx].to(dtype)
-            return t.pin_memory().to(rt.device, non_blocking=True) if rt.pin else t.to(rt.device)
-
-        inputs = {"input_ids": move(self.input_ids[:, :seq], torch.long),
-                  "attention_mask": move(self.attention_mask[:, :seq], torch.long),
-                  "factors": None if self.factors is None else move(self.factors, torch.float32)}
-        return inputs, move(self.labels, torch.long)
 
 
 @dataclass
@@ -155,7 +112,6 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
     every = {} if checkpoint_every_s is None else {"every_s": checkpoint_every_s}
     ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main, **every)
     state = ckpt.restore(model, optimizer, scheduler)
-    loss_fn = nn.CrossEntropyLoss()
     epoch_times = list(state["epoch_times"])
     step, total_seen = state["step"], 0
     bar = tqdm(total=total, initial=step, desc="train", unit="step", disable=not rt.is_main)
@@ -173,18 +129,12 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
             rows = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
             n_global = len(rows)
             rows, share = _rank_rows(rows, rt)
-            inputs, labels = train.batch(rows, rt)
-            with rt.autocast():
-                loss = loss_fn(ddp_model(**inputs).float(), labels)
-            optimizer.zero_grad(set_to_none=True)
-            (loss * share if rt.world_size > 1 else loss).backward()
-            if cfg.grad_clip:
-                nn.utils.clip_grad_norm_(ddp_model.parameters(), cfg.grad_clip)
-            optimizer.step()
-            scheduler.step()
+            with record_function("lttw.batch"):
+                inputs, labels = train.batch(rows, rt)
+            running += _step(ddp_model, model, inputs, labels, share, optimizer, scheduler,
+                             cfg, rt)
             step += 1
             seen += n_global
-            running += loss.detach()
             bar.update(1)
             if step % cfg.log_every == 0:  # the only host sync of the step loop
                 mean_loss = (running / cfg.log_every).item()
@@ -227,32 +177,25 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
                        samples_per_s=total_seen / max(sum(epoch_times[-ran:]), 1e-9))
 
 
-#: group_by_length sorts rows by length within windows of this many batches
-LENGTH_GROUP_BATCHES = 50
-
-
-def epoch_order(data: Batchable, batch_size: int, seed: int, group_by_length: bool = False
-                ) -> torch.Tensor:
-    """The row order of one epoch: a seeded permutation, cut into batches in order.
-
-    ``group_by_length`` (as in transformers' Trainer) sorts each window of
-    ``LENGTH_GROUP_BATCHES`` batches of that permutation by length and shuffles the resulting
-    batches, so each batch holds texts of similar length and is trimmed to little padding;
-    batches stay random samples of the data (a text's batch-mates are drawn from its window).
-    """
-    g = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(data), generator=g)
-    if not group_by_length or len(data) <= batch_size:
-        return order
-    window = batch_size * LENGTH_GROUP_BATCHES
-    chunks = [chunk[torch.argsort(data.lengths[chunk], descending=True, stable=True)]
-              for chunk in order.split(window)]
-    batches = torch.cat(chunks).split(batch_size)
-    # the last batch may be partial: keep it last, shuffle the full ones
-    full, rest = (batches[:-1], batches[-1:]) if len(batches[-1]) < batch_size \
-        else (batches, ())
-    shuffled = [full[i] for i in torch.randperm(len(full), generator=g)]
-    return torch.cat(shuffled + list(rest))
+def _step(ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt
+          ) -> torch.Tensor:
+    """One optimiser step; returns the loss (on the device, no sync). Its phases are labelled
+    for ``torch.profiler`` (``bench/profile_train.py``); the labels cost nothing otherwise."""
+    with record_function("lttw.forward"), rt.autocast():
+        loss = F.cross_entropy(ddp_model(**inputs).float(), labels)
+        aux = model.auxiliary_loss() if hasattr(model, "auxiliary_loss") else None
+        if aux is not None:  # e.g. LEAM's label regulariser (the same on every rank)
+            loss = loss + aux.float()
+    with record_function("lttw.backward"):
+        optimizer.zero_grad(set_to_none=True)
+        (loss * share if rt.world_size > 1 else loss).backward()
+    if cfg.grad_clip:
+        with record_function("lttw.clip_grad_norm"):
+            nn.utils.clip_grad_norm_(ddp_model.parameters(), cfg.grad_clip)
+    with record_function("lttw.optimizer"):
+        optimizer.step()
+        scheduler.step()
+    return loss.detach()
 
 
 def _rank_rows(rows: torch.Tensor, rt: Runtime) -> tuple[torch.Tensor, float]:

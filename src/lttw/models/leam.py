@@ -8,8 +8,9 @@ Label embeddings C (p x d) live in the word-embedding space V:
     z     = sum_l beta_l v_l               (b, d)
     logits = f2(z)                         two linear layers
 Word embeddings are initialised like ``bilstm_attention``'s. The paper's label regulariser
-(f2 applied to each label embedding should predict that label) is
-``label_regularizer()``; a trainer may add it (times a weight) to the loss.
+(f2 applied to each label embedding should predict that label) is ``label_regularizer()``;
+training adds it to the loss times ``label_reg_weight`` (1, as LEAM's ``class_penalty``)
+through ``auxiliary_loss()``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class LEAMConfig:
     r: int = 2  # attention window 2r + 1
     hidden: int = 256  # width of f2's hidden layer
     dropout: float = 0.1
+    label_reg_weight: float = 1.0  # weight of label_regularizer() in the training loss
 
 
 @register("leam")
@@ -69,6 +71,11 @@ class LEAMClassifier(Classifier):
         v, beta = self.attention(input_ids, attention_mask)
         z = torch.einsum("bn,bnd->bd", beta.to(v.dtype), v)  # (b, d)
         return self.head(z)  # (b, p)
+
+    def auxiliary_loss(self) -> torch.Tensor | None:
+        if not self.config.label_reg_weight:
+            return None
+        return self.config.label_reg_weight * self.label_regularizer()
 
     def label_regularizer(self) -> torch.Tensor:
         """Cross-entropy of f2 on the label embeddings against their own labels (scalar)."""
