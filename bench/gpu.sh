@@ -2,7 +2,7 @@
 # Run the three benchmarks with full (paper-shaped) settings on a GPU machine that has torch +
 # transformers but no dvc, writing bench/results/*.json. See bench/README.md.
 #
-#   bench/gpu.sh [--encoder DIR] [--model DIR] [--peak-tflops X] [train|train-eager|train-compile|attention|predict ...]
+#   bench/gpu.sh [--encoder DIR] [--model DIR] [--peak-tflops X] [train|train-eager|train-compile|attention|predict|profile ...]
 #   bench/gpu.sh --pack DIR      # on a machine with the embedded MiniLM: write a light copy
 #                                # (config.json + tokenizer files, ~0.7 MB) to DIR, to carry over
 #
@@ -30,11 +30,11 @@ while [ $# -gt 0 ]; do
     --peak-tflops) PEAK=(--peak-tflops "$2"); shift 2 ;;
     --pack) PACK="$2"; shift 2 ;;
     -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
-    train|train-eager|train-compile|attention|predict) PARTS+=("$1"); shift ;;
+    train|train-eager|train-compile|attention|predict|profile) PARTS+=("$1"); shift ;;
     *) echo "gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#PARTS[@]} -eq 0 ] && PARTS=(train attention predict)
+[ ${#PARTS[@]} -eq 0 ] && PARTS=(train attention predict profile)
 PY="${PYTHON:-python3}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=true
 # wheels carried in .whl/ (e.g. pydantic, which the GPU image lacks): install them aside
@@ -110,6 +110,10 @@ for part in "${PARTS[@]}"; do
       fi ;;
     attention)
       "$PY" bench/attention_scaling.py ${QUICK[@]+"${QUICK[@]}"} ;;
+    profile)
+      # where a step's time goes: BERT-base-sized LTTW, bf16 autocast, paper shape
+      "$PY" bench/profile_train.py ${ENC_ARGS[@]+"${ENC_ARGS[@]}"} ${QUICK[@]+"${QUICK[@]}"} \
+        $([ ${#QUICK[@]} -eq 0 ] && echo --encoder bert-base --precision bf16) ;;
     predict)
       if [ -n "$MODEL" ]; then
         "$PY" bench/predict_throughput.py --model "$MODEL" ${QUICK[@]+"${QUICK[@]}"}
