@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
-import json
 import platform
 import statistics
 import sys
@@ -41,6 +40,7 @@ from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from lttw.io import write_json  # noqa: E402
 from lttw.attention import AttentionBlock, MultiHeadSelfAttention
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -299,8 +299,7 @@ def main(argv=None) -> dict:
                   "key-padding mask (no flash on CUDA); mha_nomask drops it",
                   "sdpa_kernel: the aten SDPA op that ran in the forward"]}
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(out, result)  # atomic: a killed run leaves the old file
     print(f"# wrote {out}")
     return result
 

@@ -226,7 +226,7 @@ def main(argv=None) -> dict:
                              "--model DIR, or use --synthetic")
     try:
         from lttw.encoder import load_tokenizer
-        from lttw.io import read_json
+        from lttw.io import read_json, write_json
 
         meta = read_json(folder / "lttw.json")
         if args.texts:
@@ -268,8 +268,7 @@ def main(argv=None) -> dict:
                             "synthetic: MiniLM encoder + random head; counts/NMF on synthetic "
                             "texts" if args.synthetic else "trained model folder"]}
         out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_json(out, result)  # atomic: a killed run leaves the old file
         print(f"# wrote {out}")
         return result
     finally:

@@ -17,7 +17,6 @@ Prints (and writes to bench/results/profile_train.json):
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from collections import defaultdict
@@ -30,6 +29,7 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule 
 
 from train_throughput import (FULL, QUICK, VARIANTS, StepClock, _Stop, build,  # noqa: E402
                               device_info, encoder_config, real_lengths, synthetic)
+from lttw.io import write_json  # noqa: E402
 from lttw.device import make_runtime  # noqa: E402
 from lttw.settings import TrainSettings  # noqa: E402
 from lttw.training import train_classifier  # noqa: E402
@@ -239,8 +239,7 @@ def main(argv=None) -> dict:
     if args.trace:
         print(f"# trace: {args.trace}")
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(out, result)  # atomic: a killed run leaves the old file
     print(f"# wrote {out}")
     return result
 

@@ -12,7 +12,6 @@ A plain Python-dict implementation of Algorithm 1 is timed on the same texts for
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import platform
@@ -28,6 +27,7 @@ import numpy as np
 import scipy
 import sklearn
 
+from lttw.io import write_json  # noqa: E402
 from lttw.counts import corpus_counts, normalise_rows, word_label_counts
 from lttw.data import load_dataset
 from lttw.factors import latent_factors
@@ -159,8 +159,7 @@ def main(argv=None) -> dict:
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(out, result)  # atomic: a killed run leaves the old file
     print(f"wrote {out}")
     return result
 

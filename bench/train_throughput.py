@@ -43,6 +43,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from lttw.io import write_json  # noqa: E402
 from lttw import models  # noqa: E402,F401  (registers the variants)
 from lttw.device import cpu_supports_bf16, make_runtime  # noqa: E402
 from lttw.models.lttw import LTTWClassifier, LTTWConfig  # noqa: E402
@@ -427,8 +428,7 @@ def main(argv=None) -> dict:
             redo = {_key(r) for r in rows}
             rows = [r for r in old.get("rows", []) if _key(r) not in redo] + rows
     result["rows"] = rows
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(out, result)  # atomic: a killed run leaves the old file
     print(f"# wrote {out}")
     return result
 

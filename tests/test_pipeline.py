@@ -4,6 +4,7 @@ what a second run and a changed parameter reran, read from DVC's own output."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,9 @@ def test_changing_rank_reruns_nmf_not_counts(project):
 
 
 def test_baseline_variant_keeps_factor_stages_cached(project):
+    # as in a queued experiment's fresh copy: no checkpoint folder yet (it is a declared
+    # output of train, which tfidf_linear must create too)
+    shutil.rmtree(project / "data" / "checkpoints")
     # a variant without latent factors: changing k must not retrain it
     run(["dvc", "exp", "run", "-S", "model.variant=tfidf_linear"], project)
     out = run(["dvc", "exp", "run", "-S", "model.variant=tfidf_linear", "-S", "model.k=3"],
