@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Run the three benchmarks with full (paper-shaped) settings on a GPU machine that has torch +
-# transformers but no dvc, writing bench/results/*.json. See bench/README.md.
+# Run the benchmarks (train, attention, predict, profile) with full (paper-shaped) settings on a
+# GPU machine that has torch + transformers but no dvc, writing bench/results/*.json. See bench/README.md.
 #
 #   bench/gpu.sh [--encoder DIR] [--model DIR] [--peak-tflops X] [train|train-eager|train-compile|attention|predict|profile ...]
 #   bench/gpu.sh --pack DIR      # on a machine with the embedded MiniLM: write a light copy
 #                                # (config.json + tokenizer files, ~0.7 MB) to DIR, to carry over
+#   bench/gpu.sh --pack-fp16 DIR # the same plus its weights in fp16 (~44 MB; loaded as fp32),
+#                                # for runs that need the pretrained encoder (the pipeline)
 #
 # --encoder DIR  MiniLM folder: config.json (the train benchmark needs only that) and the
 #                tokenizer files (the predict benchmark); its model.safetensors is used when
@@ -22,14 +24,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ENCODER="" MODEL="" PEAK=() PARTS=() PACK=""
+ENCODER="" MODEL="" PEAK=() PARTS=() PACK="" PACK_WEIGHTS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --encoder) ENCODER="$2"; shift 2 ;;
     --model) MODEL="$2"; shift 2 ;;
     --peak-tflops) PEAK=(--peak-tflops "$2"); shift 2 ;;
     --pack) PACK="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --pack-fp16) PACK="$2"; PACK_WEIGHTS=1; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     train|train-eager|train-compile|attention|predict|profile) PARTS+=("$1"); shift ;;
     *) echo "gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -47,7 +50,7 @@ fi
 if ! "$PY" -c "import lttw" 2>/dev/null; then export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"; fi
 
 if [ -n "$PACK" ]; then
-  "$PY" - "$PACK" <<'EOF'
+  "$PY" - "$PACK" "$PACK_WEIGHTS" <<'EOF'
 import shutil, sys
 from pathlib import Path
 from lttw.encoder import DEFAULT_ENCODER, resolve_encoder
@@ -59,7 +62,16 @@ for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.tx
              "special_tokens_map.json"):
     if (src / name).is_file():
         shutil.copy2(src / name, dst / name)
-print(f"packed {src} (config + tokenizer, no weights) into {dst}")
+if sys.argv[2] == "1":  # weights in fp16: half the size; lttw loads encoders as fp32
+    from safetensors.numpy import load_file, save_file
+    import numpy as np
+    tensors = load_file(str(src / "model.safetensors"))
+    save_file({k: v.astype(np.float16) if v.dtype.kind == "f" else v
+               for k, v in tensors.items()}, str(dst / "model.safetensors"),
+              metadata={"format": "pt"})
+    print(f"packed {src} (config + tokenizer + fp16 weights) into {dst}")
+else:
+    print(f"packed {src} (config + tokenizer, no weights) into {dst}")
 EOF
   exit 0
 fi

@@ -56,3 +56,60 @@ def test_train_throughput_with_real_lengths_trims_batches(tmp_path):
     full = train_throughput.main(["--quick", "--encoders", "minilm", "--variants", "lttw",
                                   "--precisions", "fp32", "--out", str(tmp_path / "f.json")])
     assert row["gflops_per_sample_fwd_bwd"] < full["rows"][0]["gflops_per_sample_fwd_bwd"]
+
+
+@pytest.mark.slow
+def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
+    """bench/run_stages.py (for machines without dvc) runs every stage of dvc.yaml in order
+    with -S overrides, and stops at the first failing stage."""
+    import subprocess
+
+    from tiny_project import make_tiny_project
+
+    project = make_tiny_project(tmp_path / "p", tiny_encoder_dir)
+    script = [sys.executable, str(BENCH / "run_stages.py")]
+    env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(script + ["-S", "model.k=2", "-S", "folds.run=[1]"], cwd=project,
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    timings = json.loads((project / "bench/results/run_stages.json").read_text())
+    assert [r["stage"] for r in timings["stages"]] == [
+        "sample", "folds", "tokens", "counts@1", "nmf@1", "features@1", "train@1",
+        "evaluate@1", "summary"]
+    summary = json.loads((project / "metrics/summary.json").read_text())
+    assert summary["folds"] == [1] and 0 <= summary["test/f1_macro"]["mean"] <= 1
+    assert not list(project.glob("params-*.yaml"))  # its temporary params file is gone
+
+    bad = subprocess.run(script + ["-S", "model.k=-1", "--only", "features"], cwd=project,
+                         env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "model.k" in bad.stderr
+    unknown = subprocess.run(script + ["-S", "model.kk=1"], cwd=project, env=env,
+                             capture_output=True, text=True)
+    assert unknown.returncode != 0 and "unknown parameter 'model.kk'" in unknown.stderr
+
+
+def test_gpu_sh_packs_minilm_in_fp16_that_loads_as_fp32(tmp_path):
+    """`bench/gpu.sh --pack-fp16 DIR`: a MiniLM copy small enough to carry (< 64 MiB) that
+    lttw loads as a float32 encoder giving the original's outputs to fp16 precision."""
+    import subprocess
+
+    from lttw.encoder import DEFAULT_ENCODER, load_pretrained_encoder, resolve_encoder
+
+    original = Path(resolve_encoder(DEFAULT_ENCODER))
+    if not (original / "model.safetensors").is_file():
+        pytest.skip("the embedded MiniLM package is not installed")
+    packed = tmp_path / "minilm"
+    proc = subprocess.run(["bash", str(BENCH / "gpu.sh"), "--pack-fp16", str(packed)],
+                          capture_output=True, text=True,
+                          env={**__import__("os").environ, "PYTHON": sys.executable})
+    assert proc.returncode == 0, proc.stderr
+    size = sum(f.stat().st_size for f in packed.iterdir())
+    assert size < 64 * 2**20 and (packed / "tokenizer.json").is_file()
+    ids = torch.tensor([[101, 7592, 2088, 102]])
+    outputs = []
+    for folder in (original, packed):
+        model = load_pretrained_encoder(folder).eval()
+        assert next(model.parameters()).dtype == torch.float32
+        with torch.no_grad():
+            outputs.append(model(input_ids=ids).last_hidden_state)
+    torch.testing.assert_close(outputs[1], outputs[0], atol=5e-3, rtol=5e-3)
