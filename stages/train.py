@@ -11,7 +11,7 @@ import time
 
 from lttw import layout
 from lttw.bundle import write_model_folder
-from lttw.checkpoint import STATE_JSON
+from lttw.checkpoint import Checkpointer
 from lttw.fold_data import factor_shape, load_fold_inputs, load_tensors
 from lttw.io import atomic_dir, write_json
 from lttw.settings import NON_NEURAL_VARIANTS, check_batch_size
@@ -44,8 +44,7 @@ def train_tfidf(settings, fold: int, inputs) -> dict:
     write_json(layout.train_metrics(fold), summary)
     # the checkpoint folder is a declared output of the stage; a one-pass fit has nothing to
     # resume, so it only records that this run is complete (a fresh checkout has no folder)
-    write_json(layout.checkpoint_dir(fold) / STATE_JSON,
-               {"fingerprint": fingerprint(settings, fold), "complete": True})
+    Checkpointer(layout.checkpoint_dir(fold), fingerprint(settings, fold)).mark_complete()
     live = open_live(fold, settings)
     if live is not None:
         live.log_metric("epoch_time_s", fit_s)  # one point, so the plots folder exists

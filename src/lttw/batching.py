@@ -36,7 +36,7 @@ class Batchable:
     def lengths(self) -> torch.Tensor:
         """(n,) int64: 1 + the position of each row's last real token (any padding side)."""
         positions = torch.arange(1, self.attention_mask.shape[1] + 1)
-        return ((self.attention_mask != 0) * positions).amax(1) if len(self) else positions[:0]
+        return ((self.attention_mask != 0) * positions).amax(1)
 
     def batch(self, idx: torch.Tensor, rt: Runtime, trim: bool = True
               ) -> tuple[dict, torch.Tensor]:

@@ -124,8 +124,13 @@ class Checkpointer:
         if self.enabled and path.is_file():
             tensors = load_file(str(path))
             model.load_state_dict({k[6:]: v for k, v in tensors.items()})
+        self.mark_complete()
+
+    def mark_complete(self) -> None:
+        """Record that the run of this fingerprint finished: its resumable checkpoint and
+        best weights are removed (a later run with the same settings starts afresh)."""
         if self.enabled:
             write_json(self.folder / STATE_JSON, {"fingerprint": self.fingerprint,
                                                   "complete": True})
             (self.folder / TENSORS).unlink(missing_ok=True)
-            path.unlink(missing_ok=True)
+            (self.folder / BEST).unlink(missing_ok=True)

@@ -31,6 +31,7 @@ from .tables import TABLE_SUFFIXES, encode_labels, read_table, select_columns
 
 log = logging.getLogger("lttw.data")
 
+
 @dataclass(frozen=True)
 class HubSpec:
     """Where and how the full copy of a dataset is read from the Hugging Face hub."""

@@ -126,7 +126,7 @@ class TrainSettings(_Group):
     compile: bool = False
     epochs: int = Field(2, ge=1, le=1000)
     batch_size: int = Field(32, ge=1)
-    group_by_length: bool = False  # batches of similar lengths (less padding; see training.py)
+    group_by_length: bool = False  # batches of similar lengths (less padding; see batching.py)
     eval_batch_size: int = Field(128, ge=1)
     lr: float = Field(5e-5, gt=0, lt=1)
     head_lr: float | None = Field(None, gt=0, lt=1)  # None: same as lr

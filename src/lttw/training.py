@@ -183,7 +183,7 @@ def _step(ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt
     for ``torch.profiler`` (``bench/profile_train.py``); the labels cost nothing otherwise."""
     with record_function("lttw.forward"), rt.autocast():
         loss = F.cross_entropy(ddp_model(**inputs).float(), labels)
-        aux = model.auxiliary_loss() if hasattr(model, "auxiliary_loss") else None
+        aux = model.auxiliary_loss()
         if aux is not None:  # e.g. LEAM's label regulariser (the same on every rank)
             loss = loss + aux.float()
     with record_function("lttw.backward"):
