@@ -1,7 +1,7 @@
 """One attention block, Linformer (K=32) vs multi-head attention (SDPA): time and peak memory
 of forward + backward as the sequence grows.
 
-The block is the pipeline's own ``lttw.attention.AttentionBlock`` (attention + residual +
+The block is the pipeline's own ``lttw.models.attention.AttentionBlock`` (attention + residual +
 LayerNorm + feed-forward, train mode, dropout 0.1 as in params.yaml) with
 
 * ``linformer``   ``LinformerSelfAttention``, keys/values projected n -> K, shared E (eq. 13);
@@ -41,7 +41,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from lttw.io import write_json  # noqa: E402
-from lttw.attention import AttentionBlock, MultiHeadSelfAttention
+from lttw.models.attention import AttentionBlock, MultiHeadSelfAttention
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "attention_scaling.json"

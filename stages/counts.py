@@ -3,8 +3,8 @@
 import pandas as pd
 
 from lttw import layout
-from lttw.counts import save_counts, word_label_counts
-from lttw.folds import read_fold_parts
+from lttw.factors.counts import save_counts, word_label_counts
+from lttw.data.folds import read_fold_parts
 from lttw.io import atomic_dir, read_json
 from lttw.stage import run_stage
 

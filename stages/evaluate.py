@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 
 from lttw import layout
-from lttw.evaluation import (classification_metrics, confusion_counts, confusion_long,
+from lttw.evaluation.metrics import (classification_metrics, confusion_counts, confusion_long,
                              per_class_report, predicted_labels, top_probability)
-from lttw.fold_data import EVAL_PARTS, load_fold_inputs
+from lttw.data.fold_inputs import EVAL_PARTS, load_fold_inputs
 from lttw.io import atomic_dir, read_json, write_csv, write_json, write_parquet
-from lttw.predict import predict_cached_parts
+from lttw.inference.predict import predict_cached_parts
 from lttw.stage import run_stage
 
 log = logging.getLogger("lttw.evaluate")

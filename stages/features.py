@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 
 from lttw import layout
-from lttw.cross_fit import out_of_fold_factors
-from lttw.factors import FACTORS_FILE
-from lttw.features import FactorLookup, empty_features
-from lttw.folds import read_fold_parts
+from lttw.factors.cross_fit import out_of_fold_factors
+from lttw.factors.nmf import FACTORS_FILE
+from lttw.factors.features import FactorLookup, empty_features
+from lttw.data.folds import read_fold_parts
 from lttw.io import atomic_dir, read_arrays, read_json, write_arrays
 from lttw.stage import run_stage
 

@@ -5,7 +5,7 @@ import logging
 import pandas as pd
 
 from lttw import layout
-from lttw.folds import assign_folds, folds_frame
+from lttw.data.folds import assign_folds, folds_frame
 from lttw.io import atomic_dir
 from lttw.stage import run_stage
 

@@ -1,8 +1,8 @@
 """Stage `nmf`: latent factors of the fold's row-normalised word-label matrix (eq. 2-3)."""
 
 from lttw import layout
-from lttw.counts import load_counts, normalise_rows
-from lttw.factors import factor_metrics, latent_factors, save_factors
+from lttw.factors.counts import load_counts, normalise_rows
+from lttw.factors.nmf import factor_metrics, latent_factors, save_factors
 from lttw.io import atomic_dir, write_json
 from lttw.stage import run_stage
 

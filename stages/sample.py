@@ -1,9 +1,9 @@
 """Stage `sample`: class-balanced, disjoint train / test / predict samples of `data.dataset`."""
 
 from lttw import layout
-from lttw.data import load_dataset
+from lttw.data.datasets import load_dataset
 from lttw.io import atomic_dir, write_json
-from lttw.sampling import draw_samples
+from lttw.data.sampling import draw_samples
 from lttw.stage import run_stage
 
 

@@ -5,7 +5,7 @@ import logging
 
 from lttw import layout
 from lttw.errors import UserError
-from lttw.evaluation import summarize_folds
+from lttw.evaluation.metrics import summarize_folds
 from lttw.io import read_json, write_json
 from lttw.stage import run_stage
 

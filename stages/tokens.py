@@ -5,10 +5,10 @@ import logging
 import pandas as pd
 
 from lttw import layout
-from lttw.encoder import check_max_len, load_tokenizer, resolve_encoder
+from lttw.text.encoder import check_max_len, load_tokenizer, resolve_encoder
 from lttw.io import atomic_dir, write_arrays
 from lttw.stage import run_stage
-from lttw.tokens import encode_texts
+from lttw.text.tokens import encode_texts
 
 log = logging.getLogger("lttw.tokens")
 

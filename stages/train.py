@@ -10,9 +10,9 @@ import logging
 import time
 
 from lttw import layout
-from lttw.bundle import write_model_folder
-from lttw.checkpoint import Checkpointer
-from lttw.fold_data import factor_shape, load_fold_inputs, load_tensors
+from lttw.models.bundle import write_model_folder
+from lttw.training.checkpoint import Checkpointer
+from lttw.data.fold_inputs import factor_shape, load_fold_inputs, load_tensors
 from lttw.io import atomic_dir, write_json
 from lttw.settings import NON_NEURAL_VARIANTS, check_batch_size
 from lttw.stage import run_stage
@@ -30,7 +30,7 @@ def fingerprint(settings, fold: int) -> str:
 
 
 def train_tfidf(settings, fold: int, inputs) -> dict:
-    from lttw.tfidf import fit_tfidf_linear
+    from lttw.models.tfidf import fit_tfidf_linear
 
     t0 = time.perf_counter()
     model = fit_tfidf_linear(inputs.part_texts("train"), inputs.part_labels("train"),
@@ -56,10 +56,10 @@ def train_tfidf(settings, fold: int, inputs) -> dict:
 
 def train_neural(settings, fold: int, inputs) -> dict:
     from lttw.device import make_runtime
-    from lttw.encoder import resolve_encoder
-    from lttw.registry import MODEL_REGISTRY, save_model
+    from lttw.text.encoder import resolve_encoder
+    from lttw.models.registry import MODEL_REGISTRY, save_model
     from lttw import models  # noqa: F401  (registers the variants)
-    from lttw.training import train_classifier
+    from lttw.training.loop import train_classifier
 
     import torch
 

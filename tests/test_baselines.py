@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import lttw.models  # noqa: F401  (registers every variant)
-from lttw import registry
-from lttw.encoder import load_pretrained_encoder, load_tokenizer
+from lttw.models import registry
+from lttw.text.encoder import load_pretrained_encoder, load_tokenizer
 from lttw.settings import ModelSettings
-from lttw.tfidf import TfidfLinear, fit_tfidf_linear
+from lttw.models.tfidf import TfidfLinear, fit_tfidf_linear
 
 NEURAL = ["encoder", "encoder_cnn", "transformer", "bilstm_attention", "leam"]
 N_LABELS = 3
@@ -177,8 +177,8 @@ def test_leam_label_regularizer_is_trained(tiny_encoder_dir, batch, tmp_path):
     variants add nothing."""
     from lttw.device import Runtime
     from lttw.settings import TrainSettings
-    from lttw.batching import Batchable
-    from lttw.training import train_classifier
+    from lttw.data.batching import Batchable
+    from lttw.training.loop import train_classifier
 
     assert _build("encoder", tiny_encoder_dir).auxiliary_loss() is None
     model = _build("leam", tiny_encoder_dir, dropout=0.0)

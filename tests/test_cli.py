@@ -16,10 +16,11 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
-from lttw import batch_predict, cli
-from lttw.attention import LinformerSelfAttention, MultiHeadSelfAttention
-from lttw.explain import cls_attention
-from lttw.predict import Predictor
+from lttw import cli
+from lttw.inference import batch_predict
+from lttw.models.attention import LinformerSelfAttention, MultiHeadSelfAttention
+from lttw.inference.explain import cls_attention
+from lttw.inference.predict import Predictor
 from tiny_project import make_tiny_project, run
 
 COMMANDS = [["predict"], ["explain"], ["export"], ["report"], ["data", "check"],
@@ -235,7 +236,7 @@ def project(tmp_path_factory, tiny_encoder_dir) -> Path:
 def model_with(project: Path, tmp: Path, **changes) -> Path:
     """A copy of the trained model folder whose classifier is rebuilt (random head) with
     changed LTTW config values, e.g. attention='mha'."""
-    from lttw import registry
+    from lttw.models import registry
     from lttw.models.lttw import LTTWClassifier, LTTWConfig
 
     folder = tmp / "_".join(f"{k}-{v}" for k, v in changes.items())
@@ -341,7 +342,7 @@ def test_explain_without_attention_and_rich_output(project, tmp_path):
 
 @pytest.mark.slow
 def test_explain_a_baseline_without_factors_or_attention(project, tmp_path):
-    from lttw import registry
+    from lttw.models import registry
     from lttw.models.encoder_head import EncoderClassifier, EncoderHeadConfig
 
     folder = tmp_path / "encoder"

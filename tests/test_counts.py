@@ -14,10 +14,10 @@ import scipy.sparse as sp
 from hypothesis import given, settings as hsettings, strategies as st
 
 from lttw import layout
-from lttw.counts import (build_vectorizer, corpus_counts, load_counts, normalise_rows,
+from lttw.factors.counts import (build_vectorizer, corpus_counts, load_counts, normalise_rows,
                          save_counts, tokenize, word_label_counts)
 from lttw.errors import DataError, UserError
-from lttw.folds import assign_folds, folds_frame, fold_parts
+from lttw.data.folds import assign_folds, folds_frame, fold_parts
 from lttw.io import write_json
 from lttw.settings import CountSettings, settings_from_dict
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from lttw.counts import corpus_counts, normalise_rows, word_label_counts
-from lttw.cross_fit import factors_given_labels, out_of_fold_factors
-from lttw.factors import latent_factors
-from lttw.features import FactorLookup
+from lttw.factors.counts import corpus_counts, normalise_rows, word_label_counts
+from lttw.factors.cross_fit import factors_given_labels, out_of_fold_factors
+from lttw.factors.nmf import latent_factors
+from lttw.factors.features import FactorLookup
 from lttw.settings import CountSettings, NMFSettings
 
 CS, NS = CountSettings(), NMFSettings(rank=3, max_iter=500)

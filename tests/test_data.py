@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from lttw import layout
-from lttw.data import hub_split_files, load_dataset
-from lttw.tables import encode_labels
+from lttw.data.datasets import hub_split_files, load_dataset
+from lttw.data.tables import encode_labels
 from lttw.errors import DataError
-from lttw.sampling import draw_samples
+from lttw.data.sampling import draw_samples
 from lttw.settings import DataSettings
 
 REPO = Path(__file__).resolve().parents[1]

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_training import (CPU, TRAIN, VAL, assert_same_weights, build_model,  # noqa: E402
                            one_thread, train_settings)  # noqa: F401  (autouse fixture)
 
-from lttw.batching import Batchable  # noqa: E402
-from lttw.training import train_classifier  # noqa: E402
+from lttw.data.batching import Batchable  # noqa: E402
+from lttw.training.loop import train_classifier  # noqa: E402
 
 WORLD = 2
 TOLERANCE = 1e-4

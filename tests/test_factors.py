@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from lttw.counts import normalise_rows
+from lttw.factors.counts import normalise_rows
 from lttw.errors import UserError
-from lttw.factors import (FACTORS_FILE, factor_metrics, latent_factors, load_word_factors,
+from lttw.factors.nmf import (FACTORS_FILE, factor_metrics, latent_factors, load_word_factors,
                           save_factors)
 from lttw.io import read_arrays
 from lttw.settings import NMFSettings

@@ -34,7 +34,7 @@ import pytest
 import yaml
 
 from lttw import layout
-from lttw.checkpoint import read_checkpoint_state
+from lttw.training.checkpoint import read_checkpoint_state
 from tiny_project import DATASETS, env, git_commit, make_tiny_project, ran, run
 
 pytestmark = pytest.mark.slow
@@ -343,7 +343,7 @@ def test_no_pickle_files_and_model_folder_loads_without_pickle(reference, monkey
     monkeypatch.setattr(pickle, "load", refuse)
     monkeypatch.setattr(pickle, "loads", refuse)
     monkeypatch.setattr(torch, "load", refuse)
-    from lttw.predict import Predictor
+    from lttw.inference.predict import Predictor
 
     probs = Predictor.load(root / layout.model_dir(0)).predict_proba(["the team won the match"])
     assert probs.shape == (1, 4) and abs(float(probs.sum()) - 1.0) < 1e-4

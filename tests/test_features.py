@@ -15,8 +15,8 @@ import yaml
 from hypothesis import given, settings as hsettings, strategies as st
 
 from lttw import layout
-from lttw.counts import tokenize
-from lttw.features import FactorLookup, latent_factor_tensor, top_bottom_words
+from lttw.factors.counts import tokenize
+from lttw.factors.features import FactorLookup, latent_factor_tensor, top_bottom_words
 from lttw.io import read_arrays, read_json
 from lttw.settings import CountSettings
 
@@ -75,8 +75,8 @@ def test_tensor_slots_and_padding():
 
 
 def test_lookup_roundtrip(tmp_path):
-    from lttw.counts import save_counts
-    from lttw.factors import LatentFactors, save_factors
+    from lttw.factors.counts import save_counts
+    from lttw.factors.nmf import LatentFactors, save_factors
     import scipy.sparse as sp
 
     save_counts(tmp_path / "c", sp.csr_matrix(np.c_[CORPUS, np.zeros(5, int)]), VOCAB)

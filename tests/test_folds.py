@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lttw.errors import DataError
-from lttw.folds import assign_folds, fold_parts, folds_frame, read_fold_parts
+from lttw.data.folds import assign_folds, fold_parts, folds_frame, read_fold_parts
 
 
 def test_assign_folds_stratified_and_seeded():

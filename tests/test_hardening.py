@@ -311,7 +311,7 @@ def _run(cmd: list[str], cwd: Path) -> Ran:
 FORK_RUNNER = r"""
 import json, os, runpy, sys, traceback
 import numpy, pandas, pyarrow.parquet, yaml, pydantic  # noqa: F401  (imported once)
-import lttw.data, lttw.tables, lttw.io, lttw.layout, lttw.sampling, lttw.settings, lttw.stage  # noqa: F401
+import lttw.data.datasets, lttw.data.tables, lttw.io, lttw.layout, lttw.data.sampling, lttw.settings, lttw.stage  # noqa: F401
 
 def child(job):
     code = 1
@@ -369,7 +369,7 @@ def _nmf_rank_case(folder: Path) -> list[str]:
     """Counts of a 3-word vocabulary and nmf.rank 5: the nmf stage must refuse it."""
     import scipy.sparse as sp
 
-    from lttw.counts import save_counts
+    from lttw.factors.counts import save_counts
 
     directory = folder / layout.counts_dir(0)
     directory.mkdir(parents=True)
@@ -470,8 +470,8 @@ def test_unusual_data_works_in_sample_stage(stage_runs, name):
 
 def test_symbol_only_texts_get_zero_factor_rows():
     """Texts without a single word (punctuation, emoji) give all-zero H_tw blocks."""
-    from lttw.counts import corpus_counts, word_label_counts
-    from lttw.features import latent_factor_tensor
+    from lttw.factors.counts import corpus_counts, word_label_counts
+    from lttw.factors.features import latent_factor_tensor
     from lttw.settings import CountSettings
 
     counts, vocabulary = word_label_counts(["cat sat", "dog ran fast"], np.array([0, 1]), 2,
@@ -790,7 +790,7 @@ def test_nmf_rank_larger_than_vocabulary(stage_runs):
 
 
 def test_max_len_beyond_encoder_positions(stage_runs, tiny_encoder_dir):
-    from lttw.encoder import check_max_len
+    from lttw.text.encoder import check_max_len
 
     ran = stage_runs["model.max_len > encoder positions"]
     line = ran.error_line()
@@ -964,7 +964,7 @@ def test_safetensors_with_metadata_are_byte_identical(tmp_path):
 def test_evaluation_of_an_empty_part():
     """data.test_size / predict_size 0 are valid: evaluate must score the other parts and
     record n = 0 for the empty one, not crash on argmax of nothing."""
-    from lttw.evaluation import (classification_metrics, confusion_counts, confusion_long,
+    from lttw.evaluation.metrics import (classification_metrics, confusion_counts, confusion_long,
                                  per_class_report, predicted_labels, summarize_folds,
                                  top_probability)
 

@@ -12,9 +12,9 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from lttw import registry
-from lttw.attention import AttentionBlock, LinformerSelfAttention, MultiHeadSelfAttention
-from lttw.encoder import (DEFAULT_ENCODER, check_max_len, encoder_config_dict,
+from lttw.models import registry
+from lttw.models.attention import AttentionBlock, LinformerSelfAttention, MultiHeadSelfAttention
+from lttw.text.encoder import (DEFAULT_ENCODER, check_max_len, encoder_config_dict,
                           encoder_from_config, load_pretrained_encoder, load_tokenizer,
                           max_positions, resolve_encoder)
 from lttw.errors import UserError

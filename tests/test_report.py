@@ -11,7 +11,7 @@ import yaml
 from scipy.stats import ttest_rel, wilcoxon
 from typer.testing import CliRunner
 
-from lttw import report
+from lttw.evaluation import report
 from lttw.cli import app
 
 

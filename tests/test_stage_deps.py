@@ -82,4 +82,4 @@ def test_stage_declares_the_library_code_it_runs(name):
 
 def test_closure_follows_function_level_and_relative_imports():
     found = {p.name for p in closure(REPO / "stages" / "train.py")}
-    assert {"training.py", "models", "attention.py", "encoder.py"} <= found
+    assert {"loop.py", "models", "attention.py", "encoder.py"} <= found

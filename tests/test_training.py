@@ -10,10 +10,10 @@ from torch import nn
 
 from lttw import models  # noqa: F401  (registers the variants)
 from lttw.device import Runtime
-from lttw.registry import MODEL_REGISTRY
+from lttw.models.registry import MODEL_REGISTRY
 from lttw.settings import ModelSettings, TrainSettings
-from lttw.batching import Batchable
-from lttw.training import train_classifier
+from lttw.data.batching import Batchable
+from lttw.training.loop import train_classifier
 
 SEQ, SLOTS, RANK, N_LABELS = 16, 4, 3, 3
 
@@ -185,13 +185,13 @@ def test_predict_proba_matches_untrimmed_row_order(tiny_encoder_dir):
 
 
 def training_predict(model, data, batch_size):
-    from lttw.training import predict_proba
+    from lttw.training.loop import predict_proba
 
     return predict_proba(model, data, CPU, batch_size)
 
 
 def test_group_by_length_orders_rows_into_similar_length_batches():
-    from lttw.batching import LENGTH_GROUP_BATCHES, epoch_order
+    from lttw.data.batching import LENGTH_GROUP_BATCHES, epoch_order
 
     n, batch = 8 * LENGTH_GROUP_BATCHES * 2 + 5, 8  # two windows and a partial last batch
     data = make_data(n, seed=4)

@@ -18,9 +18,9 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from . import layout
-from .errors import UserError
-from .stage import one_line
+from lttw import layout
+from lttw.errors import UserError
+from lttw.stage import one_line
 
 EXIT_USER_ERROR = 2
 
@@ -82,13 +82,13 @@ def _console(stderr: bool = False):
 def _model_dir(model: Path | None, params: Path) -> Path:
     if model is not None:
         return model
-    from .settings import read_settings
+    from lttw.settings import read_settings
 
     return layout.model_dir(read_settings(params).folds.run[0])
 
 
 def _load(model: Path | None, params: Path, device: str = "cpu"):
-    from .predict import Predictor
+    from lttw.inference.predict import Predictor
 
     return Predictor.load(_model_dir(model, params), device=device)
 
@@ -120,7 +120,7 @@ def predict(
     params: Params = Path("params.yaml"),
 ) -> None:
     """Classify texts with a trained model: label and probability per text."""
-    from . import batch_predict as bp
+    from lttw.inference import batch_predict as bp
 
     if bool(texts) == (file is not None):
         raise UserError("give either TEXT arguments or --file PATH (one of the two)")
@@ -166,7 +166,7 @@ def explain(
 ) -> None:
     """Why the model predicts what it does: the top-k / bottom-s words and their latent
     factors and class affinities, the probabilities, and [CLS]'s attention."""
-    from .explain import explain as build, render
+    from lttw.inference.explain import explain as build, render
 
     doc = build(_load(model, params), text)
     if as_json:
@@ -188,8 +188,8 @@ def data_check(
 ) -> None:
     """Validate a dataset and show what the `sample` stage would draw from it with the sizes
     in --params. Exit code 2 when the pipeline would drop rows or cannot draw a size."""
-    from .datacheck import check_dataset, render
-    from .settings import read_settings
+    from lttw.data.check import check_dataset, render
+    from lttw.settings import read_settings
 
     check = check_dataset(read_settings(params), path, text_column, label_column)
     render(check, _console())
@@ -204,8 +204,8 @@ def data_list(
 ) -> None:
     """The known datasets: local copy under data.root (present / missing, rows per split,
     complete or partial) and the Hugging Face dataset read when online."""
-    from .datacheck import list_datasets, render_list
-    from .settings import read_settings
+    from lttw.data.check import list_datasets, render_list
+    from lttw.settings import read_settings
 
     root = read_settings(params).data.root
     rows = list_datasets(root)
@@ -226,8 +226,8 @@ def export(
     self-contained folder, atomically, and check that it loads and predicts identically."""
     import numpy as np
 
-    from .io import atomic_dir
-    from .predict import Predictor
+    from lttw.io import atomic_dir
+    from lttw.inference.predict import Predictor
 
     source = _model_dir(model, params)
     original = Predictor.load(source)  # also checks that the source is a model folder
@@ -257,8 +257,8 @@ def report(
 ) -> None:
     """Write a markdown report from the metrics of the workspace (metrics/) and of extra
     runs: macro P / R / F1 per dataset and variant next to the paper's, and paired tests."""
-    from .io import atomic_path
-    from .report import collect_runs, render
+    from lttw.io import atomic_path
+    from lttw.evaluation.report import collect_runs, render
 
     text = render(collect_runs(layout.METRICS_DIR, params, list(runs or [])))
     with atomic_path(out) as tmp:

@@ -11,8 +11,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .errors import UserError
-from .settings import TrainSettings
+from lttw.errors import UserError
+from lttw.settings import TrainSettings
 
 log = logging.getLogger("lttw.device")
 

@@ -15,7 +15,7 @@ import annotated_types
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import UserError
+from lttw.errors import UserError
 
 Variant = Literal[
     "lttw", "encoder", "encoder_cnn", "transformer", "bilstm_attention", "leam", "tfidf_linear"

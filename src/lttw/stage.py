@@ -8,8 +8,8 @@ import logging
 import sys
 from typing import Callable
 
-from .errors import UserError
-from .settings import Settings, read_settings
+from lttw.errors import UserError
+from lttw.settings import Settings, read_settings
 
 log = logging.getLogger("lttw")
 

@@ -16,8 +16,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ..registry import Classifier, register
-from ._layers import (ClassifierHead, init_embedding, lengths, masked_softmax,
+from lttw.models.registry import Classifier, register
+from lttw.models._layers import (ClassifierHead, init_embedding, lengths, masked_softmax,
                       require_encoder_path, word_embedding_init)
 
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ..errors import UserError
-from ..registry import Classifier, register
-from ._layers import (ClassifierHead, build_encoder, hidden_size, masked_max, pretrained_encoder,
+from lttw.errors import UserError
+from lttw.models.registry import Classifier, register
+from lttw.models._layers import (ClassifierHead, build_encoder, hidden_size, masked_max, pretrained_encoder,
                       require_encoder_path, window_mask)
 
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ..registry import Classifier, register
-from ._layers import (ClassifierHead, build_encoder, hidden_size, pretrained_encoder,
+from lttw.models.registry import Classifier, register
+from lttw.models._layers import (ClassifierHead, build_encoder, hidden_size, pretrained_encoder,
                       require_encoder_path)
 
 

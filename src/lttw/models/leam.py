@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..registry import Classifier, register
-from ._layers import (ClassifierHead, init_embedding, masked_softmax, require_encoder_path,
+from lttw.models.registry import Classifier, register
+from lttw.models._layers import (ClassifierHead, init_embedding, masked_softmax, require_encoder_path,
                       word_embedding_init)
 
 

@@ -20,11 +20,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..attention import AttentionBlock
-from ..encoder import (check_max_len, encoder_config_dict, encoder_from_config,
+from lttw.models.attention import AttentionBlock
+from lttw.text.encoder import (check_max_len, encoder_config_dict, encoder_from_config,
                        load_pretrained_encoder, resolve_encoder)
-from ..errors import UserError
-from ..registry import Classifier, register
+from lttw.errors import UserError
+from lttw.models.registry import Classifier, register
 
 
 @dataclass

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..registry import Classifier, register
-from ._layers import (ClassifierHead, check_divisible, pool, require_encoder_path,
+from lttw.models.registry import Classifier, register
+from lttw.models._layers import (ClassifierHead, check_divisible, pool, require_encoder_path,
                       sinusoidal_positions)
 
 
@@ -52,7 +52,7 @@ class TransformerClassifier(Classifier):
 
     @classmethod
     def from_settings(cls, model, n_labels, factor_shape, encoder_path):
-        from ..encoder import load_tokenizer
+        from lttw.text.encoder import load_tokenizer
 
         tokenizer = load_tokenizer(require_encoder_path(encoder_path, model))
         return cls(TransformerConfig(n_labels=n_labels, vocab_size=len(tokenizer),

@@ -23,9 +23,9 @@ import numpy as np
 from sklearn.decomposition import non_negative_factorization
 from sklearn.model_selection import StratifiedKFold
 
-from .counts import corpus_counts, normalise_rows, word_label_counts
-from .features import FactorLookup
-from .settings import CountSettings, NMFSettings, Ranking
+from lttw.factors.counts import corpus_counts, normalise_rows, word_label_counts
+from lttw.factors.features import FactorLookup
+from lttw.settings import CountSettings, NMFSettings, Ranking
 
 log = logging.getLogger("lttw.cross_fit")
 

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from .io import atomic_path, sort_safetensors_metadata, write_json
+from lttw.io import atomic_path, sort_safetensors_metadata, write_json
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -103,7 +103,7 @@ def load_model(folder: str | Path, map_location: str | torch.device = "cpu") -> 
     """Rebuild the model from its config alone (no hub access) and load its weights."""
     from safetensors.torch import load_model as load_weights
 
-    from . import models  # noqa: F401  (registers every variant)
+    from lttw import models  # noqa: F401  (registers every variant)
 
     variant, cfg = read_model_config(folder)
     if variant not in MODEL_REGISTRY:

@@ -17,9 +17,9 @@ from scipy.sparse.linalg import norm as sparse_norm
 from sklearn.decomposition import NMF
 from sklearn.exceptions import ConvergenceWarning
 
-from .errors import DataError, UserError
-from .io import read_arrays, write_arrays
-from .settings import NMFSettings
+from lttw.errors import DataError, UserError
+from lttw.io import read_arrays, write_arrays
+from lttw.settings import NMFSettings
 
 log = logging.getLogger("lttw.factors")
 

@@ -19,8 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import UserError
-from .io import read_arrays, read_json, write_arrays, write_json
+from lttw.errors import UserError
+from lttw.io import read_arrays, read_json, write_arrays, write_json
 
 VARIANT = "tfidf_linear"
 CONFIG_NAME = "config.json"

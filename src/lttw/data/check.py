@@ -18,11 +18,11 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from .data import KNOWN_DATASETS, Dataset, load_dataset
-from .errors import DataError
-from .layout import SPLITS
-from .sampling import draw_samples, per_class_sizes, sample_pools
-from .settings import DataSettings, Settings
+from lttw.data.datasets import KNOWN_DATASETS, Dataset, load_dataset
+from lttw.errors import DataError
+from lttw.layout import SPLITS
+from lttw.data.sampling import draw_samples, per_class_sizes, sample_pools
+from lttw.settings import DataSettings, Settings
 
 
 DROPPED_EMPTY = "rows with an empty or missing text (dropped by sample)"

@@ -23,11 +23,11 @@ from collections import Counter
 import numpy as np
 import torch
 
-from .bundle import FACTORS
-from .counts import tokenize
-from .factors import FACTORS_FILE
-from .features import top_bottom_words
-from .io import read_arrays
+from lttw.models.bundle import FACTORS
+from lttw.factors.counts import tokenize
+from lttw.factors.nmf import FACTORS_FILE
+from lttw.factors.features import top_bottom_words
+from lttw.io import read_arrays
 
 NOTES = {
     "mha": "mha: softmax attention of position 0 ([CLS]) over positions, mean over {heads} "
@@ -157,7 +157,7 @@ def factor_section(predictor, text: str) -> dict | None:
 @torch.no_grad()
 def _forward(predictor, text: str) -> tuple[np.ndarray, list[tuple], list[str]]:
     """Probabilities, the inputs of every attention block, and the tokens of one text."""
-    from .tokens import encode_texts
+    from lttw.text.tokens import encode_texts
 
     ids, mask = encode_texts(predictor.tokenizer, [text], predictor.meta["max_len"])
     f = predictor.factors([text])

@@ -25,9 +25,9 @@ from urllib.parse import urlparse
 import numpy as np
 import pandas as pd
 
-from .errors import DataError
-from .settings import DataSettings
-from .tables import TABLE_SUFFIXES, encode_labels, read_table, select_columns
+from lttw.errors import DataError
+from lttw.settings import DataSettings
+from lttw.data.tables import TABLE_SUFFIXES, encode_labels, read_table, select_columns
 
 log = logging.getLogger("lttw.data")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
-from .errors import DataError
+from lttw.errors import DataError
 
 PARTS = ("train", "val", "test")
 

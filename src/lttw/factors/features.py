@@ -25,11 +25,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from . import layout
-from .counts import build_vectorizer, corpus_counts as count_totals, load_counts, tokenize
-from .errors import DataError
-from .factors import load_word_factors
-from .settings import CountSettings, Ranking
+from lttw import layout
+from lttw.factors.counts import build_vectorizer, corpus_counts as count_totals, load_counts, tokenize
+from lttw.errors import DataError
+from lttw.factors.nmf import load_word_factors
+from lttw.settings import CountSettings, Ranking
 
 RANKINGS = ("count_then_corpus", "count_then_alpha", "first_occurrence")
 

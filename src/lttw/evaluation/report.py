@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .errors import UserError
-from .io import read_json
+from lttw.errors import UserError
+from lttw.io import read_json
 
 #: paper Table 4 (P / R / F1 %, the held-out results of ten-fold CV) and Table 5 (ablations on
 #: the same protocol, with time per epoch in s: RTX 4070 Super, BERT-base, batch 128).

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import DataError
+from lttw.errors import DataError
 
 TABLE_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv")
 

@@ -18,7 +18,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from .io import atomic_path, write_json
+from lttw.io import atomic_path, write_json
 
 log = logging.getLogger("lttw.checkpoint")
 

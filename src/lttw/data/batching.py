@@ -8,7 +8,7 @@ from functools import cached_property
 
 import torch
 
-from .device import Runtime
+from lttw.device import Runtime
 
 #: trimmed batch lengths are rounded up to a multiple of this (tensor-core friendly, and
 #: at most max_len / 8 distinct shapes for ``torch.compile``)

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import layout
-from .folds import read_fold_parts
-from .io import read_arrays, read_json
-from .batching import Batchable
+from lttw import layout
+from lttw.data.folds import read_fold_parts
+from lttw.io import read_arrays, read_json
+from lttw.data.batching import Batchable
 
 #: evaluation parts: the fold's own test part, and the held-out test and predict samples
 EVAL_PARTS = ("fold_test", "test", "predict")

@@ -14,8 +14,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from . import layout
-from .io import write_json
+from lttw import layout
+from lttw.io import write_json
 
 LABELS = "labels.json"
 META = "lttw.json"

@@ -19,8 +19,8 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 import pandas as pd
 
-from .errors import DataError, UserError
-from .io import atomic_path
+from lttw.errors import DataError, UserError
+from lttw.io import atomic_path
 
 #: rows read, predicted and written at a time (tests make it small)
 CHUNK_ROWS = 8192

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .bundle import META
-from .fold_data import EVAL_PARTS, FoldInputs, load_tensors
-from .io import read_json
-from .settings import NON_NEURAL_VARIANTS, CountSettings, TrainSettings
+from lttw.models.bundle import META
+from lttw.data.fold_inputs import EVAL_PARTS, FoldInputs, load_tensors
+from lttw.io import read_json
+from lttw.settings import NON_NEURAL_VARIANTS, CountSettings, TrainSettings
 
 
 def model_variant(model_dir: str | Path) -> str:
@@ -21,13 +21,13 @@ def predict_cached_parts(model_dir: str | Path, inputs: FoldInputs, fold: int,
                          train_settings: TrainSettings) -> dict[str, np.ndarray]:
     """Probabilities (n, p) for the fold's test part and the held-out test / predict samples."""
     if model_variant(model_dir) in NON_NEURAL_VARIANTS:
-        from .tfidf import TfidfLinear
+        from lttw.models.tfidf import TfidfLinear
 
         model = TfidfLinear.load(model_dir)
         return {part: model.predict_proba(inputs.part_texts(part)) for part in EVAL_PARTS}
-    from .device import make_runtime
-    from .registry import load_model
-    from .training import predict_proba
+    from lttw.device import make_runtime
+    from lttw.models.registry import load_model
+    from lttw.training.loop import predict_proba
 
     rt = make_runtime(train_settings)
     model = load_model(model_dir).to(rt.device)
@@ -50,8 +50,8 @@ class Predictor:
 
     @classmethod
     def load(cls, folder: str | Path, device: str = "cpu") -> "Predictor":
-        from .bundle import FACTORS, LABELS, TOKENIZER
-        from .errors import UserError
+        from lttw.models.bundle import FACTORS, LABELS, TOKENIZER
+        from lttw.errors import UserError
 
         folder = Path(folder)
         if not (folder / META).is_file():
@@ -60,13 +60,13 @@ class Predictor:
         meta = read_json(folder / META)
         classes = read_json(folder / LABELS)["classes"]
         if meta["variant"] in NON_NEURAL_VARIANTS:
-            from .tfidf import TfidfLinear
+            from lttw.models.tfidf import TfidfLinear
 
             return cls(folder, meta, classes, TfidfLinear.load(folder))
-        from .device import make_runtime
-        from .encoder import load_tokenizer
-        from .features import FactorLookup
-        from .registry import load_model
+        from lttw.device import make_runtime
+        from lttw.text.encoder import load_tokenizer
+        from lttw.factors.features import FactorLookup
+        from lttw.models.registry import load_model
 
         runtime = make_runtime(TrainSettings(device=device, bf16=False))
         lookup = None
@@ -87,9 +87,9 @@ class Predictor:
             return self.model.predict_proba(list(texts)).astype(np.float32)
         import torch
 
-        from .tokens import encode_texts
-        from .batching import Batchable
-        from .training import predict_proba
+        from lttw.text.tokens import encode_texts
+        from lttw.data.batching import Batchable
+        from lttw.training.loop import predict_proba
 
         ids, mask = encode_texts(self.tokenizer, list(texts), self.meta["max_len"])
         f = self.factors(list(texts))

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlparse
 
-from .errors import UserError
+from lttw.errors import UserError
 
 DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_ENCODER, "all-MiniLM-L6-v2"}

@@ -22,9 +22,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer
 
-from .errors import DataError, UserError
-from .io import read_arrays, write_arrays
-from .settings import CountSettings
+from lttw.errors import DataError, UserError
+from lttw.io import read_arrays, write_arrays
+from lttw.settings import CountSettings
 
 log = logging.getLogger("lttw.counts")
 

@@ -20,11 +20,11 @@ from torch import nn
 from torch.profiler import record_function
 from tqdm.auto import tqdm
 
-from .batching import Batchable, epoch_order
-from .checkpoint import Checkpointer
-from .device import Runtime
-from .evaluation import classification_metrics
-from .settings import TrainSettings
+from lttw.data.batching import Batchable, epoch_order
+from lttw.training.checkpoint import Checkpointer
+from lttw.device import Runtime
+from lttw.evaluation.metrics import classification_metrics
+from lttw.settings import TrainSettings
 
 log = logging.getLogger("lttw.train")
 

@@ -15,10 +15,10 @@ import os
 import numpy as np
 import pandas as pd
 
-from .data import Dataset
-from .errors import DataError
-from .layout import SPLITS
-from .settings import DataSettings
+from lttw.data.datasets import Dataset
+from lttw.errors import DataError
+from lttw.layout import SPLITS
+from lttw.settings import DataSettings
 
 log = logging.getLogger("lttw.sampling")
 

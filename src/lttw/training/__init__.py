@@ -1,0 +1,1 @@
+"""Fine-tuning: the training loop and its resumable checkpoints."""
