@@ -48,6 +48,19 @@ ablations: install
 
 # Every comparator on the same samples and folds.
 baselines: install
-	. $(BIN)/activate && for v in encoder encoder_cnn transformer bilstm_attention leam tfidf_linear; do \
+	. $(BIN)/activate && for v in $$(python -c 'from lttw.settings import BASELINES; print(*BASELINES)'); do \
 	  $(QUEUE) -n $$v -S model.variant=$$v || exit 1; done \
 	 && dvc queue start && dvc exp show --only-changed
+
+# Chinese text (issue 12): THUCNews news titles at a CPU profile (8,000 train titles, one fold,
+# max_len 48; words.splitter auto -> jieba from the manifest), every variant that runs without
+# word vectors, and LTTW at NMF rank 10 (ten topics). `dvc exp show --only-changed` compares.
+ZH := -S data.dataset=thucnews -S data.train_size=8000 -S data.test_size=2000 \
+	-S data.predict_size=2000 -S model.max_len=48
+.PHONY: chinese
+chinese: install
+	. $(BIN)/activate && for v in tfidf_linear lttw encoder transformer bilstm_attention; do \
+	  $(QUEUE) -n zh-$$v $(ZH) -S model.variant=$$v || exit 1; done \
+	 && $(QUEUE) -n zh-lttw-m $(ZH) -S model.fusion=none \
+	 && $(QUEUE) -n zh-lttw-rank10 $(ZH) -S nmf.rank=10 \
+	 && dvc queue start && dvc queue logs --follow zh-lttw-rank10; dvc exp show --only-changed

@@ -136,7 +136,7 @@ def measure(folder: Path, texts: list[str], device: str, batch_size: int) -> dic
     from lttw.inference.predict import Predictor
     from lttw.text.tokens import encode_texts
     from lttw.data.batching import Batchable
-    from lttw.training.loop import predict_proba
+    from lttw.models.forward import predict_proba
 
     p = Predictor.load(folder, device=device)
     p.predict_proba(texts[:batch_size], batch_size)  # warm-up (allocator, kernels, caches)
@@ -153,9 +153,7 @@ def measure(folder: Path, texts: list[str], device: str, batch_size: int) -> dic
     t0 = time.perf_counter()
     f = p.factors(texts)
     t_fac = time.perf_counter() - t0
-    data = Batchable(torch.from_numpy(ids), torch.from_numpy(mask),
-                     None if f is None else torch.from_numpy(f),
-                     torch.zeros(len(texts), dtype=torch.long))
+    data = Batchable.unlabelled(ids, mask, f)
     sync(device)
     t0 = time.perf_counter()
     predict_proba(p.model, data, p.runtime, batch_size)

@@ -28,7 +28,7 @@ import scipy
 import sklearn
 
 from lttw.io import write_json  # noqa: E402
-from lttw.factors.counts import corpus_counts, normalise_rows, word_label_counts
+from lttw.factors.counts import regex_splitter, corpus_counts, normalise_rows, word_label_counts
 from lttw.data.datasets import load_dataset
 from lttw.factors.nmf import latent_factors
 from lttw.factors.cross_fit import out_of_fold_factors
@@ -111,7 +111,7 @@ def main(argv=None) -> dict:
     def features_stage(counts, vocabulary, factors):
         tensor = latent_factor_tensor(texts, vocabulary, corpus_counts(counts),
                                       factors.word_factors, args.k, args.s, "count_then_corpus",
-                                      cs)
+                                      regex_splitter(cs))
         if args.train_factors == "out_of_fold":  # the stage's default (model.train_factors)
             tensor[train_rows] = out_of_fold_factors(
                 train_texts, train_labels, p, factors.factor_label, args.k, args.s,

@@ -53,13 +53,13 @@ from lttw.data.batching import Batchable  # noqa: E402
 from lttw.training.loop import train_classifier  # noqa: E402
 
 
-def _quiet_tqdm(*args, **kwargs):  # no progress bar inside the timed loop
-    from tqdm.auto import tqdm
+def _quiet_progress(*args, **kwargs):  # no progress bar inside the timed loop
+    from lttw.progress import progress
 
-    return tqdm(*args, **{**kwargs, "disable": True})
+    return progress(*args, **{**kwargs, "disable": True})
 
 
-training.tqdm = _quiet_tqdm
+training.progress = _quiet_progress
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "train_throughput.json"

@@ -4,7 +4,6 @@ matrix (a dvc plot) and predictions."""
 
 import logging
 
-import numpy as np
 import pandas as pd
 
 from lttw import layout

@@ -10,15 +10,17 @@ import pandas as pd
 from lttw import layout
 from lttw.factors.cross_fit import out_of_fold_factors
 from lttw.factors.nmf import FACTORS_FILE
-from lttw.factors.features import FactorLookup, empty_features
+from lttw.factors.features import FactorLookup, empty_features, slot_fill
 from lttw.data.folds import read_fold_parts
 from lttw.io import atomic_dir, read_arrays, read_json, write_arrays
 from lttw.stage import run_stage
+from lttw.text.words import degenerate_warning, read_rule, zero_row_share
 
 log = logging.getLogger("lttw.features")
 
 
-def train_part_out_of_fold(settings, fold: int, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def train_part_out_of_fold(settings, fold: int, texts: list[str],
+                           words) -> tuple[np.ndarray, np.ndarray]:
     """The fold's train-part rows of the train sample, and their cross-fitted tensor (the
     validation and test parts keep the full fit's factors, as unseen texts)."""
     m = settings.model
@@ -28,7 +30,28 @@ def train_part_out_of_fold(settings, fold: int, texts: list[str]) -> tuple[np.nd
     return rows, out_of_fold_factors(
         [texts[i] for i in rows], labels.to_numpy(np.int64)[rows],
         len(read_json(layout.LABELS_JSON)["classes"]), factor_label, m.k, m.s, m.ranking,
-        settings.counts, settings.nmf, m.factor_splits, settings.seed)
+        settings.counts, settings.nmf, m.factor_splits, settings.seed, words)
+
+
+def log_slot_fill(arrays: dict[str, np.ndarray], k: int, s: int) -> None:
+    """How many of the k top / s bottom slots the texts fill; a warning when under half."""
+    for split, array in arrays.items():
+        fill = slot_fill(array, k, s)
+        log.info("%s: %s", split, fill)
+        if fill.sparse and len(array):
+            log.warning("%s: the texts are short for model.k=%d / model.s=%d (%s); empty slots "
+                        "are zero vectors (see README, model.k and model.s)", split, k, s, fill)
+
+
+def warn_zero_rows(arrays: dict[str, np.ndarray], rule: str) -> None:
+    """A warning naming words.splitter when over 30% of a split's texts get all-zero factor
+    rows (degenerate word splitting: the texts' words are not the vocabulary's)."""
+    for split, array in arrays.items():
+        share = zero_row_share(array)
+        log.info("%s: %.1f%% of texts have all-zero factor rows", split, 100 * share)
+        warning = degenerate_warning(rule, zero_rows=share)
+        if warning and len(array):
+            log.warning("%s: %s", split, warning)
 
 
 def main(settings, fold):
@@ -37,10 +60,12 @@ def main(settings, fold):
              for split in layout.SPLITS}
     metadata = None
     if m.uses_factors:
-        lookup = FactorLookup.for_fold(fold, settings.counts)
+        lookup = FactorLookup.load(layout.counts_dir(fold), layout.nmf_dir(fold),
+                                   read_rule(layout.counts_dir(fold)))
         looked_up = dict(texts)
         if m.train_factors == "out_of_fold":  # the train part is cross-fitted, not looked up
-            rows, cross_fitted = train_part_out_of_fold(settings, fold, texts["train"])
+            rows, cross_fitted = train_part_out_of_fold(settings, fold, texts["train"],
+                                                        lookup.splitter)
             unseen = np.setdiff1d(np.arange(len(texts["train"])), rows)  # val and test parts
             looked_up["train"] = [texts["train"][i] for i in unseen]
         arrays = {split: lookup.transform(t, m.k, m.s, m.ranking) for split, t in looked_up.items()}
@@ -56,6 +81,9 @@ def main(settings, fold):
         arrays = {split: empty_features(len(t)) for split, t in texts.items()}
     for split, array in arrays.items():
         log.info("%s: factor tensor %s", split, tuple(array.shape))
+    if m.uses_factors:
+        log_slot_fill(arrays, m.k, m.s)
+        warn_zero_rows(arrays, lookup.splitter.rule)
     with atomic_dir(layout.features_file(fold).parent) as tmp:
         write_arrays(tmp / layout.features_file(fold).name, metadata=metadata, **arrays)
 

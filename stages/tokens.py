@@ -5,7 +5,7 @@ import logging
 import pandas as pd
 
 from lttw import layout
-from lttw.text.encoder import check_max_len, load_tokenizer, resolve_encoder
+from lttw.text.encoder import check_max_len, load_tokenizer, resolve_encoder, save_tokenizer
 from lttw.io import atomic_dir, write_arrays
 from lttw.stage import run_stage
 from lttw.text.tokens import encode_texts
@@ -27,7 +27,7 @@ def main(settings):
                  settings.model.max_len)
     with atomic_dir(layout.TOKENS_DIR) as tmp:
         write_arrays(tmp / layout.tokens_file().name, **arrays)
-        tokenizer.save_pretrained(tmp / layout.tokenizer_dir().name)
+        save_tokenizer(tokenizer, tmp / layout.tokenizer_dir().name)  # same bytes everywhere
 
 
 if __name__ == "__main__":

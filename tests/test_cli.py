@@ -18,8 +18,6 @@ from typer.testing import CliRunner
 
 from lttw import cli
 from lttw.inference import batch_predict
-from lttw.models.attention import LinformerSelfAttention, MultiHeadSelfAttention
-from lttw.inference.explain import cls_attention
 from lttw.inference.predict import Predictor
 from tiny_project import make_tiny_project, run
 
@@ -104,7 +102,9 @@ def test_data_check_good_file(data_dir):
 @pytest.mark.parametrize("name,needles", [
     ("nan.csv", ["2 rows with an empty or missing text"]),
     ("latin1.csv", ["not valid UTF-8", "line 2"]),
-    ("small.csv", ["data.train_size=40 cannot be met", "largest data.train_size that fits is 2"]),
+    ("small.csv", ["data.train_size + data.test_size + data.predict_size = 40 + 4 + 4 need",
+                   "Sizes that fit together: data.train_size=6, data.test_size=2, "
+                   "data.predict_size=2"]),
     ("missing.csv", ["missing.csv", "no such file"]),
 ])
 def test_data_check_bad_inputs(data_dir, name, needles):
@@ -199,28 +199,22 @@ def test_predict_stdout_and_no_text(tmp_path, monkeypatch):
                                           "neg,0.7,0.7,0.3", "neg,0.7,0.7,0.3"]
 
 
-# ------------------------------------------------------------------ attention recomputation
+class LongLabelPredictor(CountingPredictor):
+    classes = ["neg", "Society_and_Culture_and_Everything_Else"]
 
 
-@pytest.mark.parametrize("kind", ["mha", "linformer", "linformer_kv"])
-def test_cls_attention_reproduces_the_module_output(kind):
-    torch.manual_seed(0)
-    attn = (MultiHeadSelfAttention(12, heads=3) if kind == "mha" else
-            LinformerSelfAttention(12, heads=3, max_seq=9, k=4, share_kv=kind == "linformer"))
-    attn.eval()
-    x, mask = torch.randn(2, 7, 12), torch.ones(2, 7, dtype=torch.long)
-    mask[1, 5:] = 0
-    with torch.no_grad():
-        expected = attn(x, mask)[:, 0]
-        weights, relevance = cls_attention(attn, x, mask)
-        v = attn.value(x).view(2, 7, 3, attn.head_dim).transpose(1, 2)   # (B, h, n, dh)
-        coef = weights if relevance is None else relevance                # (B, h, n)
-        out = attn.out((coef[..., None] * v).sum(2).reshape(2, -1))
-    assert torch.allclose(out, expected, atol=1e-5)
-    if kind == "mha":
-        assert torch.allclose(weights.sum(-1), torch.ones(2, 3)) and (weights[1, :, 5:] == 0).all()
-    else:
-        assert weights.shape == (2, 3, 4) and (relevance[1, :, 5:] == 0).all()
+def test_predict_table_shows_label_and_probability_in_full_at_80_columns(monkeypatch):
+    """Issue 13.8: the text is cut (…) to the room left; label and probability never are."""
+    monkeypatch.setattr(cli, "_load", lambda *a, **k: LongLabelPredictor())
+    long_text = "a good and very long text that goes on " * 6
+    result = CliRunner().invoke(cli.app, ["predict", long_text, "bad"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    rows = result.stdout.splitlines()
+    assert all(len(row) <= 80 for row in rows), result.stdout
+    first = next(row for row in rows if "a good and" in row)
+    assert "Society_and_Culture_and_Everything_Else" in first and "0.8000" in first
+    assert "…" in first and long_text.strip() not in result.stdout
+    assert any("neg" in row and "0.7000" in row and "bad" in row for row in rows)
 
 
 # ------------------------------------------------------------------ on a real tiny model

@@ -9,6 +9,7 @@ from lttw.factors.cross_fit import factors_given_labels, out_of_fold_factors
 from lttw.factors.nmf import latent_factors
 from lttw.factors.features import FactorLookup
 from lttw.settings import CountSettings, NMFSettings
+from lttw.text.words import WordSplitter
 
 CS, NS = CountSettings(), NMFSettings(rank=3, max_iter=500)
 TOPICS = [("goal match team", 0), ("stock market bank", 1), ("chip software data", 2)]
@@ -27,7 +28,8 @@ def corpus(n_per_class: int = 20):
 def full_fit(texts, labels):
     counts, vocab = word_label_counts(texts, labels, 3, CS)
     factors = latent_factors(normalise_rows(counts), 3, NS, random_state=0)
-    return FactorLookup(vocab, corpus_counts(counts), factors.word_factors, CS), factors
+    return FactorLookup(vocab, corpus_counts(counts), factors.word_factors, WordSplitter()), \
+        factors
 
 
 def test_in_sample_leaks_the_label_out_of_fold_does_not():

@@ -230,16 +230,19 @@ def test_duplicates_counted(tmp_path):
 
 
 @shared
-def test_class_too_small_lists_counts_and_largest_size():
+def test_class_too_small_lists_counts_and_sizes_that_fit():
     settings = DataSettings(dataset="ag_news", root=str(DATASETS), train_size=8,
                             test_size=4000, predict_size=4000)
     with pytest.raises(DataError) as err:
         draw_samples(load_dataset(settings), settings, seed=0)
     message = str(err.value)
     assert "World 1900, Sports 1900, Business 1900, Sci/Tech 1900" in message
-    assert "largest balanced data.test_size + data.predict_size is 7600" in message
+    assert "data.test_size + data.predict_size = 4000 + 4000 need 1000 + 1000 = 2000 rows per " \
+           "class from the test split" in message
+    assert "data.train_size=8, data.test_size=3800, data.predict_size=3800" in message
     settings = settings.model_copy(update={"train_size": 60000, "test_size": 0, "predict_size": 0})
-    with pytest.raises(DataError, match=r"Sports 13222.*largest balanced data.train_size is 52888"):
+    with pytest.raises(DataError, match=r"Sports 13222.*Sizes that fit together: "
+                                        r"data.train_size=52888, data.test_size=0"):
         draw_samples(load_dataset(settings), settings, seed=0)
 
 

@@ -56,6 +56,17 @@ def test_rank_above_n_labels_warns_and_falls_back(V, caplog):
     assert "number of labels (6)" in caplog.text and "init=random" in caplog.text
 
 
+def test_rank_below_n_labels_warns(V, caplog):
+    with caplog.at_level(logging.WARNING, logger="lttw.factors"):
+        latent_factors(V, 5, NMFSettings(max_iter=20), random_state=0)
+    assert "nmf.rank=5 is below the number of classes (6)" in caplog.text
+    assert "set nmf.rank >= 6" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="lttw.factors"):
+        latent_factors(V, 6, NMFSettings(max_iter=20), random_state=0)
+    assert "below the number of classes" not in caplog.text
+
+
 def test_save_and_load(V, tmp_path):
     f = latent_factors(V, 2, NMFSettings(max_iter=5), random_state=0)
     save_factors(tmp_path, f)

@@ -15,10 +15,10 @@ import yaml
 from hypothesis import given, settings as hsettings, strategies as st
 
 from lttw import layout
-from lttw.factors.counts import tokenize
-from lttw.factors.features import FactorLookup, latent_factor_tensor, top_bottom_words
+from lttw.factors.features import (FactorLookup, latent_factor_tensor, slot_fill,
+                                   top_bottom_words)
 from lttw.io import read_arrays, read_json
-from lttw.settings import CountSettings
+from lttw.text.words import WordSplitter
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"  # ../shared beside the repo
@@ -27,11 +27,11 @@ INDEX = {w: i for i, w in enumerate(VOCAB)}
 CORPUS = np.array([5, 10, 1, 7, 3])
 #: word i has factor row [i + 1, 10 (i + 1)], so each slot's word is readable from the tensor
 FACTORS = np.array([[i + 1, 10 * (i + 1)] for i in range(5)], dtype=np.float32)
-CS = CountSettings()
+CS = WordSplitter()  # the regex rule
 
 
 def select(text, k, s, ranking="count_then_corpus"):
-    return top_bottom_words(tokenize(text, CS), k, s, INDEX, CORPUS, ranking)
+    return top_bottom_words(CS(text), k, s, INDEX, CORPUS, ranking)
 
 
 def slot_words(tensor_row):
@@ -74,6 +74,45 @@ def test_tensor_slots_and_padding():
     np.testing.assert_array_equal(t[4, 0], FACTORS[3])
 
 
+def test_slot_fill_counts_top_and_bottom_slots():
+    texts = ["a b c", "a a b b c d e", "zzz", "e"]  # 3, 5, 0 and 1 distinct in-vocab words
+    tensor = latent_factor_tensor(texts, VOCAB, CORPUS, FACTORS, 2, 2, "count_then_corpus", CS)
+    fill = slot_fill(tensor, 2, 2)
+    assert (fill.top, fill.bottom) == ((2 + 2 + 0 + 1) / 4, (1 + 2 + 0 + 0) / 4)
+    assert str(fill) == "1.2 of k=2 top and 0.8 of s=2 bottom slots filled on average"
+    assert fill.sparse  # under half of the bottom slots
+    assert not slot_fill(tensor[:2], 2, 2).sparse
+    assert slot_fill(np.zeros((0, 4, 2)), 2, 2).top == 0.0
+    both = slot_fill(tensor, 2, 2)
+    assert slot_fill(tensor, 4, 0).top == both.top + both.bottom
+
+
+def test_explain_says_how_many_slots_are_filled(tmp_path):
+    from types import SimpleNamespace
+
+    from lttw.inference.explain import factor_section, render
+    from lttw.io import write_arrays
+    from lttw.models.bundle import FACTORS as FACTORS_DIR
+    from lttw.factors.nmf import FACTORS_FILE
+
+    (tmp_path / FACTORS_DIR).mkdir()
+    write_arrays(tmp_path / FACTORS_DIR / FACTORS_FILE, word_factors=FACTORS,
+                 factor_label=np.eye(2, dtype=np.float32))
+    predictor = SimpleNamespace(
+        lookup=FactorLookup(VOCAB, CORPUS, FACTORS, CS), folder=tmp_path, classes=["x", "y"],
+        meta={"k": 2, "s": 3, "ranking": "count_then_corpus"})
+    section = factor_section(predictor, "a b c zzz")  # 3 in-vocab words: 2 top, 1 bottom
+    assert section["slots_filled"] == {"top": 2, "bottom": 1}
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    render({"classes": ["x", "y"], "variant": "lttw", "model": str(tmp_path),
+            "prediction": {"label": "x", "prob": 0.6, "probabilities": {"x": 0.6, "y": 0.4}},
+            "factors": section, "attention": {"note": "", "positions": [], "slots": None}},
+           console)
+    assert "slots filled: 2 of k=2 top, 1 of s=3 bottom" in console.export_text()
+
+
 def test_lookup_roundtrip(tmp_path):
     from lttw.factors.counts import save_counts
     from lttw.factors.nmf import LatentFactors, save_factors
@@ -110,7 +149,7 @@ def test_selection_property(texts, k, s, ranking):
     tensor = latent_factor_tensor(texts, VOCAB, CORPUS, FACTORS, k, s, ranking, CS)
     assert tensor.shape == (len(texts), k + s, 2)
     for text, row in zip(texts, tensor):
-        order = brute_force_order(tokenize(text, CS), ranking)
+        order = brute_force_order(CS(text), ranking)
         top = order[:k]
         bottom = order[len(top):][-s:] if s else []
         assert select(text, k, s, ranking) == (top, bottom)

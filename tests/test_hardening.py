@@ -203,8 +203,10 @@ DATA_CASES: dict[str, DataCase] = {
                            r"d\.csv: not a readable CSV file \(.*line 3"),
     "class too small": DataCase(
         {"d.parquet": _parquet(lambda: frame((10, 3), names=["a", "b"]))}, "d.parquet",
-        r"data\.train_size \+ data\.test_size \+ data\.predict_size = 8 \+ 2 \+ 2 needs 6 rows "
-        r"per class .* the classes have a 10, b 3; the largest balanced .* is 6 \(3 per class\)"),
+        r"data\.train_size \+ data\.test_size \+ data\.predict_size = 8 \+ 2 \+ 2 need 4 \+ 1 \+ 1 "
+        r"= 6 rows per class from all rows \(pooled\), whose rarest class b has 3 \(the classes "
+        r"have a 10, b 3\) .*Sizes that fit together: data\.train_size=2, data\.test_size=2, "
+        r"data\.predict_size=2; or data\.sampling=stratified"),
     "single class": DataCase({"d.parquet": _parquet(lambda: frame((20,), names=["only"]))},
                              "d.parquet", r"d\.parquet: only one class \('only'\) in column label"),
     "1,000 classes, sizes fit": DataCase(
@@ -473,13 +475,14 @@ def test_symbol_only_texts_get_zero_factor_rows():
     from lttw.factors.counts import corpus_counts, word_label_counts
     from lttw.factors.features import latent_factor_tensor
     from lttw.settings import CountSettings
+    from lttw.text.words import WordSplitter
 
     counts, vocabulary = word_label_counts(["cat sat", "dog ran fast"], np.array([0, 1]), 2,
                                            CountSettings())
     factors = np.arange(len(vocabulary) * 2, dtype=np.float32).reshape(-1, 2) + 1
     out = latent_factor_tensor(["!!! ???", "😀😀🎉", "—–", "cat 🙂"], vocabulary,
                                corpus_counts(counts), factors, 2, 2, "count_then_corpus",
-                               CountSettings())
+                               WordSplitter())
     assert out.shape == (4, 4, 2)
     assert not out[:3].any() and out[3, 0].any() and not out[3, 1:].any()
 
@@ -517,6 +520,19 @@ SIZE_CASES = {"class too small", "1,000 classes, too few rows"}
 DROPPING_CASES = {"integer labels with gaps (NaN -> float)": "1 rows without a label"}
 
 
+#: `lttw data check` names its --text-column / --label-column options (and the params)
+CHECK_ERRORS = {
+    "CSV with ; delimiter": r"d\.csv: no text column 'text' and no label column 'label' "
+                            r"\(columns: text;label\); pass --text-column and --label-column "
+                            r"\(for the pipeline: set data\.text_column and data\.label_column\); "
+                            r".*semicolon-separated",
+    "missing text column": r"d\.csv: no text column 'text' \(columns: body, label\); pass "
+                           r"--text-column \(for the pipeline: set data\.text_column\)$",
+    "missing label column": r"d\.csv: no label column 'label' \(columns: text, y\); pass "
+                            r"--label-column \(for the pipeline: set data\.label_column\)$",
+}
+
+
 @pytest.mark.parametrize("name", list(DATA_CASES))
 def test_data_check_cli_matrix(tmp_path, name):
     app = _cli_app()
@@ -541,7 +557,8 @@ def test_data_check_cli_matrix(tmp_path, name):
         elif name in SIZE_CASES:
             assert re.search(r"data\.(train|test|predict)_size", errors[0]), errors[0]
         elif name != "missing file":  # data check is given the path itself: its own message
-            assert re.search(case.error, errors[0].removeprefix("error: ")), errors[0]
+            expected = CHECK_ERRORS.get(name, case.error)  # its own column options
+            assert re.search(expected, errors[0].removeprefix("error: ")), errors[0]
         else:
             assert "missing.csv" in errors[0]
     else:

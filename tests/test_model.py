@@ -14,6 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from lttw.models import registry
 from lttw.models.attention import AttentionBlock, LinformerSelfAttention, MultiHeadSelfAttention
+from lttw.inference.explain import cls_weights
 from lttw.text.encoder import (DEFAULT_ENCODER, check_max_len, encoder_config_dict,
                           encoder_from_config, load_pretrained_encoder, load_tokenizer,
                           max_positions, resolve_encoder)
@@ -246,3 +247,85 @@ def test_real_minilm_loads_offline():
         logits = model(enc["input_ids"], enc["attention_mask"], torch.rand(2, 20, 5))
     assert logits.shape == (2, 4) and torch.isfinite(logits).all()
     assert isinstance(model.config, LTTWConfig)
+
+
+def _full_logits(model: LTTWClassifier, ids, mask, factors) -> torch.Tensor:
+    """The reference: every block at every position (no first-position shortcut)."""
+    hidden = model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+    x, fused_mask = model.fuse(hidden, mask, factors)
+    for block in model.blocks:
+        x = block(x, fused_mask)
+    return model.classifier(model.dropout(model.final_norm(x[:, 0])))
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("attention", ["linformer", "mha", "none"])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_last_block_at_position_0_only_is_exact(attention, depth, norm_first,
+                                                tiny_encoder_dir, batch):
+    """The last block runs its queries, output projection and feed-forward for position 0
+    alone (keys / values from all positions): the logits are those of the full blocks."""
+    model = _build(tiny_encoder_dir, "LTTW", attention=attention, depth=depth)
+    for block in model.blocks:
+        block.norm_first = norm_first
+    ids, mask, factors = batch
+    assert (mask == 0).any()
+    ffn_rows: list[int] = []
+    hooks = [b.ffn.register_forward_hook(lambda _m, inp, _o: ffn_rows.append(inp[0].shape[1]))
+             for b in model.blocks]
+    with torch.no_grad():
+        fast = model(ids, mask, factors)
+        for h in hooks:
+            h.remove()
+        torch.testing.assert_close(fast, _full_logits(model, ids, mask, factors),
+                                   rtol=0, atol=1e-5)
+    if attention != "none":  # the last feed-forward saw one position, the others all
+        assert ffn_rows == [ids.shape[1]] * (depth - 1) + [1]
+
+
+@pytest.mark.parametrize("attention", ["linformer", "mha"])
+@pytest.mark.parametrize("fusion", ["concat", "sequence"])
+def test_output_attentions(attention, fusion, tiny_encoder_dir, batch):
+    """output_attentions=True returns every block's softmax weights ((B, h, n, n) mha,
+    (B, h, n, K) linformer), and the same logits as the default fast path."""
+    model = _build(tiny_encoder_dir, "LTTW", attention=attention, fusion=fusion)
+    ids, mask, factors = batch
+    with torch.no_grad():
+        logits, attentions = model(ids, mask, factors, output_attentions=True)
+        torch.testing.assert_close(logits, model(ids, mask, factors), rtol=0, atol=1e-5)
+    n = ids.shape[1] + (K + S) * (fusion == "sequence")
+    last = n if attention == "mha" else 8  # linformer_k
+    assert len(attentions) == 2
+    for weights in attentions:
+        assert weights.shape == (len(TEXTS), 3, n, last)
+        torch.testing.assert_close(weights.sum(-1), torch.ones(len(TEXTS), 3, n))
+    if attention == "mha":  # padded keys get no weight
+        padded = ~model.fused_mask(mask)[1].bool()
+        assert padded.any() and (attentions[0][1][..., padded] == 0).all()
+
+
+@pytest.mark.parametrize("kind", ["mha", "linformer", "linformer_kv"])
+def test_attention_weights_reproduce_the_module_output(kind):
+    torch.manual_seed(0)
+    attn = (MultiHeadSelfAttention(12, heads=3) if kind == "mha" else
+            LinformerSelfAttention(12, heads=3, max_seq=9, k=4, share_kv=kind == "linformer"))
+    attn.eval()
+    x, mask = torch.randn(2, 7, 12), torch.ones(2, 7, dtype=torch.long)
+    mask[1, 5:] = 0
+    with torch.no_grad():
+        expected = attn(x, mask)
+        out, weights = attn(x, mask, output_attentions=True)
+        first = attn(x, mask, first_only=True)
+        v = attn.value(x).view(2, 7, 3, attn.head_dim).transpose(1, 2)   # (B, h, n, dh)
+        coef = weights if kind == "mha" else attn.token_relevance(weights, mask)
+        rebuilt = attn.out((coef @ v).transpose(1, 2).reshape(2, 7, -1))
+        cls, relevance = cls_weights(attn, weights, mask)  # what `lttw explain` shows
+        cls_coef = cls if relevance is None else relevance  # (B, h, n)
+        cls_out = attn.out((cls_coef[..., None] * v).sum(2).reshape(2, -1))
+    torch.testing.assert_close(cls_out, expected[:, 0], rtol=0, atol=1e-5)
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
+    torch.testing.assert_close(rebuilt, expected, rtol=0, atol=1e-5)
+    torch.testing.assert_close(first, expected[:, :1], rtol=0, atol=1e-6)
+    assert weights.shape == ((2, 3, 7, 7) if kind == "mha" else (2, 3, 7, 4))
+    if kind == "mha":
+        assert (weights[1, :, :, 5:] == 0).all()

@@ -34,9 +34,10 @@ def write_run(folder: Path, variant: str, f1: dict[int, float], dataset: str = "
     return folder
 
 
-def invoke(tmp_path: Path, monkeypatch, *args: str):
+def invoke(tmp_path: Path, monkeypatch, *args: str, experiments: bool = False):
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["report", "--out", "report.md", *args])
+    flag = [] if experiments else ["--no-experiments"]
+    result = CliRunner().invoke(app, ["report", "--out", "report.md", *flag, *args])
     return result, (tmp_path / "report.md").read_text() if result.exit_code == 0 else ""
 
 
@@ -62,7 +63,7 @@ def test_two_variants_eight_folds_wilcoxon(tmp_path, monkeypatch):
     p = wilcoxon(f1, np.array(list(ENCODER.values()))).pvalue
     assert f"| encoder | 8 | Wilcoxon signed-rank | " in text and f"{p:.4g} |" in text
     assert "not run" in row(text, "LTTW-M") and "not run" in row(text, "tfidf_linear")
-    assert "## SST-2\n\nnot run" in text
+    assert "## AG News" in text and "## SST-2" not in text  # sections only where runs are
 
 
 def test_few_folds_use_paired_t_test(tmp_path, monkeypatch):
@@ -122,3 +123,106 @@ def test_no_metrics_is_one_line_error(tmp_path, monkeypatch):
     assert result.exit_code == 2
     assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1
     assert "Traceback" not in result.output
+
+
+# ------------------------------------------------------------------ DVC experiments
+
+
+def exp_data(variant: str, f1: dict[int, float], model: dict | None = None,
+             dataset: str = "ag_news") -> dict:
+    """One row's `data` as `dvc exp show --json` gives it: metrics and params per file."""
+    metrics = {"metrics/summary.json": {"data": {"dataset": dataset, "variant": variant,
+                                                 "folds": sorted(f1)}}}
+    for fold, value in f1.items():
+        part = {"precision_macro": value, "recall_macro": value, "f1_macro": value}
+        metrics[f"metrics/folds/fold_{fold}.json"] = {"data": {
+            "fold": fold, "test": part, "time_per_epoch_s": 1.0, "samples_per_s": 9.0,
+            "device": "cpu"}}
+    params = {"model": {"variant": variant, "k": 16, **(model or {})}}
+    return {"metrics": metrics, "params": {"params.yaml": {"data": params}}}
+
+
+def exp_show_document() -> list:
+    """A recorded `dvc exp show --json`: the workspace (= the last experiment applied), the
+    baseline commit (LTTW) and five experiments, one of them failed (no metrics)."""
+    def exp(name: str, data: dict) -> dict:
+        return {"revs": [{"rev": f"{name:0<40}", "name": name, "data": data}],
+                "name": name, "executor": None}
+    m = exp_data("lttw", {0: 0.85}, {"fusion": "none"})
+    return [
+        {"rev": "workspace", "name": None, "data": m, "error": None, "experiments": None},
+        {"rev": "a" * 40, "name": "main", "data": exp_data("lttw", {0: 0.90}),
+         "error": None, "experiments": [
+             exp("lttw-m", m), exp("enc", exp_data("encoder", {0: 0.88})),
+             exp("k32", exp_data("lttw", {0: 0.91}, {"k": 32})),
+             exp("leam-sst2", exp_data("leam", {0: 0.70}, dataset="sst2")),
+             exp("broken", {"status": "Failed", "metrics": {}, "params": {}})]}]
+
+
+def test_runs_from_a_recorded_exp_show_document():
+    from lttw.evaluation.experiments import runs_from_exp_show
+
+    runs = runs_from_exp_show(exp_show_document())
+    assert [(r.dataset, r.variant, r.sources[0]) for r in runs] == [
+        ("ag_news", "LTTW", "dvc commit main"), ("ag_news", "LTTW-M", "dvc exp lttw-m"),
+        ("ag_news", "encoder", "dvc exp enc"), ("ag_news", "LTTW", "dvc exp k32"),
+        ("sst2", "leam", "dvc exp leam-sst2")]
+
+
+def test_report_lists_every_experiment(tmp_path, monkeypatch):
+    """Issue 17.5: after several `dvc exp run`, every variant that ran has its row; a second
+    LTTW run on the same fold is named after its experiment; sections only for datasets
+    that have runs; the workspace (the last experiment applied) counts once."""
+    from lttw.evaluation import experiments
+
+    workspace = exp_show_document()[0]["data"]
+    for name, entry in workspace["metrics"].items():  # the files dvc read them from
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(json.dumps(entry["data"]))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(
+        workspace["params"]["params.yaml"]["data"]))
+    monkeypatch.setattr(experiments, "exp_show_json", lambda *a, **k: exp_show_document())
+    result, text = invoke(tmp_path, monkeypatch, experiments=True)
+    assert result.exit_code == 0, result.output
+    assert "| 1 | 90.00 |" in row(text, "LTTW") and "| 1 | 85.00 |" in row(text, "LTTW-M")
+    assert "| 1 | 88.00 |" in row(text, "encoder")
+    assert "| 1 | 91.00 |" in row(text, "LTTW [dvc exp k32]")
+    assert "not run" in row(text, "LTTW-Att")
+    assert [line for line in text.splitlines() if line.startswith("## ")] == [
+        "## AG News", "## SST-2"]
+    assert "| 1 | 70.00 |" in row(text.split("## SST-2")[1], "leam")
+    assert "`dvc exp enc`" in text and "`dvc exp lttw-m`" not in text  # = the workspace
+
+
+STAGE = """
+import json, pathlib, yaml
+p = yaml.safe_load(open("params.yaml"))
+f1 = {"lttw": 0.9, "encoder": 0.8}[p["model"]["variant"]]
+pathlib.Path("metrics/folds").mkdir(parents=True, exist_ok=True)
+json.dump({"dataset": "ag_news", "variant": p["model"]["variant"], "folds": [0]},
+          open("metrics/summary.json", "w"))
+json.dump({"fold": 0, "test": {"f1_macro": f1, "precision_macro": f1, "recall_macro": f1}},
+          open("metrics/folds/fold_0.json", "w"))
+"""
+
+
+@pytest.mark.slow
+def test_report_reads_real_dvc_experiments(tmp_path):
+    """A real `dvc exp run` in a two-file DVC project whose one stage writes the metrics
+    files: `lttw report` lists the baseline and the experiment."""
+    from tiny_project import git_commit, run
+
+    (tmp_path / "stage.py").write_text(STAGE)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"model": {"variant": "lttw"}}))
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"evaluate": {
+        "cmd": "python stage.py", "deps": ["stage.py"], "params": ["model.variant"],
+        "metrics": [{"metrics/summary.json": {"cache": False}}, "metrics/folds"]}}}))
+    run(["git", "init", "-q"], tmp_path)
+    run(["dvc", "init", "-q"], tmp_path)
+    run(["dvc", "repro", "-q"], tmp_path)
+    git_commit(tmp_path, "baseline")
+    run(["dvc", "exp", "run", "-q", "-n", "enc", "-S", "model.variant=encoder"], tmp_path)
+    out = run(["lttw", "report", "--out", "report.md"], tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    assert "wrote report.md" in out
+    assert "| 1 | 90.00 |" in row(text, "LTTW") and "| 1 | 80.00 |" in row(text, "encoder")

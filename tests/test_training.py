@@ -4,6 +4,7 @@ another run (other fingerprint) is never resumed."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -47,8 +48,9 @@ def build_model(encoder_dir, seed: int = 0) -> nn.Module:
 
 
 def train_settings(**kw) -> TrainSettings:
-    base = dict(device="cpu", bf16=False, epochs=2, batch_size=8, eval_batch_size=16, lr=1e-3,
-                head_lr=3e-3, warmup_ratio=0.1, patience=0, log_every=1, distributed="off")
+    base = dict(device="cpu", bf16=False, epochs=2, min_steps=0, batch_size=8, eval_batch_size=16,
+                lr=1e-3, head_lr=3e-3, warmup_ratio=0.1, patience=0, log_every=1,
+                distributed="off")
     return TrainSettings(**{**base, **kw})
 
 
@@ -185,7 +187,7 @@ def test_predict_proba_matches_untrimmed_row_order(tiny_encoder_dir):
 
 
 def training_predict(model, data, batch_size):
-    from lttw.training.loop import predict_proba
+    from lttw.models.forward import predict_proba
 
     return predict_proba(model, data, CPU, batch_size)
 
@@ -219,3 +221,141 @@ def test_group_by_length_trains(tiny_encoder_dir, tmp_path):
     result = train_classifier(model, TRAIN, VAL, train_settings(group_by_length=True), seed=7,
                               rt=CPU, checkpoint_dir=tmp_path)
     assert result.steps == 2 * 6 and result.best_val_f1 > 0.5
+
+
+# ------------------------------------------------------------------ the training budget
+
+
+def test_default_budget_plans_two_epochs_at_4000_rows():
+    """The default AG News profile (4,000-row train part at batch 32: 125 steps an epoch)
+    keeps its 2 epochs; a small train part gets more epochs, up to train.max_epochs."""
+    from lttw.settings import read_settings
+    from lttw.training.loop import plan_epochs
+
+    from tiny_project import REPO
+
+    default = read_settings(REPO / "params.yaml").train
+    assert default.batch_size == 32 and plan_epochs(4000, default) == 2
+    assert plan_epochs(412, default) == 16  # 13 steps an epoch: ceil(200 / 13)
+    assert plan_epochs(40, default) == default.max_epochs == 20  # 2 steps an epoch: capped
+    assert plan_epochs(412, default.model_copy(update={"min_steps": 0})) == default.epochs
+
+
+def test_max_epochs_caps_only_the_extension():
+    """train.epochs is always run; max_epochs caps only the epochs min_steps adds."""
+    from lttw.settings import settings_from_dict
+    from lttw.training.loop import plan_epochs
+
+    cfg = settings_from_dict({"train": {"epochs": 5, "max_epochs": 3}}).train
+    assert plan_epochs(40, cfg) == 5  # 2 steps an epoch: min_steps would ask for 100
+    cfg = settings_from_dict({"train": {"epochs": 1, "max_epochs": 3}}).train
+    assert plan_epochs(40, cfg) == 3
+
+
+def test_schedule_and_loop_use_the_planned_steps(tiny_encoder_dir, tmp_path):
+    """min_steps 20 on 6 steps an epoch plans 4 epochs (24 steps), and the learning rate
+    decays to 0 over those 24 steps, not over train.epochs' 12."""
+    lrs = []
+
+    class Recorder(StepCounter):
+        def log_metric(self, name, value):
+            super().log_metric(name, value)
+            if name == "train/lr":
+                lrs.append(value)
+
+    model = build_model(tiny_encoder_dir)
+    result = train_classifier(model, TRAIN, VAL, train_settings(min_steps=20), seed=7, rt=CPU,
+                              checkpoint_dir=tmp_path, live=Recorder())
+    assert result.epochs_planned == result.epochs_run == 4 and result.steps == 24
+    assert len(lrs) == 24 and lrs[-1] == 0.0 and min(lrs[:-1]) > 0
+
+
+def test_still_rising_validation_f1_is_reported(tiny_encoder_dir, tmp_path, monkeypatch, caplog):
+    from lttw.training import loop
+
+    scores = iter([0.4, 0.5, 0.45, 0.6])
+    monkeypatch.setattr(loop, "_validate", lambda *a: next(scores))
+    with caplog.at_level("WARNING", logger="lttw.train"):
+        result = train_classifier(build_model(tiny_encoder_dir), TRAIN, VAL,
+                                  train_settings(epochs=4), seed=7, rt=CPU,
+                                  checkpoint_dir=tmp_path)
+    assert [r["val_f1_macro"] for r in result.history] == [0.4, 0.5, 0.45, 0.6]
+    assert result.val_f1_still_rising and "still rising" in caplog.text
+    assert result.best_epoch == 3
+    flat = loop.TrainResult(0, 0.5, 2, 12, [1, 1], 1.0, 2,
+                            [{"epoch": 0, "val_f1_macro": 0.5}, {"epoch": 1, "val_f1_macro": 0.5}])
+    assert not flat.val_f1_still_rising
+
+
+# ------------------------------------------------------------------ resume: one history
+
+
+def _tsv(path) -> list[tuple[int, float]]:
+    import csv
+
+    with open(path, encoding="utf-8") as f:
+        return [(int(r["step"]), float(r["loss"])) for r in csv.DictReader(f, delimiter="\t")]
+
+
+def test_resumed_run_continues_the_dvclive_history(tiny_encoder_dir, tmp_path, monkeypatch):
+    """A run killed at step 7 (mid-epoch 2, its checkpoint holding a partial loss sum) and
+    resumed logs one continuous dvclive history equal to an uninterrupted run's: the same
+    steps, once each, the same mean losses, and the resumed epoch's full time and rows."""
+    import json
+
+    from lttw.training.checkpoint import Checkpointer, read_checkpoint_state
+    from lttw.training.live import open_live
+
+    cfg = train_settings(log_every=4)  # logs at steps 4, 8, 12; epochs of 6 steps
+
+    def train(live_dir, ckpt_dir, resume=False):
+        live = open_live(live_dir, {"seed": 7}, resume=resume)
+        model = build_model(tiny_encoder_dir)
+        result = train_classifier(model, TRAIN, VAL, cfg, seed=7, rt=CPU, live=live,
+                                  checkpoint_dir=ckpt_dir, fingerprint="run-a",
+                                  checkpoint_every_s=0)
+        live.end()
+        return result
+
+    ref = train(tmp_path / "ref_live", tmp_path / "ref_ckpt")
+    save = Checkpointer.save
+
+    def killed_after_step_7(self, *args, **loop):
+        save(self, *args, **loop)
+        if loop["step"] == 7:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Checkpointer, "save", killed_after_step_7)
+    with pytest.raises(KeyboardInterrupt):
+        train(tmp_path / "live", tmp_path / "ckpt")
+    monkeypatch.setattr(Checkpointer, "save", save)
+    before_kill = read_checkpoint_state(tmp_path / "ckpt")["loop"]
+    assert before_kill["loss_count"] == 3 and before_kill["epoch_elapsed_s"] > 0
+    result = train(tmp_path / "live", tmp_path / "ckpt", resume=True)
+
+    got = _tsv(tmp_path / "live" / "plots" / "metrics" / "train" / "loss.tsv")
+    want = _tsv(tmp_path / "ref_live" / "plots" / "metrics" / "train" / "loss.tsv")
+    assert [s for s, _ in got] == [s for s, _ in want] == [4, 8, 12]
+    assert np.allclose([v for _, v in got], [v for _, v in want], atol=1e-6)
+    epochs = json.loads((tmp_path / "live" / "plots" / "custom" / "epochs.json").read_text())
+    assert [row["epoch"] for row in epochs] == [0, 1]
+    assert [row["resumed"] for row in epochs] == [False, True]
+    assert result.resumed_epochs == [1] and ref.resumed_epochs == []
+    assert [row["samples"] for row in result.history] == [45, 45]
+    assert result.epoch_times_s[1] >= before_kill["epoch_elapsed_s"]
+    assert result.best_val_f1 == pytest.approx(ref.best_val_f1, abs=1e-9)
+
+
+def test_trim_history_drops_steps_after_the_checkpoint(tmp_path):
+    """Rows logged after the last checkpoint (before a kill) are dropped on resume, so each
+    step appears once in the continued history."""
+    from lttw.training.live import log_steps, open_live, trim_history
+
+    live = open_live(tmp_path, {}, resume=False)
+    for step in (2, 4, 6, 8):
+        log_steps(live, step, {"train/loss": step / 10})
+    resumed = open_live(tmp_path, {}, resume=True)
+    trim_history(resumed, 4, [])
+    log_steps(resumed, 6, {"train/loss": 0.65})
+    assert _tsv(tmp_path / "plots" / "metrics" / "train" / "loss.tsv") == [
+        (2, 0.2), (4, 0.4), (6, 0.65)]

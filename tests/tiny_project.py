@@ -27,8 +27,8 @@ def tiny_params(encoder_dir: Path, root: Path) -> dict:
     params["nmf"].update(rank=3, max_iter=50)
     params["model"].update(encoder=str(encoder_dir), max_len=32, k=4, s=4, heads=2,
                            linformer_k=8)
-    params["train"].update(epochs=1, batch_size=16, eval_batch_size=64, lr=1e-3, log_every=2,
-                           patience=0, bf16=False)
+    params["train"].update(epochs=1, min_steps=0, batch_size=16, eval_batch_size=64, lr=1e-3,
+                           log_every=2, patience=0, bf16=False)
     return params
 
 

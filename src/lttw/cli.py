@@ -20,7 +20,6 @@ from typer.core import TyperGroup
 
 from lttw import layout
 from lttw.errors import UserError
-from lttw.stage import one_line
 
 EXIT_USER_ERROR = 2
 
@@ -35,6 +34,8 @@ def _message(err: BaseException) -> str:
     """An exception's message on one line (a missing file as 'PATH: reason')."""
     if isinstance(err, OSError) and err.filename is not None:
         return f"{err.filename}: {err.strerror or 'cannot be read'}"
+    from lttw.stage import one_line
+
     return one_line(err)
 
 
@@ -115,18 +116,26 @@ def predict(
         "CSV on stdout; columns text, label, prob and prob_CLASS per class")] = None,
     no_text: Annotated[bool, typer.Option("--no-text", help="leave the text column out of "
                                           "--out")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace --out if it exists")] = False,
     batch_size: Annotated[int, typer.Option(min=1, help="texts per forward pass")] = 64,
     device: Annotated[Device, typer.Option(help="where the model runs")] = Device.cpu,
     params: Params = Path("params.yaml"),
 ) -> None:
     """Classify texts with a trained model: label and probability per text."""
-    from lttw.inference import batch_predict as bp
-
     if bool(texts) == (file is not None):
         raise UserError("give either TEXT arguments or --file PATH (one of the two)")
     if file is not None and out is None:
         raise UserError("--file needs --out F.csv|F.parquet (or --out - for CSV on stdout)")
-    bp.check_paths(file, out)
+    if out is None:  # texts to the terminal: no tables library needed (start-up time)
+        predictor = _load(model, params, device.value)
+        probs = predictor.predict_proba(list(texts), batch_size)
+        best = probs.argmax(axis=1)
+        _print_predictions(list(texts), [predictor.classes[i] for i in best],
+                           probs[range(len(texts)), best].tolist())
+        return
+    from lttw.inference import batch_predict as bp
+
+    bp.check_paths(file, out, force)
     predictor = _load(model, params, device.value)
     if file is not None:
         source = bp.open_source(file, text_column)
@@ -137,23 +146,32 @@ def predict(
         return
     frame = bp.prediction_frame(list(texts), predictor.predict_proba(list(texts), batch_size),
                                 predictor.classes, with_text=not no_text)
-    if out is not None:
-        bp.write_frames([frame], out)
+    bp.write_frames([frame], out)
     if out != bp.STDOUT:
-        _print_predictions(list(texts), frame)
+        _print_predictions(list(texts), frame["label"].tolist(), frame["prob"].tolist())
 
 
-def _print_predictions(texts: list[str], frame) -> None:
+def _print_predictions(texts: list[str], labels: list[str], probs: list[float]) -> None:
+    """A table of text / label / prob that fits the terminal: the label and the probability
+    are always shown in full, the text is cut (…) to the room left."""
+    from rich.cells import cell_len
     from rich.markup import escape
     from rich.table import Table
 
+    console = _console()
+    label_width = max(cell_len("label"), *(cell_len(label) for label in labels))
+    prob_width = len("0.0000")
+    room = console.width - label_width - prob_width - 10  # 4 borders + 3 x 2 padding
     table = Table()
-    table.add_column("text", overflow="ellipsis", max_width=60, no_wrap=True)
-    table.add_column("label")
-    table.add_column("prob", justify="right")
-    for text, label, prob in zip(texts, frame["label"], frame["prob"]):
+    table.add_column("text", overflow="ellipsis", no_wrap=True, max_width=max(8, min(60, room)))
+    if room >= 8:
+        table.add_column("label", no_wrap=True, min_width=label_width)
+    else:  # a label wider than the terminal: wrapped over lines, still whole
+        table.add_column("label", overflow="fold")
+    table.add_column("prob", justify="right", no_wrap=True, min_width=prob_width)
+    for text, label, prob in zip(texts, labels, probs):
         table.add_row(escape(text), escape(label), f"{prob:.4f}")
-    _console().print(table)
+    console.print(table)
 
 
 @app.command(epilog=_examples('lttw explain "Stocks rally as oil prices fall"',
@@ -175,23 +193,37 @@ def explain(
         render(doc, _console())
 
 
+class Sampling(str, Enum):
+    balanced = "balanced"
+    stratified = "stratified"
+    all = "all"
+
+
 @data_app.command("check", epilog=_examples(
     "lttw data check ag_news",
-    "lttw data check reviews.csv --text-column review --label-column stars"))
+    "lttw data check reviews.csv --text-column review --label-column stars",
+    "lttw data check questions.csv --sampling stratified"))
 def data_check(
     path: Annotated[str, typer.Argument(
         metavar="PATH",
         help="a CSV/TSV/parquet file, a folder of them, or a dataset name under data.root")],
     text_column: Annotated[Optional[str], typer.Option(help="text column")] = None,
     label_column: Annotated[Optional[str], typer.Option(help="label column")] = None,
+    sampling: Annotated[Optional[Sampling], typer.Option(
+        help="how samples are drawn [default: data.sampling in --params]")] = None,
     params: Params = Path("params.yaml"),
 ) -> None:
     """Validate a dataset and show what the `sample` stage would draw from it with the sizes
-    in --params. Exit code 2 when the pipeline would drop rows or cannot draw a size."""
+    in --params. Exit code 2 when the pipeline would drop rows or cannot draw a size; the
+    message then names every unmet size and sizes that fit together."""
     from lttw.data.check import check_dataset, render
     from lttw.settings import read_settings
 
-    check = check_dataset(read_settings(params), path, text_column, label_column)
+    settings = read_settings(params)
+    if sampling is not None:
+        settings = settings.model_copy(update={"data": settings.data.model_copy(
+            update={"sampling": sampling.value})})
+    check = check_dataset(settings, path, text_column, label_column)
     render(check, _console())
     if check.problems:
         raise UserError(f"{len(check.problems)} problem(s): " + "; ".join(check.problems))
@@ -247,20 +279,29 @@ def export(
 
 
 @app.command(epilog=_examples("lttw report",
-                             "lttw report --runs runs/encoder --runs runs/lttw-m --out report.md"))
+                             "lttw report --all-commits --out report.md",
+                             "lttw report --no-experiments --runs runs/encoder --runs runs/lttw-m"))
 def report(
     out: Annotated[Path, typer.Option("--out", "-o", help="markdown file")] = layout.REPORT_MD,
     runs: Annotated[Optional[list[Path]], typer.Option(
         "--runs", help="extra run folder (summary.json + folds/fold_*.json [+ params.yaml]); "
         "repeatable")] = None,
+    experiments: Annotated[bool, typer.Option(
+        help="read the DVC experiments of the current commit (`dvc exp show --json`)")] = True,
+    all_commits: Annotated[bool, typer.Option(
+        "--all-commits", "-A", help="the experiments of every commit, not only the current "
+        "one's")] = False,
     params: Params = Path("params.yaml"),
 ) -> None:
-    """Write a markdown report from the metrics of the workspace (metrics/) and of extra
-    runs: macro P / R / F1 per dataset and variant next to the paper's, and paired tests."""
+    """Write a markdown report from the metrics of the workspace (metrics/), of every DVC
+    experiment and of extra run folders: macro P / R / F1 per dataset and variant next to
+    the paper's, and paired tests."""
     from lttw.io import atomic_path
+    from lttw.evaluation.experiments import experiment_runs
     from lttw.evaluation.report import collect_runs, render
 
-    text = render(collect_runs(layout.METRICS_DIR, params, list(runs or [])))
+    exps = experiment_runs(".", all_commits) if experiments else []
+    text = render(collect_runs(layout.METRICS_DIR, params, list(runs or []), exps))
     with atomic_path(out) as tmp:
         tmp.write_text(text, encoding="utf-8")
     typer.echo(f"wrote {out}")

@@ -1,9 +1,11 @@
-"""Atomic writers for the pipeline's safe artifact formats (parquet, JSON, npz, safetensors).
+"""Atomic writers for the pipeline's safe artifact formats (parquet, JSON, CSV, safetensors).
 
 Every writer writes to a temporary file beside the target and renames it into place, so a
 stage killed mid-way never leaves a half-written file that looks complete. The temporary a
 killed writer left behind (``.<name>.<8 random chars>.tmp``) is removed by the next write of
 the same target.
+Files and folders get the modes any other tool gives them under the process umask (0644 /
+0755 under umask 022), not ``mkstemp`` / ``mkdtemp``'s private 0600 / 0700.
 """
 
 from __future__ import annotations
@@ -19,6 +21,26 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+
+from lttw.errors import UserError
+
+
+class UnreadableFileError(UserError, ValueError):
+    """A file that exists but cannot be parsed; the message names it and says why."""
+
+
+def _umask() -> int:
+    """The process umask (read without changing it where /proc allows)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore
+    os.umask(mask)
+    return mask
 
 
 def _remove_stale_temporaries(path: Path) -> None:
@@ -46,6 +68,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp = Path(tmp)
     try:
         yield tmp
+        # mkstemp's (or the writer's, e.g. safetensors') 0600 -> what open() would have given
+        tmp.chmod(0o666 & ~_umask())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -58,6 +82,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    tmp.chmod(0o777 & ~_umask())  # mkdtemp's 0700 -> what mkdir() would have given
     try:
         yield tmp
         if path.exists():
@@ -75,7 +100,15 @@ def write_json(path: str | Path, obj) -> None:
 
 
 def read_json(path: str | Path):
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """The JSON document in ``path``; a damaged file raises ``UnreadableFileError`` naming it."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise UnreadableFileError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} "
+                                  f"column {err.colno})") from None
+    except UnicodeDecodeError as err:
+        raise UnreadableFileError(f"{path}: not valid UTF-8 JSON ({err.reason} at byte "
+                                  f"{err.start})") from None
 
 
 def write_parquet(path: str | Path, frame) -> None:

@@ -9,7 +9,7 @@ valid range, before any stage does work.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import annotated_types
 import yaml
@@ -24,10 +24,18 @@ Fusion = Literal["concat", "sequence", "none"]
 Attention = Literal["linformer", "mha", "none"]
 Ranking = Literal["count_then_corpus", "count_then_alpha", "first_occurrence"]
 
+#: the one list of each choice; every other module takes its names from here
+VARIANTS: tuple[str, ...] = get_args(Variant)
+FUSIONS: tuple[str, ...] = get_args(Fusion)
+ATTENTIONS: tuple[str, ...] = get_args(Attention)
+RANKINGS: tuple[str, ...] = get_args(Ranking)
+
 #: variants whose inputs include the latent-factor tensor (when fusion != none)
 FACTOR_VARIANTS = {"lttw"}
 #: variants that need no tokenizer / torch at all
 NON_NEURAL_VARIANTS = {"tfidf_linear"}
+#: every variant but LTTW: the comparators of the paper's Table 4 (``make baselines``)
+BASELINES = tuple(v for v in VARIANTS if v not in FACTOR_VARIANTS)
 
 
 #: the largest seed every consumer accepts (numpy's legacy RandomState, used by scikit-learn)
@@ -48,6 +56,9 @@ class DataSettings(_Group):
     test_size: int = Field(400, ge=0)
     predict_size: int = Field(400, ge=0)
     use_splits: bool = True  # draw test/predict from the dataset's test split when it has one
+    # balanced: size // p rows per class (the paper); stratified: the class proportions at the
+    # given sizes; all: every row (sizes ignored but for their ratio; see lttw.data.sample_sizes)
+    sampling: Literal["balanced", "stratified", "all"] = "balanced"
 
 
 class FoldSettings(_Group):
@@ -64,8 +75,15 @@ class FoldSettings(_Group):
         return self
 
 
+class WordSettings(_Group):
+    # how texts are split into words for every consumer of words (counts, features,
+    # tfidf_linear, explain, prediction): lttw.text.words; auto is resolved once, by the
+    # counts stage (the dataset manifest's language, else the texts' share of CJK letters)
+    splitter: Literal["auto", "regex", "jieba", "char"] = "auto"
+
+
 class CountSettings(_Group):
-    # checked where it is used (counts.build_vectorizer: a valid regex, <= 1 group)
+    # the word pattern of every splitting rule (lttw.text.words: a valid regex, <= 1 group)
     token_pattern: str = r"(?u)\b\w+\b"
     lowercase: bool = True
     min_count: int = Field(1, ge=1)
@@ -97,7 +115,7 @@ class ModelSettings(_Group):
     heads: int = Field(4, ge=1)
     ffn_mult: int = Field(4, ge=1)
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
-    # baselines (issue 4); ignored by variants that do not use them
+    # baselines; ignored by variants that do not use them
     pooling: Literal["cls", "mean"] = "cls"
     hidden: int = Field(256, ge=8)
     layers: int = Field(2, ge=1)
@@ -124,7 +142,12 @@ class TrainSettings(_Group):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     bf16: bool = True  # autocast to bf16 where the device supports it
     compile: bool = False
+    # the budget adapts to the data: `epochs` epochs, more where that is fewer than `min_steps`
+    # optimiser steps (a small train part), but no more than `max_epochs` for that reason;
+    # `patience` stops early
     epochs: int = Field(2, ge=1, le=1000)
+    min_steps: int = Field(200, ge=0)
+    max_epochs: int = Field(20, ge=1, le=1000)
     batch_size: int = Field(32, ge=1)
     group_by_length: bool = False  # batches of similar lengths (less padding; see batching.py)
     eval_batch_size: int = Field(128, ge=1)
@@ -144,6 +167,7 @@ class Settings(_Group):
     seed: int = Field(42, ge=0, le=MAX_SEED)
     data: DataSettings = DataSettings()
     folds: FoldSettings = FoldSettings()
+    words: WordSettings = WordSettings()
     counts: CountSettings = CountSettings()
     nmf: NMFSettings = NMFSettings()
     model: ModelSettings = ModelSettings()

@@ -32,6 +32,14 @@ class Batchable:
     def __len__(self) -> int:
         return len(self.labels)
 
+    @classmethod
+    def unlabelled(cls, input_ids, attention_mask, factors=None) -> "Batchable":
+        """Inputs of texts to predict (numpy arrays from the tokenizer and the factor
+        lookup; the labels are placeholders)."""
+        return cls(torch.from_numpy(input_ids), torch.from_numpy(attention_mask),
+                   None if factors is None else torch.from_numpy(factors),
+                   torch.zeros(len(input_ids), dtype=torch.long))
+
     @cached_property
     def lengths(self) -> torch.Tensor:
         """(n,) int64: 1 + the position of each row's last real token (any padding side)."""

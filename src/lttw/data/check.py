@@ -21,13 +21,16 @@ import pandas as pd
 from lttw.data.datasets import KNOWN_DATASETS, Dataset, load_dataset
 from lttw.errors import DataError
 from lttw.layout import SPLITS
-from lttw.data.sampling import draw_samples, per_class_sizes, sample_pools
+from lttw.data.sample_sizes import (fitting_sizes, pool_quotas, pools_of, shortfalls,
+                                    sizes_of)
+from lttw.data.sampling import draw_samples, per_class_sizes
+from lttw.data.tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, ColumnError
 from lttw.settings import DataSettings, Settings
+from lttw.data.check_words import render_word_splitting, word_splitting
 
 
 DROPPED_EMPTY = "rows with an empty or missing text (dropped by sample)"
 DROPPED_UNLABELLED = "rows without a label (dropped by sample)"
-TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq")
 
 
 @dataclass
@@ -36,10 +39,11 @@ class DataCheck:
     settings: DataSettings
     class_table: pd.DataFrame  # index: class names; columns: one per split + total, share
     quality: dict[str, int]  # check name -> number of rows concerned
-    plan: pd.DataFrame  # one row per sample split: pool, per_class, rows, largest_per_class
+    plan: pd.DataFrame  # one row per sample split: from, rows, per_class, fits, fitting_size
     sample_error: str | None
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    words: dict | None = None  # word_splitting(): the resolved rule, its reason, the quality
 
 
 class _Collect(logging.Handler):
@@ -104,23 +108,56 @@ def duplicate_counts(dataset: Dataset) -> dict[str, int]:
 
 
 def sample_plan(dataset: Dataset, settings: DataSettings) -> pd.DataFrame:
-    """For each sample: the split it is drawn from, rows per class wanted, and the most rows
-    per class that pool leaves for it once the other samples from the same pool are served."""
-    per_class = per_class_sizes(settings, len(dataset.classes))
-    pools = sample_pools(dataset, settings.use_splits)
+    """For each sample: the split it is drawn from, the rows it would take (per class: one
+    number when balanced, else the range), whether its pool has them, and a size that fits
+    together with the others (``lttw.data.sample_sizes.fitting_sizes``)."""
+    if settings.sampling == "balanced":
+        per_class_sizes(settings, len(dataset.classes))  # a size below p: one clear error
+    sizes, sampling = sizes_of(settings), settings.sampling
+    pools = pools_of(dataset, settings.use_splits)
+    short = {split for pool in shortfalls(pools, sizes, sampling) for split in pool.splits}
+    fit = fitting_sizes(pools, sizes, sampling)
     rows = []
-    for split in SPLITS:
-        pool = pools[split]
-        counts = np.bincount(dataset.labels[dataset.rows_of(pool)],
-                             minlength=len(dataset.classes))
-        others = sum(per_class[s] for s in SPLITS if pools[s] == pool and s != split)
-        largest = max(int(counts.min()) - others, 0)
-        rows.append({"sample": split, "from": f"the {pool} split" if pool else "all rows",
-                     "per_class": per_class[split],
-                     "rows": per_class[split] * len(dataset.classes),
-                     "largest_per_class": largest,
-                     "fits": per_class[split] <= largest})
-    return pd.DataFrame(rows).set_index("sample")
+    for pool in pools:
+        for split, quota in pool_quotas(pool, sizes, sampling).items():
+            spread = str(quota.min()) if quota.min() == quota.max() else \
+                f"{quota.min()}-{quota.max()}"
+            wanted = sizes[split] if sampling == "stratified" else int(quota.sum())
+            rows.append({"sample": split, "from": pool.where, "rows": wanted,
+                         "per_class": "-" if split in short and sampling != "balanced" else spread,
+                         "fits": split not in short,
+                         "fitting_size": "-" if sampling == "all" else fit[split]})
+    return pd.DataFrame(rows).set_index("sample").loc[list(SPLITS)]
+
+
+def column_fix(err: ColumnError) -> str:
+    """A missing-column message naming this command's options and the pipeline's params."""
+    return err.fix_with(f"pass {err.names('--{}-column')} (for the pipeline: set "
+                        f"{err.names('data.{}_column')})")
+
+
+def factor_notes(settings: Settings, n_classes: int) -> list[str]:
+    """Settings that make weak latent factors for this many classes."""
+    rank = settings.nmf.rank
+    if rank >= n_classes:
+        return []
+    return [f"nmf.rank={rank} is below the number of classes ({n_classes}): the factors cannot "
+            f"give every class one of its own; set nmf.rank >= {n_classes}"]
+
+
+def fold_note(check: "DataCheck", n_folds: int) -> str | None:
+    """A class with fewer train-sample rows than folds (the folds stage would stop)."""
+    if not check.plan["fits"].all():
+        return None
+    pool = next(p for p in pools_of(check.dataset, check.settings.use_splits)
+                if "train" in p.splits)
+    train = pool_quotas(pool, sizes_of(check.settings), check.settings.sampling)["train"]
+    rarest = int(train.argmin())
+    if train[rarest] >= n_folds:
+        return None
+    return (f"folds.n_folds={n_folds} needs at least {n_folds} train-sample rows per class, but "
+            f"class {check.dataset.classes[rarest]} would get {int(train[rarest])}; raise "
+            f"data.train_size or lower folds.n_folds")
 
 
 def check_dataset(settings: Settings, path_or_name: str, text_column: str | None = None,
@@ -129,7 +166,10 @@ def check_dataset(settings: Settings, path_or_name: str, text_column: str | None
     (missing file or column, bad encoding, no rows) raises ``DataError``."""
     data = target_settings(path_or_name, settings.data, text_column, label_column)
     with _collect_warnings("lttw") as notes:
-        dataset = load_dataset(data)
+        try:
+            dataset = load_dataset(data)
+        except ColumnError as err:
+            raise DataError(column_fix(err)) from None
         sample_error = None
         plan = sample_plan(dataset, data)
         try:
@@ -139,28 +179,23 @@ def check_dataset(settings: Settings, path_or_name: str, text_column: str | None
     quality = {DROPPED_EMPTY: dataset.dropped_empty,
                DROPPED_UNLABELLED: dataset.dropped_unlabelled, **duplicate_counts(dataset)}
     check = DataCheck(dataset, data, class_table(dataset), quality, plan, sample_error,
-                      notes=list(dict.fromkeys(notes)))
+                      notes=list(dict.fromkeys(notes + factor_notes(settings,
+                                                                     len(dataset.classes)))))
     check.problems = problems(check)
+    check.words = word_splitting(settings, dataset, data)
+    folds = fold_note(check, settings.folds.n_folds)
+    if folds:
+        check.notes.append(folds)
     return check
 
 
 def problems(check: DataCheck) -> list[str]:
     """What makes the data differ from what the pipeline assumes (empty when none): rows the
-    sample stage drops, and per pool of rows a size it cannot draw (the largest one drawn
-    from that pool, with the largest value that fits when the other sizes stay as set)."""
+    sample stage drops, and the sizes it cannot draw (``sample_sizes.size_problem``: every
+    unmet size in one message, with sizes that fit together)."""
     out = [f"{n} {what}" for what, n in check.quality.items()
            if what in (DROPPED_EMPTY, DROPPED_UNLABELLED) and n]
-    p = len(check.dataset.classes)
-    for _, rows in check.plan.groupby("from", sort=False):
-        if rows["fits"].all():
-            continue
-        split = rows["per_class"].idxmax()
-        row = rows.loc[split]
-        out.append(f"data.{split}_size={row['rows']} cannot be met: it needs {row['per_class']} "
-                   f"rows per class from {row['from']}, which leaves at most "
-                   f"{row['largest_per_class']} per class once the other samples are drawn; "
-                   f"the largest data.{split}_size that fits is {row['largest_per_class'] * p}")
-    if check.sample_error and not out:
+    if check.sample_error:
         out.append(check.sample_error)
     return out
 
@@ -169,7 +204,7 @@ def problems(check: DataCheck) -> list[str]:
 
 
 def _split_rows(path: Path) -> int | None:
-    if path.suffix.lower() in (".parquet", ".pq"):
+    if path.suffix.lower() in PARQUET_SUFFIXES:
         import pyarrow.parquet as pq
 
         return pq.ParquetFile(path).metadata.num_rows
@@ -180,8 +215,7 @@ def describe_local(folder: Path) -> dict:
     """Status of one dataset folder: present / partial / missing, rows per split, complete."""
     manifest_path = folder / "manifest.json"
     if not manifest_path.is_file():
-        files = sorted(p for p in folder.glob("*") if p.suffix.lower() in (".parquet", ".pq",
-                                                                              ".csv", ".tsv"))
+        files = sorted(p for p in folder.glob("*") if p.suffix.lower() in TABLE_SUFFIXES)
         status = "present (no manifest)" if files else "missing"
         return {"status": status, "rows": {p.stem: _split_rows(p) for p in files},
                 "complete": None, "official_rows": {}}
@@ -240,15 +274,18 @@ def render(check: DataCheck, console) -> None:
     for what, n in check.quality.items():
         dropped = n and what in (DROPPED_EMPTY, DROPPED_UNLABELLED)
         quality.add_row(what, str(n), style="red" if dropped else None)
-    plan = Table(title="What `sample` would draw with the sizes in --params")
-    for name in ("sample", "from", "per class", "rows", "largest per class", "fits"):
+    plan = Table(title=f"What `sample` would draw with the sizes in --params "
+                       f"(data.sampling={check.settings.sampling})")
+    for name in ("sample", "from", "rows", "per class", "fits", "a size that fits"):
         plan.add_column(name)
     for split, row in check.plan.iterrows():
-        plan.add_row(split, row["from"], str(row["per_class"]), str(row["rows"]),
-                     str(row["largest_per_class"]), "yes" if row["fits"] else "NO",
+        plan.add_row(split, row["from"], str(row["rows"]), row["per_class"],
+                     "yes" if row["fits"] else "NO", str(row["fitting_size"]),
                      style=None if row["fits"] else "red")
     for table in (balance, quality, plan):
         console.print(table)
+    if check.words:
+        render_word_splitting(check.words, console)
     for note in check.notes:
         console.print(f"note: {escape(note)}")
     if not check.problems:

@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
 
 from lttw.errors import DataError
+from lttw.hub import offline_reason
 from lttw.settings import DataSettings
 from lttw.data.tables import TABLE_SUFFIXES, encode_labels, read_table, select_columns
 
@@ -79,6 +77,8 @@ class Dataset:
     dropped_unlabelled: int = 0
     duplicate_texts: int = 0  # rows whose text repeats an earlier row's text (kept)
     conflicting_texts: int = 0  # distinct texts that occur with more than one label
+    language: str | None = None  # the manifest's language (words.splitter=auto reads it)
+    word_vectors: str | None = None  # the manifest's word-vectors file (model.word_vectors)
 
     def rows_of(self, split: str | None) -> np.ndarray:
         """Indices of the rows of one split (all rows for None)."""
@@ -106,21 +106,6 @@ def _read_manifest(path: Path) -> dict:
     return manifest
 
 
-def _offline_reason() -> str | None:
-    """Why the hub cannot be reached right now (None: try it). Fast: no retries."""
-    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
-        if os.environ.get(var, "").strip().lower() in {"1", "true", "yes", "on"}:
-            return f"{var} is set"
-    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
-        return None  # a proxy decides; let huggingface_hub try
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
-    try:
-        socket.create_connection((host, 443), timeout=3).close()
-    except OSError as err:
-        return f"{host} is not reachable: {err}"
-    return None
-
-
 def hub_split_files(paths: list[str], split: str) -> list[str]:
     """The parquet files of one split among a hub repository's files (sorted)."""
     def matches(path: str) -> bool:
@@ -133,7 +118,7 @@ def hub_split_files(paths: list[str], split: str) -> list[str]:
 def _read_hub(spec: HubSpec, local: Path) -> list[tuple[str, pd.DataFrame, str]]:
     hint = (f"put the dataset folder (manifest.json + parquet files) at {local}, or go online "
             f"to read hf://datasets/{spec.name}")
-    reason = _offline_reason()
+    reason = offline_reason()
     if reason:
         raise DataError(f"no local copy at {local} and the hub dataset {spec.name} cannot be "
                         f"read ({reason}); {hint}")
@@ -166,6 +151,8 @@ class _Resolved:
     label_column: str
     classes: list[str] | None
     source: str
+    language: str | None = None  # manifest fields, where there is one
+    word_vectors: str | None = None
 
 
 def _from_hub(spec: HubSpec, local: Path) -> _Resolved:
@@ -179,15 +166,19 @@ def _from_manifest(name: str, folder: Path) -> _Resolved:
     present = [path.is_file() for _, path in files]
     text_column = manifest.get("text_column", "text")
     label_column = manifest.get("label_column", "label")
+    language = manifest.get("language") if isinstance(manifest.get("language"), str) else None
+    vectors = manifest.get("word_vectors")
+    vectors = str(folder / vectors) if isinstance(vectors, str) and vectors else None
     if all(present):
         return _Resolved([(s, read_table(p), str(p)) for s, p in files], (text_column,),
-                         label_column, manifest.get("classes"), str(folder))
+                         label_column, manifest.get("classes"), str(folder), language, vectors)
     if not any(present) and (name in KNOWN_DATASETS or manifest.get("hub_dataset")):
         spec = KNOWN_DATASETS.get(name) or HubSpec(manifest["hub_dataset"], (text_column,),
                                                    label_column)
         resolved = _from_hub(spec, folder)
         return _Resolved(resolved.tables, resolved.text_columns, resolved.label_column,
-                         manifest.get("classes") or resolved.classes, resolved.source)
+                         manifest.get("classes") or resolved.classes, resolved.source, language,
+                         vectors)
     missing = next(path for (_, path), ok in zip(files, present) if not ok)
     raise DataError(f"{missing}: file not found (listed in {folder / 'manifest.json'})")
 
@@ -262,7 +253,8 @@ def load_dataset(settings: DataSettings) -> Dataset:
                    source_rows=kept.index.to_numpy(dtype=np.int64), classes=class_names,
                    label_values=label_values, source=source, dropped_empty=int(blank.sum()),
                    dropped_unlabelled=int(unlabelled.sum()), duplicate_texts=duplicates,
-                   conflicting_texts=conflicting)
+                   conflicting_texts=conflicting, language=resolved.language,
+                   word_vectors=resolved.word_vectors)
 
 
 def _duplicates(kept: pd.DataFrame, source: str) -> tuple[int, int]:

@@ -1,10 +1,12 @@
-"""Disjoint, class-balanced random samples train / test / predict (paper 3.1).
+"""Disjoint random samples train / test / predict (paper 3.1), drawn as ``data.sampling`` says:
+class-balanced (``size // p`` rows per class, the paper), stratified (the class proportions of
+the rows drawn from) or all rows; the quotas and the size checks are in ``lttw.data.sample_sizes``.
 
-Each sample has ``size // p`` rows per class. With ``data.use_splits`` and a dataset that has
-both a train and a test split, train is drawn from the train split and test + predict from the
-test split; otherwise all three come from the pooled rows. Within a pool every class's rows are
-permuted once and consecutive chunks go to the samples, so samples never share a row.
-All randomness comes from one ``numpy.random.default_rng(seed)``, used in a fixed order.
+With ``data.use_splits`` and a dataset that has both a train and a test split, train is drawn
+from the train split and test + predict from the test split; otherwise all three come from the
+pooled rows. Within a pool every class's rows are permuted once and consecutive chunks go to the
+samples, so samples never share a row. All randomness comes from one
+``numpy.random.default_rng(seed)``, used in a fixed order.
 """
 
 from __future__ import annotations
@@ -16,26 +18,26 @@ import numpy as np
 import pandas as pd
 
 from lttw.data.datasets import Dataset
+from lttw.data.sample_sizes import (Pool, check_minimum_sizes, pool_quotas, pools_of,
+                                    sample_pools, size_problem, sizes_of)
 from lttw.errors import DataError
 from lttw.layout import SPLITS
 from lttw.settings import DataSettings
 
 log = logging.getLogger("lttw.sampling")
 
+__all__ = ["draw_samples", "per_class_sizes", "sample_pools", "sample_indices"]
+
+#: what labels.json says about the sizes when data.sampling=all
+ALL_ROWS_NOTE = ("data.sampling=all: every row is used; the sizes' values are ignored, their "
+                 "ratio divides a pool shared by several samples")
+
 
 def per_class_sizes(settings: DataSettings, n_classes: int) -> dict[str, int]:
-    """Rows per class of each sample; the log says when a size is not divisible by p."""
-    sizes = {"train": settings.train_size, "test": settings.test_size,
-             "predict": settings.predict_size}
-    if settings.train_size < n_classes:
-        raise DataError(f"data.train_size={settings.train_size} is smaller than the number of "
-                        f"classes ({n_classes}); a balanced sample needs at least one per class")
+    """Balanced rows per class of each sample; the log says when a size is not divisible by p."""
+    check_minimum_sizes(settings, n_classes)
     out = {}
-    for split, size in sizes.items():
-        if 0 < size < n_classes:
-            raise DataError(f"data.{split}_size={size} is smaller than the number of classes "
-                            f"({n_classes}): it would draw no rows; use 0 or at least "
-                            f"{n_classes}")
+    for split, size in sizes_of(settings).items():
         out[split] = size // n_classes
         if size % n_classes:
             log.warning("data.%s_size=%d is not divisible by %d classes: using %d per class = "
@@ -43,48 +45,20 @@ def per_class_sizes(settings: DataSettings, n_classes: int) -> dict[str, int]:
     return out
 
 
-def sample_pools(dataset: Dataset, use_splits: bool) -> dict[str, str | None]:
-    """Which split each sample is drawn from (None: all rows pooled)."""
-    present = set(dataset.splits.tolist())
-    if use_splits and {"train", "test"} <= present:
-        return {"train": "train", "test": "test", "predict": "test"}
-    if use_splits:
-        log.info("%s has no separate train and test splits (has %s): pooling all rows",
-                 dataset.source, ", ".join(sorted(present)))
-    return {split: None for split in SPLITS}
-
-
-def _check_fit(dataset: Dataset, counts: np.ndarray, need: dict[str, int],
-               pool: str | None) -> None:
-    if (counts >= sum(need.values())).all():
-        return
-    names = ", ".join(f"{c} {n}" for c, n in zip(dataset.classes, counts.tolist()))
-    params = " + ".join(f"data.{s}_size" for s in need)
-    wanted = " + ".join(str(n * len(counts)) for n in need.values())
-    where = f"the {pool} split" if pool else "all rows (pooled)"
-    largest = int(counts.min())
-    raise DataError(f"{params} = {wanted} needs {sum(need.values())} rows per class from {where} "
-                    f"of {dataset.source}, but the classes have {names}; the largest balanced "
-                    f"{params} is {largest * len(counts)} ({largest} per class)")
-
-
-def balanced_indices(dataset: Dataset, per_class: dict[str, int], pools: dict[str, str | None],
-                     rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Row indices into ``dataset`` of each sample: disjoint, balanced, shuffled."""
-    p = len(dataset.classes)
+def sample_indices(dataset: Dataset, pools: list[Pool], quotas: dict[str, np.ndarray],
+                   rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Row indices into ``dataset`` of each sample: disjoint, ``quotas[split][c]`` rows of
+    class c, shuffled. The quotas must fit their pools."""
     chosen: dict[str, list[np.ndarray]] = {split: [] for split in SPLITS}
-    for pool in dict.fromkeys(pools.values()):  # pools in first-use order
-        splits = [s for s in SPLITS if pools[s] == pool]
-        need = {s: per_class[s] for s in splits}
-        rows = dataset.rows_of(pool)
+    for pool in pools:
+        rows = dataset.rows_of(pool.source)
         labels = dataset.labels[rows]
-        _check_fit(dataset, np.bincount(labels, minlength=p), need, pool)
-        for c in range(p):
+        for c in range(len(dataset.classes)):
             permuted = rng.permutation(rows[labels == c])
             start = 0
-            for split in splits:
-                chosen[split].append(permuted[start:start + need[split]])
-                start += need[split]
+            for split in pool.splits:
+                chosen[split].append(permuted[start:start + quotas[split][c]])
+                start += quotas[split][c]
     return {split: rng.permutation(np.concatenate(parts)).astype(np.int64)
             for split, parts in chosen.items()}
 
@@ -113,10 +87,22 @@ def source_in_root(source: str, root: str) -> str:
 
 def draw_samples(dataset: Dataset, settings: DataSettings,
                  seed: int) -> tuple[dict[str, pd.DataFrame], dict]:
-    """The three samples as frames, and the ``labels.json`` record describing them."""
-    per_class = per_class_sizes(settings, len(dataset.classes))
-    pools = sample_pools(dataset, settings.use_splits)
-    rows = balanced_indices(dataset, per_class, pools, np.random.default_rng(seed))
+    """The three samples as frames, and the ``labels.json`` record describing them. Sizes that
+    cannot be met raise one ``DataError`` naming all of them and sizes that fit."""
+    sampling = settings.sampling
+    if sampling == "balanced":
+        per_class = per_class_sizes(settings, len(dataset.classes))
+    pools = pools_of(dataset, settings.use_splits)
+    problem = size_problem(dataset, settings)
+    if problem:
+        raise DataError(problem)
+    quotas = {s: q for pool in pools for s, q in pool_quotas(pool, sizes_of(settings),
+                                                               sampling).items()}
+    if sampling != "balanced":
+        per_class = {split: quotas[split].tolist() for split in SPLITS}
+    if sampling == "all":
+        log.info(ALL_ROWS_NOTE)
+    rows = sample_indices(dataset, pools, quotas, np.random.default_rng(seed))
     frames = {split: sample_frame(dataset, rows[split]) for split in SPLITS}
     duplicates = {split: count_duplicates(frames["train"]["text"], frames[split]["text"])
                   for split in ("test", "predict")}
@@ -124,13 +110,21 @@ def draw_samples(dataset: Dataset, settings: DataSettings,
         if n:
             log.warning("%d of the %d %s texts also occur verbatim in the train sample",
                         n, len(frames[split]), split)
+    pool_of = {split: pool.source for pool in pools for split in pool.splits}
     for split in SPLITS:
-        log.info("%s: %d rows (%d per class) from %s", split, len(frames[split]),
-                 per_class[split], f"the {pools[split]} split" if pools[split] else "all rows")
+        counts = quotas[split]
+        spread = f"{counts[0]} per class" if sampling == "balanced" else \
+            f"{counts.min()}-{counts.max()} per class, {sampling}"
+        log.info("%s: %d rows (%s) from %s", split, len(frames[split]), spread,
+                 f"the {pool_of[split]} split" if pool_of[split] else "all rows")
+        if sampling == "stratified" and len(frames[split]) and not counts.all():
+            missing = [c for c, n in zip(dataset.classes, counts) if not n]
+            log.warning("%s: no rows of %s at data.%s_size=%d", split, ", ".join(missing),
+                        split, sizes_of(settings)[split])
     info = {"dataset": dataset.name, "classes": dataset.classes,
             "label_values": dataset.label_values,
             "sizes": {split: len(frame) for split, frame in frames.items()},
-            "per_class": per_class, "pools": pools, "seed": seed,
+            "per_class": per_class, "pools": pool_of, "seed": seed,
             "source": source_in_root(dataset.source, settings.root),
             "dropped_empty": dataset.dropped_empty,
             "dropped_unlabelled": dataset.dropped_unlabelled,
@@ -138,4 +132,11 @@ def draw_samples(dataset: Dataset, settings: DataSettings,
             "conflicting_texts": dataset.conflicting_texts,
             "duplicates_test_in_train": sum(duplicates.values()),
             "duplicates_in_train": duplicates}
+    for key in ("language", "word_vectors"):  # manifest fields, only where the manifest has them
+        if getattr(dataset, key) is not None:
+            info[key] = getattr(dataset, key)
+    if sampling != "balanced":  # absent for balanced: the paper's samples stay byte-identical
+        info["sampling"] = sampling
+        if sampling == "all":
+            info["sizes_ignored"] = ALL_ROWS_NOTE
     return frames, info

@@ -11,14 +11,21 @@ import pandas as pd
 
 from lttw.errors import DataError
 
-TABLE_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv")
+#: the table files read and written anywhere (datasets, `lttw data check`, `lttw predict --file`)
+PARQUET_SUFFIXES = (".parquet", ".pq")
+CSV_SUFFIXES = (".csv", ".tsv")  # .tsv: tab-separated
+TABLE_SUFFIXES = PARQUET_SUFFIXES + CSV_SUFFIXES
+
+
+def csv_separator(path: Path) -> str:
+    return "\t" if path.suffix.lower() == ".tsv" else ","
 
 
 def read_table(path: Path) -> pd.DataFrame:
     """Read one parquet / CSV / TSV file; every failure is a one-line ``DataError``."""
     if not path.is_file():
         raise DataError(f"{path}: file not found")
-    if path.suffix.lower() in (".parquet", ".pq"):
+    if path.suffix.lower() in PARQUET_SUFFIXES:
         try:
             return pd.read_parquet(path)
         except Exception as err:  # pyarrow raises several types for a damaged file
@@ -36,11 +43,28 @@ def read_table(path: Path) -> pd.DataFrame:
         raise DataError(f"{path}: not valid UTF-8 at byte {err.start} (line {line}, about data row "
                         f"{max(line - 1, 1)}): {err.reason}; re-save the file as UTF-8") from None
     try:
-        return pd.read_csv(io.StringIO(text), sep="\t" if path.suffix.lower() == ".tsv" else ",")
+        return pd.read_csv(io.StringIO(text), sep=csv_separator(path))
     except pd.errors.EmptyDataError:
         raise DataError(f"{path}: the file is empty") from None
     except (pd.errors.ParserError, ValueError) as err:
         raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+
+
+class ColumnError(DataError):
+    """A text or label column is missing. The message ends with the fix in pipeline terms
+    (``set data.text_column``); a command with its own column options says ``fix_with``."""
+
+    def __init__(self, problem: str, missing: list[str], hint: str = ""):
+        self.problem, self.missing, self.hint = problem, missing, hint
+        super().__init__(self.fix_with("set " + self.names("data.{}_column")))
+
+    def names(self, pattern: str) -> str:
+        """The missing columns' settings, e.g. ``names("--{}-column")``, joined by "and"."""
+        return " and ".join(pattern.format(w) for w in self.missing)
+
+    def fix_with(self, fix: str) -> str:
+        """The message with ``fix`` (what to set or pass) in place of the pipeline's."""
+        return f"{self.problem}; {fix}{self.hint}"
 
 
 def select_columns(frame: pd.DataFrame, where: str, text_columns: tuple[str, ...],
@@ -51,11 +75,10 @@ def select_columns(frame: pd.DataFrame, where: str, text_columns: tuple[str, ...
     if missing_text or missing_label:
         what = ([f"no text column {', '.join(map(repr, missing_text))}"] if missing_text else []) \
             + ([f"no label column {label_column!r}"] if missing_label else [])
-        params = " and ".join(f"data.{w}_column" for w, gone in
-                              (("text", missing_text), ("label", missing_label)) if gone)
-        raise DataError(f"{where}: {' and '.join(what)} (columns: "
-                        f"{', '.join(map(str, frame.columns))}); set {params}"
-                        f"{_header_hint(frame, missing_text, missing_label)}")
+        raise ColumnError(f"{where}: {' and '.join(what)} (columns: "
+                          f"{', '.join(map(str, frame.columns))})",
+                          [w for w, gone in (("text", missing_text), ("label", missing_label))
+                           if gone], _header_hint(frame, missing_text, missing_label))
     frame = frame.assign(**{c: _decoded(frame[c], where, c)
                             for c in dict.fromkeys((*text_columns, label_column))})
     text = frame[text_columns[0]]

@@ -1,8 +1,9 @@
 """Word-label count matrix (paper 2.3, Algorithm 1, eq. 1) and its row normalisation.
 
-One tokenisation rule serves every consumer: ``tokenize`` (one text) and ``build_vectorizer``
-(scikit-learn ``CountVectorizer``) both apply ``CountSettings.token_pattern`` after optional
-lower-casing, so counts, features and predict-time features always see the same words.
+One word-splitting rule serves every consumer: a ``lttw.text.words.WordSplitter`` (``words.splitter``
+with ``counts.token_pattern`` and ``counts.lowercase``), resolved once by the counts stage and
+recorded beside the vocabulary (``words.json``), so counts, features and predict-time features
+always see the same words. ``tokenize`` / ``build_vectorizer`` are the ``regex`` rule.
 
 n(w, c) is the number of occurrences of word w in training texts of label c. It is computed as
 ``X.T @ Y`` where X (n_texts x n_words) is the document-term count matrix and Y (n_texts x
@@ -11,20 +12,18 @@ n_labels) the sparse one-hot label matrix: no Python loop over words.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import CountVectorizer
 
-from lttw.errors import DataError, UserError
+from lttw.errors import DataError
 from lttw.io import read_arrays, write_arrays
 from lttw.settings import CountSettings
+from lttw.text.words import WordSplitter, degenerate_warning, make_splitter, splitting_quality
 
 log = logging.getLogger("lttw.counts")
 
@@ -32,35 +31,39 @@ COUNTS_FILE = "word_label_counts.safetensors"
 VOCABULARY_FILE = "vocabulary.json"
 
 
-def _check_pattern(pattern: str) -> None:
-    try:
-        groups = re.compile(pattern).groups
-    except re.error as err:
-        raise UserError(f"counts.token_pattern {pattern!r} is not a valid regular expression: "
-                        f"{err}") from None
-    if groups > 1:
-        raise UserError(f"counts.token_pattern {pattern!r} has {groups} capturing groups; "
-                        "use at most one (write (?:...) for the others)")
+def regex_splitter(settings: CountSettings) -> WordSplitter:
+    """The ``regex`` rule with ``counts.token_pattern`` / ``counts.lowercase``."""
+    return WordSplitter("regex", settings.token_pattern, settings.lowercase)
 
 
 def build_vectorizer(settings: CountSettings,
-                     vocabulary: Sequence[str] | None = None) -> CountVectorizer:
-    """The tokenisation rule as an (unfitted) ``CountVectorizer``; with ``vocabulary`` it maps
+                     vocabulary: Sequence[str] | None = None):
+    """The ``regex`` rule as an (unfitted) ``CountVectorizer``; with ``vocabulary`` it maps
     texts onto that fixed column order (words outside it are ignored)."""
-    _check_pattern(settings.token_pattern)
-    return CountVectorizer(token_pattern=settings.token_pattern, lowercase=settings.lowercase,
-                           vocabulary=None if vocabulary is None else list(vocabulary),
-                           dtype=np.int64)
-
-
-@functools.lru_cache(maxsize=8)
-def _analyzer(settings: CountSettings):
-    return build_vectorizer(settings).build_analyzer()
+    return regex_splitter(settings).count_vectorizer(vocabulary)
 
 
 def tokenize(text: str, settings: CountSettings) -> list[str]:
-    """The words of one text, in order, exactly as the count matrix sees them."""
-    return _analyzer(settings)(text)
+    """The words of one text, in order, as the ``regex`` rule's count matrix sees them."""
+    return regex_splitter(settings)(text)
+
+
+def choose_splitter(words_splitter: str, settings: CountSettings, texts: Sequence[str],
+                    language: str | None = None) -> tuple[WordSplitter, str]:
+    """The concrete rule for ``words.splitter`` (``auto``: the manifest's ``language``, else
+    the training ``texts``) and its reason; logs both, the splitting quality and, when the
+    splitting is degenerate, a warning naming the parameter to change."""
+    splitter, reason = make_splitter(words_splitter, settings.token_pattern, settings.lowercase,
+                                     texts=texts, language=language)
+    log.info("word splitting: %s", reason)
+    quality = splitting_quality(texts, splitter)
+    log.info("words.splitter=%s: median %g words per text, %.0f%% of %d texts with <= 2 words, "
+             "%d distinct words", splitter.rule, quality.median_words, 100 * quality.share_short,
+             quality.texts, quality.vocabulary)
+    warning = degenerate_warning(splitter.rule, quality)
+    if warning:
+        log.warning(warning)
+    return splitter, reason
 
 
 def label_matrix(labels: np.ndarray, n_labels: int) -> sp.csr_matrix:
@@ -73,8 +76,10 @@ def label_matrix(labels: np.ndarray, n_labels: int) -> sp.csr_matrix:
 
 
 def word_label_counts(texts: Iterable[str], labels: np.ndarray, n_labels: int,
-                      settings: CountSettings) -> tuple[sp.csr_matrix, list[str]]:
-    """Algorithm 1: n(w, c) for the given (training) texts.
+                      settings: CountSettings, splitter: WordSplitter | None = None
+                      ) -> tuple[sp.csr_matrix, list[str]]:
+    """Algorithm 1: n(w, c) for the given (training) texts, split by ``splitter`` (default:
+    the ``regex`` rule of ``settings``).
 
     Returns ``(counts, vocabulary)``: counts is a CSR int64 matrix (n_words x n_labels), row i
     belonging to ``vocabulary[i]`` (alphabetical order). Words seen fewer than
@@ -84,12 +89,14 @@ def word_label_counts(texts: Iterable[str], labels: np.ndarray, n_labels: int,
     labels = np.asarray(labels, dtype=np.int64)
     if len(texts) != labels.size:
         raise DataError(f"{len(texts)} texts but {labels.size} labels")
-    vectorizer = build_vectorizer(settings)
+    splitter = splitter or regex_splitter(settings)
+    vectorizer = splitter.count_vectorizer()
     try:
         X = vectorizer.fit_transform(texts)  # (n_texts, n_words)
     except ValueError as err:  # "empty vocabulary"
-        raise DataError(f"no words found in {len(texts)} training texts with counts.token_pattern "
-                        f"{settings.token_pattern!r} ({err})") from None
+        raise DataError(f"no words found in {len(texts)} training texts with words.splitter="
+                        f"{splitter.rule} and counts.token_pattern {splitter.token_pattern!r} "
+                        f"({err})") from None
     counts = (X.T.tocsr() @ label_matrix(labels, n_labels)).tocsr()  # (n_words, n_labels)
     vocabulary = vectorizer.get_feature_names_out().tolist()
     counts, vocabulary = drop_rare(counts, vocabulary, settings.min_count)

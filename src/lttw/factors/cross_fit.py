@@ -23,9 +23,10 @@ import numpy as np
 from sklearn.decomposition import non_negative_factorization
 from sklearn.model_selection import StratifiedKFold
 
-from lttw.factors.counts import corpus_counts, normalise_rows, word_label_counts
+from lttw.factors.counts import corpus_counts, normalise_rows, regex_splitter, word_label_counts
 from lttw.factors.features import FactorLookup
 from lttw.settings import CountSettings, NMFSettings, Ranking
+from lttw.text.words import WordSplitter
 
 log = logging.getLogger("lttw.cross_fit")
 
@@ -43,8 +44,11 @@ def factors_given_labels(V, factor_label: np.ndarray, settings: NMFSettings,
 def out_of_fold_factors(texts: Sequence[str], labels: np.ndarray, n_labels: int,
                         factor_label: np.ndarray, k: int, s: int, ranking: Ranking,
                         count_settings: CountSettings, nmf_settings: NMFSettings,
-                        n_splits: int, random_state: int | None) -> np.ndarray:
-    """(len(texts), k+s, rank) float32: each text's H_tw from counts that exclude its group."""
+                        n_splits: int, random_state: int | None,
+                        words: WordSplitter | None = None) -> np.ndarray:
+    """(len(texts), k+s, rank) float32: each text's H_tw from counts that exclude its group,
+    texts split by ``words`` (default: the ``regex`` rule of ``count_settings``)."""
+    words = words or regex_splitter(count_settings)
     labels = np.asarray(labels, dtype=np.int64)
     out = np.zeros((len(texts), k + s, factor_label.shape[0]), dtype=np.float32)
     n_splits = min(n_splits, int(np.bincount(labels, minlength=n_labels).max()))
@@ -54,10 +58,10 @@ def out_of_fold_factors(texts: Sequence[str], labels: np.ndarray, n_labels: int,
     # StratifiedKFold needs every class in every split; a class with fewer rows only warns
     for rest, held in splitter.split(np.zeros(len(labels)), labels):
         counts, vocabulary = word_label_counts([texts[i] for i in rest], labels[rest],
-                                               n_labels, count_settings)
+                                               n_labels, count_settings, words)
         W = factors_given_labels(normalise_rows(counts), factor_label, nmf_settings,
                                  random_state)
-        lookup = FactorLookup(vocabulary, corpus_counts(counts), W, count_settings)
+        lookup = FactorLookup(vocabulary, corpus_counts(counts), W, words)
         out[held] = lookup.transform([texts[i] for i in held], k, s, ranking)
     log.info("out-of-fold factors for %d training texts in %d groups", len(texts), n_splits)
     return out

@@ -25,13 +25,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from lttw import layout
-from lttw.factors.counts import build_vectorizer, corpus_counts as count_totals, load_counts, tokenize
+from lttw.factors.counts import corpus_counts as count_totals, load_counts
 from lttw.errors import DataError
 from lttw.factors.nmf import load_word_factors
-from lttw.settings import CountSettings, Ranking
-
-RANKINGS = ("count_then_corpus", "count_then_alpha", "first_occurrence")
+from lttw.settings import RANKINGS, Ranking
+from lttw.text.words import WordSplitter, read_rule
 
 
 def _check_ranking(ranking: str) -> None:
@@ -76,24 +74,21 @@ def _alpha_rank(vocabulary: Sequence[str]) -> np.ndarray:
     return rank
 
 
-def _entries(texts: Sequence[str], vocabulary: Sequence[str], settings: CountSettings,
+def _entries(texts: Sequence[str], vocabulary: Sequence[str], splitter: WordSplitter,
              with_positions: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """(row, word, count, first_position) of every distinct (text, in-vocab word) pair,
-    sorted by row then word. first_position is None unless ``with_positions``."""
-    if not with_positions:
-        dtm = build_vectorizer(settings, vocabulary).transform(texts).tocsr()  # (n_texts, n_words)
-        dtm.sum_duplicates()
-        rows = np.repeat(np.arange(dtm.shape[0]), np.diff(dtm.indptr))
-        return rows, dtm.indices.astype(np.int64), dtm.data.astype(np.int64), None
+    sorted by row then word. first_position is None unless ``with_positions``. Plain numpy (no
+    scikit-learn): ``lttw predict`` starts without importing it."""
     index = {w: i for i, w in enumerate(vocabulary)}
-    ids = [[index[t] for t in tokenize(text, settings) if t in index] for text in texts]
+    ids = [[index[t] for t in splitter(text) if t in index] for text in texts]
     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
     words = np.fromiter((i for x in ids for i in x), dtype=np.int64, count=int(lengths.sum()))
     rows = np.repeat(np.arange(len(ids)), lengths)
     positions = np.arange(words.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     n_words = max(len(vocabulary), 1)
     unique, first, count = np.unique(rows * n_words + words, return_index=True, return_counts=True)
-    return unique // n_words, unique % n_words, count.astype(np.int64), positions[first]
+    return (unique // n_words, unique % n_words, count.astype(np.int64),
+            positions[first] if with_positions else None)
 
 
 def selection_slots(rows: np.ndarray, words: np.ndarray, counts: np.ndarray, n_texts: int,
@@ -122,12 +117,12 @@ def selection_slots(rows: np.ndarray, words: np.ndarray, counts: np.ndarray, n_t
 
 def latent_factor_tensor(texts: Sequence[str], vocabulary: Sequence[str],
                          corpus_counts: np.ndarray, word_factors: np.ndarray, k: int, s: int,
-                         ranking: Ranking, count_settings: CountSettings) -> np.ndarray:
+                         ranking: Ranking, splitter: WordSplitter) -> np.ndarray:
     """H_tw for each text: float32 array (n_texts, k+s, rank).
 
     vocabulary: the factorisation's words in row order (n_words); corpus_counts: n(w), shape
-    (n_words,); word_factors: (n_words, rank). Texts are raw strings, tokenised with
-    ``count_settings`` exactly as the count matrix was.
+    (n_words,); word_factors: (n_words, rank). Texts are raw strings, split by ``splitter``
+    exactly as the count matrix was.
     """
     _check_ranking(ranking)
     word_factors = np.asarray(word_factors, dtype=np.float32)
@@ -138,7 +133,7 @@ def latent_factor_tensor(texts: Sequence[str], vocabulary: Sequence[str],
     out = np.zeros((len(texts), k + s, word_factors.shape[1]), dtype=np.float32)
     if not texts or k + s == 0 or not len(vocabulary):
         return out
-    rows, words, counts, first = _entries(texts, vocabulary, count_settings,
+    rows, words, counts, first = _entries(texts, vocabulary, splitter,
                                           with_positions=ranking == "first_occurrence")
     if ranking == "count_then_corpus":
         corpus = np.asarray(corpus_counts, dtype=np.int64)
@@ -152,35 +147,27 @@ def latent_factor_tensor(texts: Sequence[str], vocabulary: Sequence[str],
     return out
 
 
-#: the name the training stage and the CLI use at predict time
-factor_features_for_texts = latent_factor_tensor
-
-
 @dataclass(frozen=True)
 class FactorLookup:
     """Everything needed to turn raw texts into H_tw: one fold's vocabulary (row order),
-    n(w) (n_words,), word factors (n_words, rank) and the tokenisation rule."""
+    n(w) (n_words,), word factors (n_words, rank) and the word-splitting rule."""
 
     vocabulary: list[str]
     corpus_counts: np.ndarray
     word_factors: np.ndarray
-    count_settings: CountSettings
+    splitter: WordSplitter
 
     @classmethod
     def load(cls, counts_directory: str | Path, nmf_directory: str | Path,
-             count_settings: CountSettings) -> "FactorLookup":
+             splitter: WordSplitter | None = None) -> "FactorLookup":
+        """The fold's lookup; ``splitter`` None: the rule recorded in the counts folder."""
         counts, vocabulary = load_counts(counts_directory)
+        splitter = splitter or read_rule(counts_directory)
         factors = load_word_factors(nmf_directory)
         if factors.shape[0] != len(vocabulary):
             raise DataError(f"{nmf_directory}: {factors.shape[0]} factor rows but "
                             f"{len(vocabulary)} words in {counts_directory}; rerun the nmf stage")
-        return cls(vocabulary, count_totals(counts), factors, count_settings)
-
-    @classmethod
-    def for_fold(cls, fold: int, count_settings: CountSettings,
-                 root: str | Path = ".") -> "FactorLookup":
-        root = Path(root)
-        return cls.load(root / layout.counts_dir(fold), root / layout.nmf_dir(fold), count_settings)
+        return cls(vocabulary, count_totals(counts), factors, splitter)
 
     @property
     def rank(self) -> int:
@@ -190,7 +177,37 @@ class FactorLookup:
                   ranking: Ranking = "count_then_corpus") -> np.ndarray:
         """(n_texts, k+s, rank) float32, see ``latent_factor_tensor``."""
         return latent_factor_tensor(texts, self.vocabulary, self.corpus_counts,
-                                    self.word_factors, k, s, ranking, self.count_settings)
+                                    self.word_factors, k, s, ranking, self.splitter)
+
+
+@dataclass(frozen=True)
+class SlotFill:
+    """How many of the k top and s bottom slots of H_tw hold a word, on average per text."""
+
+    top: float
+    bottom: float
+    k: int
+    s: int
+
+    def __str__(self) -> str:
+        return (f"{self.top:.1f} of k={self.k} top and {self.bottom:.1f} of s={self.s} bottom "
+                "slots filled on average")
+
+    @property
+    def sparse(self) -> bool:
+        """Under half of the top or of the bottom slots filled (short texts, large k / s)."""
+        return self.top < self.k / 2 or self.bottom < self.s / 2
+
+
+def slot_fill(tensor: np.ndarray, k: int, s: int) -> SlotFill:
+    """Mean filled top (slots 0..k-1) and bottom (k..k+s-1) slots per text of an H_tw tensor
+    (n_texts, k+s, rank). A slot is filled when its factor row is non-zero (a word whose
+    factor row is all zero carries nothing and counts as empty); no texts: 0."""
+    filled = np.any(np.asarray(tensor) != 0, axis=2)  # (n_texts, k+s)
+    if not filled.shape[0]:
+        return SlotFill(0.0, 0.0, k, s)
+    return SlotFill(float(filled[:, :k].sum(axis=1).mean()),
+                    float(filled[:, k:k + s].sum(axis=1).mean()), k, s)
 
 
 def empty_features(n_texts: int) -> np.ndarray:

@@ -14,8 +14,6 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import norm as sparse_norm
-from sklearn.decomposition import NMF
-from sklearn.exceptions import ConvergenceWarning
 
 from lttw.errors import DataError, UserError
 from lttw.io import read_arrays, write_arrays
@@ -46,10 +44,15 @@ class LatentFactors:
 
 
 def check_rank(rank: int, n_words: int, n_labels: int) -> None:
-    """Reject rank > n_words (no factorisation), warn when rank > n_labels (degenerate)."""
+    """Reject rank > n_words (no factorisation); warn when rank < n_labels (too few factors
+    for every class to get one of its own) or rank > n_labels (degenerate)."""
     if rank > n_words:
         raise UserError(f"nmf.rank={rank} exceeds the vocabulary size ({n_words} words); "
                         f"use nmf.rank <= {n_words}")
+    if rank < n_labels:
+        log.warning("nmf.rank=%d is below the number of classes (%d): some class gets no "
+                    "factor of its own and weak factor features; set nmf.rank >= %d",
+                    rank, n_labels, n_labels)
     if rank > n_labels:
         log.warning("nmf.rank=%d > number of labels (%d): V (n_words x %d) can be factorised "
                     "exactly and the factors are not unique", rank, n_labels, n_labels)
@@ -69,6 +72,9 @@ def latent_factors(V: sp.spmatrix | np.ndarray, rank: int, settings: NMFSettings
         log.warning("nmf.init=%s needs nmf.rank <= %d; using init=random for rank %d",
                     init, min(n_words, n_labels), rank)
         init = "random"
+    from sklearn.decomposition import NMF  # here: loading factors (prediction) needs no sklearn
+    from sklearn.exceptions import ConvergenceWarning
+
     model = NMF(n_components=rank, init=init, beta_loss="frobenius", solver="cd",
                 max_iter=settings.max_iter, tol=settings.tol, random_state=random_state)
     with warnings.catch_warnings(record=True) as caught:

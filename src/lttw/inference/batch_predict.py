@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 import pandas as pd
 
+from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES, csv_separator
 from lttw.errors import DataError, UserError
 from lttw.io import atomic_path
 
@@ -26,8 +27,6 @@ from lttw.io import atomic_path
 CHUNK_ROWS = 8192
 
 TXT_SUFFIXES = (".txt",)
-CSV_SUFFIXES = (".csv", ".tsv")
-PARQUET_SUFFIXES = (".parquet", ".pq")
 STDOUT = "-"
 
 
@@ -41,14 +40,23 @@ def _kind(path: str | Path, what: str) -> str:
     raise UserError(f"{path}: unsupported {what} file type {suffix or '(none)'!r}; use {allowed}")
 
 
-def check_paths(file: Path | None, out: str | None) -> None:
-    """Fail fast, before a model is loaded, on a missing input or an unknown file type."""
+def check_paths(file: Path | None, out: str | None, force: bool = False) -> None:
+    """Fail fast, before a model is loaded, on a missing input, an unknown file type, an
+    output folder that does not exist, or an output file that exists (unless ``force``)."""
     if file is not None:
         _kind(file, "input")
         if not file.is_file():
             raise FileNotFoundError(2, "file not found", str(file))
     if out is not None and out != STDOUT:
         _kind(out, "output")
+        target = Path(out)
+        folder = target.parent
+        if not folder.is_dir():
+            raise UserError(f"{out}: the folder {folder} does not exist; create it first")
+        if target.is_dir():
+            raise UserError(f"{out}: is a folder; --out names a file")
+        if target.exists() and not force:
+            raise UserError(f"{out}: exists; pass --force to replace it")
 
 
 def pick_text_column(columns: list[str], requested: str | None, where: str) -> str:
@@ -135,7 +143,7 @@ def open_source(path: Path, text_column: str | None = None) -> TextSource:
         column = pick_text_column(parquet.schema_arrow.names, text_column, str(path))
         return TextSource(path, parquet.metadata.num_rows,
                           lambda: _parquet_chunks(parquet, column))
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    sep = csv_separator(path)
     try:
         header = pd.read_csv(path, sep=sep, nrows=0, encoding="utf-8-sig").columns
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
@@ -159,11 +167,11 @@ def prediction_frame(texts: list[str], probs: np.ndarray, classes: list[str],
 def predict_chunks(predictor, source: TextSource, batch_size: int,
                    with_text: bool = True, progress: bool = True) -> Iterator[pd.DataFrame]:
     """One prediction frame per chunk of ``source`` (an empty frame for an empty file)."""
-    from tqdm.auto import tqdm
+    from lttw.progress import progress as progress_bar
 
     empty = True
-    with tqdm(total=source.total, desc="predict", unit="text", disable=not progress,
-              file=sys.stderr) as bar:
+    with progress_bar(total=source.total, desc="predict", unit="text",
+                      disable=not progress) as bar:
         for texts in source.chunks():
             empty = False
             yield prediction_frame(texts, predictor.predict_proba(texts, batch_size),
@@ -209,8 +217,14 @@ def write_frames(frames: Iterable[pd.DataFrame], out: str | Path) -> int:
         return _write_csv(frames, sys.stdout, ",")
     out = Path(out)
     kind = _kind(out, "output")
-    with atomic_path(out) as tmp:
-        if kind == "parquet":
-            return _write_parquet(frames, tmp)
-        with open(tmp, "w", encoding="utf-8", newline="") as handle:
-            return _write_csv(frames, handle, "\t" if out.suffix.lower() == ".tsv" else ",")
+    try:
+        with atomic_path(out) as tmp:
+            if kind == "parquet":
+                return _write_parquet(frames, tmp)
+            with open(tmp, "w", encoding="utf-8", newline="") as handle:
+                return _write_csv(frames, handle, csv_separator(out))
+    except OSError as err:  # named after the user's path, not the hidden temporary file
+        name = Path(err.filename).name if err.filename else None
+        if name is None or name == out.name or name.startswith(f".{out.name}."):
+            raise UserError(f"{out}: cannot write ({err.strerror or err})") from None
+        raise

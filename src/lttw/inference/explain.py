@@ -6,8 +6,7 @@
   the factorisation's reconstruction of the word's label distribution V[w] = n(w, c) / n(w);
 * the predicted class probabilities;
 * the attention that position 0 ([CLS], the position the classifier reads) pays in the last
-  attention block, recomputed from the block's own query / key projections on the exact input
-  the block received (captured with a forward pre-hook; no model code changes):
+  attention block, as the model returns it (``output_attentions=True``):
   ``mha``: softmax weights over positions, averaged over heads;
   ``linformer``: softmax weights over the K projected slots, averaged over heads, and a token
   relevance ``weights @ F`` through the value projection F (K x n).
@@ -17,16 +16,14 @@ The result is a JSON-able dict (``explain``); ``render`` draws it as rich tables
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import numpy as np
 import torch
 
 from lttw.models.bundle import FACTORS
-from lttw.factors.counts import tokenize
 from lttw.factors.nmf import FACTORS_FILE
-from lttw.factors.features import top_bottom_words
+from lttw.factors.features import slot_fill, top_bottom_words
 from lttw.io import read_arrays
 
 NOTES = {
@@ -46,36 +43,18 @@ NOTES = {
 }
 
 
-def _heads(attn, t: torch.Tensor) -> torch.Tensor:
-    """(B, L, h*dh) -> (B, h, L, dh)."""
-    b, length, _ = t.shape
-    return t.view(b, length, attn.heads, attn.head_dim).transpose(1, 2)
-
-
 @torch.no_grad()
-def cls_attention(attn, x: torch.Tensor, mask: torch.Tensor
-                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Attention of query position 0, per head, recomputed from ``attn``'s projections.
+def cls_weights(attn, weights: torch.Tensor, mask: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Position 0's row of the weights an attention module returned (B, h, n_q, n or K).
 
-    x (B, n, d) and mask (B, n) are the inputs the attention module received.
     mha: (weights (B, h, n), None). linformer: (slot weights (B, h, K), token relevance
-    (B, h, n) = slot weights @ F[:, :n], zero at padding).
+    (B, h, n), the module's ``token_relevance``: slot weights @ F[:, :n], zero at padding).
     """
-    scale = 1.0 / math.sqrt(attn.head_dim)
-    q0 = _heads(attn, attn.query(x))[:, :, :1]                            # (B, h, 1, dh)
-    if not hasattr(attn, "proj_k"):                                        # multi-head
-        k = _heads(attn, attn.key(x))                                      # (B, h, n, dh)
-        scores = (q0 @ k.transpose(-1, -2)) * scale                        # (B, h, 1, n)
-        scores = scores.masked_fill(~mask.bool()[:, None, None, :], float("-inf"))
-        return torch.softmax(scores.float(), dim=-1)[:, :, 0], None
-    n = x.shape[1]
-    keep = mask[..., None].to(x.dtype)                                     # (B, n, 1)
-    e = attn.proj_k[:, :n].to(x.dtype)                                     # (K, n)
-    f = e if attn.proj_v is None else attn.proj_v[:, :n].to(x.dtype)       # (K, n)
-    k = _heads(attn, torch.einsum("kn,bni->bki", e, attn.key(x) * keep))   # (B, h, K, dh)
-    slots = torch.softmax(((q0 @ k.transpose(-1, -2)) * scale).float(), dim=-1)[:, :, 0]
-    relevance = torch.einsum("bhk,kn->bhn", slots, f.float()) * keep[..., 0][:, None].float()
-    return slots, relevance
+    first = weights[:, :, :1].float()
+    if not hasattr(attn, "token_relevance"):                               # multi-head
+        return first[:, :, 0], None
+    return first[:, :, 0], attn.token_relevance(first, mask)[:, :, 0]
 
 
 def _is_lttw(model) -> bool:
@@ -99,20 +78,20 @@ def position_labels(tokens: list[str], fusion: str, slot_words: list[str | None]
     return tokens[:1] + slots + tokens[1:]
 
 
-def attention_section(model, captured: list[tuple], tokens: list[str],
-                      factors: dict | None) -> dict:
-    """The ``attention`` part of an explanation, from the last block's captured inputs."""
-    cfg = model.config
-    kind = cfg.attention if _is_lttw(model) else None
-    if kind is None:
-        variant = getattr(model, "variant", type(model).__name__)
+def attention_section(predictor, text: str, factors: dict | None) -> dict:
+    """The ``attention`` part of an explanation: the last block's weights of position 0."""
+    model = predictor.model
+    if not _is_lttw(model):
+        variant = predictor.meta["variant"]
         return {"kind": "unavailable", "note": NOTES["unavailable"].format(variant=variant),
                 "positions": [], "slots": None}
-    if kind == "none" or not captured:
+    cfg = model.config
+    if cfg.attention == "none" or not model.blocks:
         return {"kind": "none", "note": NOTES["none"], "positions": [], "slots": None}
-    x, mask = captured[-1][:2]
+    kind = cfg.attention
+    mask, attentions, tokens = _attentions(predictor, text)
     attn = model.blocks[-1].attn
-    weights, relevance = cls_attention(attn, x, mask)
+    weights, relevance = cls_weights(attn, attentions[-1], mask)
     per_position = (weights if relevance is None else relevance).mean(dim=1)[0]  # (n,)
     labels = position_labels(tokens, cfg.fusion, _slot_words(factors, cfg.factor_slots))
     real = mask[0].bool().tolist()
@@ -134,7 +113,7 @@ def factor_section(predictor, text: str) -> dict | None:
         return None
     factor_label = read_arrays(predictor.folder / FACTORS / FACTORS_FILE)["factor_label"]
     index = {w: i for i, w in enumerate(lookup.vocabulary)}
-    tokens = tokenize(text, lookup.count_settings)
+    tokens = lookup.splitter(text)  # the model's recorded words.splitter rule
     top, bottom = top_bottom_words(tokens, meta["k"], meta["s"], index, lookup.corpus_counts,
                                    meta["ranking"])
     in_text = Counter(t for t in tokens if t in index)
@@ -147,46 +126,39 @@ def factor_section(predictor, text: str) -> dict | None:
                 "factor": row.tolist(),
                 "class_affinity": dict(zip(predictor.classes, affinity.tolist()))}
 
+    fill = slot_fill(lookup.transform([text], meta["k"], meta["s"], meta["ranking"]),
+                     meta["k"], meta["s"])
     return {"k": meta["k"], "s": meta["s"], "ranking": meta["ranking"], "rank": lookup.rank,
-            "words_in_text": len(tokens), "in_vocabulary": len(in_text),
+            "splitter": lookup.splitter.rule, "words": tokens, "words_in_text": len(tokens), "in_vocabulary": len(in_text),
+            "slots_filled": {"top": int(fill.top), "bottom": int(fill.bottom)},
             "factor_label": factor_label.tolist(),
             "top": [entry(w, "top", i) for i, w in enumerate(top)],
             "bottom": [entry(w, "bottom", meta["k"] + i) for i, w in enumerate(bottom)]}
 
 
 @torch.no_grad()
-def _forward(predictor, text: str) -> tuple[np.ndarray, list[tuple], list[str]]:
-    """Probabilities, the inputs of every attention block, and the tokens of one text."""
+def _attentions(predictor, text: str) -> tuple[torch.Tensor, tuple, list[str]]:
+    """The attention mask of the blocks' input (B=1, n), every block's weights, and the
+    tokens of one text (an LTTW model with attention blocks)."""
     from lttw.text.tokens import encode_texts
 
     ids, mask = encode_texts(predictor.tokenizer, [text], predictor.meta["max_len"])
     f = predictor.factors([text])
     device, model = predictor.runtime.device, predictor.model
-    captured: list[tuple] = []
-    hooks = [block.attn.register_forward_pre_hook(lambda _m, args: captured.append(args))
-             for block in (model.blocks if _is_lttw(model) else [])]
-    try:
-        model.eval()
-        logits = model(input_ids=torch.from_numpy(ids).long().to(device),
-                       attention_mask=torch.from_numpy(mask).long().to(device),
-                       factors=None if f is None else torch.from_numpy(f).to(device))
-    finally:
-        for hook in hooks:
-            hook.remove()
+    model.eval()
+    ids_t = torch.from_numpy(ids).long().to(device)
+    mask_t = torch.from_numpy(mask).long().to(device)
+    _, attentions = model(input_ids=ids_t, attention_mask=mask_t, output_attentions=True,
+                          factors=None if f is None else torch.from_numpy(f).to(device))
     tokens = predictor.tokenizer.convert_ids_to_tokens(ids[0].tolist())
-    return torch.softmax(logits.float(), -1)[0].cpu().numpy(), captured, tokens
+    return model.fused_mask(mask_t), attentions, tokens
 
 
 def explain(predictor, text: str) -> dict:
     """Everything ``lttw explain`` shows, as a JSON-able dict."""
     factors = factor_section(predictor, text)
-    if predictor.tokenizer is None:
-        probs = predictor.predict_proba([text])[0]
-        attention = {"kind": "unavailable", "positions": [], "slots": None,
-                     "note": NOTES["unavailable"].format(variant=predictor.meta["variant"])}
-    else:
-        probs, captured, tokens = _forward(predictor, text)
-        attention = attention_section(predictor.model, captured, tokens, factors)
+    probs = predictor.predict_proba([text])[0]
+    attention = attention_section(predictor, text, factors)
     best = int(np.argmax(probs))
     return {"text": text, "model": str(predictor.folder), "variant": predictor.meta["variant"],
             "classes": list(predictor.classes),
@@ -237,6 +209,9 @@ def render(doc: dict, console) -> None:
         for i, row in enumerate(f["factor_label"]):
             matrix.add_row(str(i), *(f"{v:.3f}" for v in row))
         console.print(matrix)
+        if "words" in f:
+            console.print(escape(f"words (words.splitter={f['splitter']}): "
+                                 + " ".join(f["words"])))
         words = Table(title=f"Selected words: top k={f['k']}, bottom s={f['s']} "
                             f"(ranking {f['ranking']}; {f['in_vocabulary']} distinct words in "
                             "the factor vocabulary)", caption=escape("affinity = W[w] @ H"))
@@ -249,6 +224,9 @@ def render(doc: dict, console) -> None:
                           str(e["corpus_count"]), _numbers(e["factor"]),
                           *map(escape, _affinity(e, classes)))
         console.print(words)
+        filled = f["slots_filled"]
+        console.print(f"slots filled: {filled['top']} of k={f['k']} top, {filled['bottom']} of "
+                      f"s={f['s']} bottom (empty slots are zero vectors)")
     att = doc["attention"]
     console.print(att["note"], markup=False)
     if att["positions"]:

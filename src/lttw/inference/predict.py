@@ -4,13 +4,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lttw.models.bundle import META
-from lttw.data.fold_inputs import EVAL_PARTS, FoldInputs, load_tensors
 from lttw.io import read_json
-from lttw.settings import NON_NEURAL_VARIANTS, CountSettings, TrainSettings
+from lttw.models.forward import TEXTS, load_classifier, predict_proba, reads
+from lttw.settings import CountSettings, TrainSettings
+
+if TYPE_CHECKING:  # imported where used: `lttw predict` needs neither pandas nor sklearn
+    from lttw.data.fold_inputs import FoldInputs
 
 
 def model_variant(model_dir: str | Path) -> str:
@@ -19,21 +23,31 @@ def model_variant(model_dir: str | Path) -> str:
 
 def predict_cached_parts(model_dir: str | Path, inputs: FoldInputs, fold: int,
                          train_settings: TrainSettings) -> dict[str, np.ndarray]:
-    """Probabilities (n, p) for the fold's test part and the held-out test / predict samples."""
-    if model_variant(model_dir) in NON_NEURAL_VARIANTS:
-        from lttw.models.tfidf import TfidfLinear
-
-        model = TfidfLinear.load(model_dir)
-        return {part: model.predict_proba(inputs.part_texts(part)) for part in EVAL_PARTS}
+    """Probabilities (n, p) for the fold's test part and the held-out test / predict samples
+    ((0, p) for an empty one), from the texts or the cached tensors, as the model reads."""
+    from lttw.data.fold_inputs import EVAL_PARTS, load_tensors
     from lttw.device import make_runtime
-    from lttw.models.registry import load_model
-    from lttw.training.loop import predict_proba
 
     rt = make_runtime(train_settings)
-    model = load_model(model_dir).to(rt.device)
-    batches = load_tensors(inputs, fold)
-    return {part: predict_proba(model, batches[part], rt, train_settings.eval_batch_size,
+    model = load_classifier(model_dir, rt.device)
+    if reads(model) == TEXTS:
+        parts = {part: inputs.part_texts(part) for part in EVAL_PARTS}
+    else:
+        parts = load_tensors(inputs, fold)
+    return {part: predict_proba(model, parts[part], rt, train_settings.eval_batch_size,
                                 progress=True) for part in EVAL_PARTS}
+
+
+def model_words(folder: Path, meta: dict):
+    """The word-splitting rule a model folder was trained with: lttw.json's ``words``, else
+    (a folder saved before the rule was recorded) the regex rule of its ``counts``."""
+    from lttw.text.words import WordSplitter
+
+    if "words" in meta:
+        return WordSplitter.from_record(meta["words"], str(Path(folder) / META))
+    from lttw.factors.counts import regex_splitter
+
+    return regex_splitter(CountSettings(**meta["counts"]))
 
 
 class Predictor:
@@ -50,31 +64,46 @@ class Predictor:
 
     @classmethod
     def load(cls, folder: str | Path, device: str = "cpu") -> "Predictor":
-        from lttw.models.bundle import FACTORS, LABELS, TOKENIZER
+        """The model folder, checked as it loads: a damaged file raises a UserError naming it
+        and what is wrong (code shipped in a folder, ``auto_map``, is refused, never run)."""
+        from safetensors import SafetensorError
+
         from lttw.errors import UserError
+        from lttw.stage import one_line
 
         folder = Path(folder)
         if not (folder / META).is_file():
             raise UserError(f"{folder}: not a trained model folder (no {META}); run `dvc repro` "
                             "or pass --model DIR")
-        meta = read_json(folder / META)
-        classes = read_json(folder / LABELS)["classes"]
-        if meta["variant"] in NON_NEURAL_VARIANTS:
-            from lttw.models.tfidf import TfidfLinear
+        try:
+            return cls._load_checked(folder, device)
+        except UserError:
+            raise
+        except (ValueError, KeyError, TypeError, RuntimeError, SafetensorError) as err:
+            raise UserError(f"{folder}: a damaged model folder ({one_line(err)})") from None
 
-            return cls(folder, meta, classes, TfidfLinear.load(folder))
+    @classmethod
+    def _load_checked(cls, folder: Path, device: str) -> "Predictor":
+        from lttw.models.bundle import FACTORS, TOKENIZER, check_tokenizer_folder, read_model_meta
+
+        meta, classes = read_model_meta(folder)
+        if (folder / TOKENIZER).is_dir():
+            check_tokenizer_folder(folder)  # before the weights: fail fast, no remote code
+        model = load_classifier(folder)
+        if reads(model) == TEXTS:
+            return cls(folder, meta, classes, model)
         from lttw.device import make_runtime
-        from lttw.text.encoder import load_tokenizer
-        from lttw.factors.features import FactorLookup
-        from lttw.models.registry import load_model
+        from lttw.text.encoder import load_saved_tokenizer
 
-        runtime = make_runtime(TrainSettings(device=device, bf16=False))
         lookup = None
-        if meta.get("with_factors"):
+        if meta.get("with_factors"):  # imported here: scikit-learn only where it is needed
+            from lttw.factors.features import FactorLookup
+
             lookup = FactorLookup.load(folder / FACTORS, folder / FACTORS,
-                                       CountSettings(**meta["counts"]))
-        return cls(folder, meta, classes, load_model(folder).to(runtime.device),
-                   load_tokenizer(folder / TOKENIZER), lookup, runtime)
+                                       model_words(folder, meta))
+        runtime = make_runtime(TrainSettings(device=device, bf16=False))
+        return cls(folder, meta, classes, model.to(runtime.device),
+                   load_saved_tokenizer(folder / TOKENIZER), lookup, runtime)
 
     def factors(self, texts: list[str]) -> np.ndarray | None:
         if self.lookup is None:
@@ -83,17 +112,15 @@ class Predictor:
 
     def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         """(len(texts), n_labels) float32 class probabilities."""
-        if self.tokenizer is None:
-            return self.model.predict_proba(list(texts)).astype(np.float32)
-        import torch
+        return predict_proba(self.model, self.model_inputs(list(texts)), self.runtime,
+                             batch_size).astype(np.float32)
 
+    def model_inputs(self, texts: list[str]):
+        """What the model reads: the texts themselves, or their tokens and factor rows."""
+        if reads(self.model) == TEXTS:
+            return texts
         from lttw.text.tokens import encode_texts
         from lttw.data.batching import Batchable
-        from lttw.training.loop import predict_proba
 
         ids, mask = encode_texts(self.tokenizer, list(texts), self.meta["max_len"])
-        f = self.factors(list(texts))
-        data = Batchable(torch.from_numpy(ids), torch.from_numpy(mask),
-                         None if f is None else torch.from_numpy(f),
-                         torch.zeros(len(texts), dtype=torch.long))
-        return predict_proba(self.model, data, self.runtime, batch_size)
+        return Batchable.unlabelled(ids, mask, self.factors(list(texts)))

@@ -6,6 +6,12 @@ by h: queries, keys and values use an inner width h * dh >= d and an output proj
 back to d. Every attention product goes through ``F.scaled_dot_product_attention``.
 
 ``attention_mask`` is (B, n) with 1 for real tokens and 0 for padding.
+
+Every module takes ``first_only`` (queries, output projection and feed-forward at position 0
+alone, keys and values still from all positions: exact for position 0, what the classifier
+reads after the last block) and ``output_attentions`` (also return the softmax weights, as
+Hugging Face's ``output_attentions``: (B, h, n_q, n) for ``mha``, (B, h, n_q, K) for
+``linformer``; computed explicitly only then, the fused SDPA kernel stays the default).
 """
 
 from __future__ import annotations
@@ -41,19 +47,31 @@ class _SelfAttention(nn.Module):
         b, _, n, _ = x.shape
         return self.out(x.transpose(1, 2).reshape(b, n, self.heads * self.head_dim))
 
-    def _attend(self, q, k, v, attn_mask=None) -> torch.Tensor:
+    def _attend(self, q, k, v, attn_mask=None, output_attentions: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(output (B, h, n_q, dh), weights (B, h, n_q, n_k) or None). ``attn_mask`` is
+        boolean, True = attend."""
         p = self.dropout if self.training else 0.0
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)
+        if not output_attentions:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p), None
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        if attn_mask is not None:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+        return F.dropout(weights, p) @ v, weights
 
 
 class MultiHeadSelfAttention(_SelfAttention):
     """Standard multi-head self-attention (eq. 9): O(n^2) scores, key padding masked."""
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        # x (B, n, d), attention_mask (B, n)
-        q, k, v = (self._split(proj(x)) for proj in (self.query, self.key, self.value))
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor, first_only: bool = False,
+                output_attentions: bool = False):
+        # x (B, n, d), attention_mask (B, n) -> (B, n_q, d) [, weights (B, h, n_q, n)]
+        q = self._split(self.query(x[:, :1] if first_only else x))  # (B, h, n_q, dh)
+        k, v = self._split(self.key(x)), self._split(self.value(x))  # (B, h, n, dh)
         keep = attention_mask[:, None, None, :].bool()            # (B, 1, 1, n) True = attend
-        return self._merge(self._attend(q, k, v, attn_mask=keep))  # scores (B, h, n, n)
+        out, weights = self._attend(q, k, v, keep, output_attentions)  # scores (B, h, n_q, n)
+        return (self._merge(out), weights) if output_attentions else self._merge(out)
 
 
 class LinformerSelfAttention(_SelfAttention):
@@ -75,8 +93,9 @@ class LinformerSelfAttention(_SelfAttention):
             if p is not None:
                 nn.init.xavier_uniform_(p, gain=2 ** -0.5)  # as fairseq's Linformer
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        # x (B, n, d), attention_mask (B, n)
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor, first_only: bool = False,
+                output_attentions: bool = False):
+        # x (B, n, d), attention_mask (B, n) -> (B, n_q, d) [, weights (B, h, n_q, K)]
         n = x.shape[1]
         if n > self.max_seq:
             raise ValueError(f"sequence of {n} positions exceeds the Linformer projection's "
@@ -86,9 +105,20 @@ class LinformerSelfAttention(_SelfAttention):
         f = e if self.proj_v is None else self.proj_v[:, :n]                  # (K, n)
         k = torch.einsum("kn,bni->bki", e.to(x.dtype), self.key(x) * keep)    # (B, K, h*dh)
         v = torch.einsum("kn,bni->bki", f.to(x.dtype), self.value(x) * keep)  # (B, K, h*dh)
-        q = self._split(self.query(x))                                        # (B, h, n, dh)
-        out = self._attend(q, self._split(k), self._split(v))                 # scores (B, h, n, K)
-        return self._merge(out)                                               # (B, n, d)
+        q = self._split(self.query(x[:, :1] if first_only else x))            # (B, h, n_q, dh)
+        out, weights = self._attend(q, self._split(k), self._split(v),
+                                    output_attentions=output_attentions)     # (B, h, n_q, K)
+        return (self._merge(out), weights) if output_attentions else self._merge(out)
+
+    def token_relevance(self, weights: torch.Tensor, attention_mask: torch.Tensor
+                        ) -> torch.Tensor:
+        """Slot weights (B, h, n_q, K) -> each token's coefficient (B, h, n_q, n) in the
+        attention output: weights @ F[:, :n] (the value projection), zero at padding. Exact
+        (the output is sum over tokens of coefficient * value), but signed and not normalised."""
+        n = attention_mask.shape[1]
+        f = self.proj_k if self.proj_v is None else self.proj_v
+        relevance = weights.float() @ f[:, :n].float()
+        return relevance * attention_mask[:, None, None, :].float()
 
 
 class AttentionBlock(nn.Module):
@@ -113,10 +143,20 @@ class AttentionBlock(nn.Module):
                                  nn.Dropout(dropout), nn.Linear(ffn_mult * d_model, d_model))
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        # x (B, n, d), attention_mask (B, n) -> (B, n, d)
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor, first_only: bool = False,
+                output_attentions: bool = False):
+        """x (B, n, d), attention_mask (B, n) -> (B, n, d), or (B, 1, d) with ``first_only``
+        (position 0 alone: its result is exact); with ``output_attentions`` also the weights
+        (see the module docstring)."""
+        h = self.norm1(x) if self.norm_first else x
+        attended = self.attn(h, attention_mask, first_only, output_attentions)
+        attended, weights = attended if output_attentions else (attended, None)
+        if first_only:
+            x = x[:, :1]
         if self.norm_first:
-            x = x + self.drop(self.attn(self.norm1(x), attention_mask))
-            return x + self.drop(self.ffn(self.norm2(x)))
-        x = self.norm1(x + self.drop(self.attn(x, attention_mask)))
-        return self.norm2(x + self.drop(self.ffn(x)))
+            x = x + self.drop(attended)
+            x = x + self.drop(self.ffn(self.norm2(x)))
+        else:
+            x = self.norm1(x + self.drop(attended))
+            x = self.norm2(x + self.drop(self.ffn(x)))
+        return (x, weights) if output_attentions else x

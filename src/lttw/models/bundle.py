@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Sequence
 
-from lttw import layout
-from lttw.io import write_json
+from lttw.errors import UserError
+from lttw.io import read_json, write_json
 
 LABELS = "labels.json"
 META = "lttw.json"
@@ -24,19 +25,73 @@ TOKENIZER = "tokenizer"
 
 
 def write_model_folder(folder: Path, classes: list[str], settings, fold: int,
-                       tokenizer_dir: Path | None = None, with_factors: bool = False) -> None:
-    """Add everything but the weights to a model folder being written."""
+                       tokenizer_dir: Path | None = None, factor_dirs: Sequence[Path] = (),
+                       words=None) -> None:
+    """Add everything but the weights to a model folder being written: labels, what
+    prediction needs, the tokenizer, and the files of ``factor_dirs`` (the fold's counts and
+    NMF folders, where latent factors are fused). ``words``: the word-splitting rule the
+    model was trained with (a ``WordSplitter``), recorded in lttw.json as ``words``."""
+    with_factors = bool(factor_dirs)
     folder = Path(folder)
     write_json(folder / LABELS, {"classes": classes})
     m = settings.model
     write_json(folder / META, {
         "variant": m.variant, "max_len": m.max_len, "k": m.k, "s": m.s, "ranking": m.ranking,
         "counts": settings.counts.model_dump(), "fold": fold, "seed": settings.seed,
-        "encoder": m.encoder, "with_factors": with_factors})
+        "encoder": m.encoder, "with_factors": with_factors,
+        **({"words": words.record()} if words is not None else {})})
     if tokenizer_dir is not None:
         shutil.copytree(tokenizer_dir, folder / TOKENIZER)
     if with_factors:
         (folder / FACTORS).mkdir()
-        for src in (layout.counts_dir(fold), layout.nmf_dir(fold)):
+        for src in factor_dirs:
             for f in sorted(Path(src).iterdir()):
                 shutil.copy2(f, folder / FACTORS / f.name)
+
+
+#: lttw.json keys prediction reads: always, for a tokenised (neural) model, with factors
+_META_KEYS = {"variant": str}
+_TOKEN_KEYS = {"max_len": int}
+_FACTOR_KEYS = {"k": int, "s": int, "ranking": str, "counts": dict}
+
+
+def _require(path: Path, doc, keys: dict[str, type]) -> None:
+    for key, kind in keys.items():
+        if not isinstance(doc.get(key), kind) or (kind is int and isinstance(doc[key], bool)):
+            raise UserError(f"{path}: {key!r} is missing or not a{'n' if kind is int else ''} "
+                            f"{kind.__name__}; the file is damaged (re-export the model)")
+
+
+def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
+    """``lttw.json`` and the class names of ``labels.json``, checked: a damaged or incomplete
+    file raises a UserError naming it and what is wrong (``max_len`` is needed where the
+    model reads encoder tokens, i.e. where the folder has a ``tokenizer/``)."""
+    folder = Path(folder)
+    tokenised = (folder / TOKENIZER).is_dir()
+    meta_path, labels_path = folder / META, folder / LABELS
+    meta = read_json(meta_path)
+    if not isinstance(meta, dict):
+        raise UserError(f"{meta_path}: not a JSON object; the file is damaged")
+    _require(meta_path, meta, {**_META_KEYS, **(_TOKEN_KEYS if tokenised else {}),
+                               **(_FACTOR_KEYS if meta.get("with_factors") else {})})
+    if not labels_path.is_file():
+        raise FileNotFoundError(2, "no class names here", str(labels_path))
+    labels = read_json(labels_path)
+    classes = labels.get("classes") if isinstance(labels, dict) else None
+    if not (isinstance(classes, list) and len(classes) >= 2
+            and all(isinstance(c, str) for c in classes) and len(set(classes)) == len(classes)):
+        raise UserError(f"{labels_path}: needs {{\"classes\": [...]}} with two or more "
+                        "distinct class names; the file is damaged")
+    return meta, classes
+
+
+def check_tokenizer_folder(folder: str | Path) -> None:
+    """Every JSON file of a model folder's ``tokenizer/`` parses, and none asks to run code
+    (``auto_map``); errors name the file."""
+    from lttw.models.registry import refuse_remote_code
+
+    tokenizer = Path(folder) / TOKENIZER
+    if not tokenizer.is_dir():
+        raise FileNotFoundError(2, "no tokenizer folder here", str(tokenizer))
+    for path in sorted(tokenizer.glob("*.json")):
+        refuse_remote_code(path, read_json(path))

@@ -24,6 +24,7 @@ from lttw.models.attention import AttentionBlock
 from lttw.text.encoder import (check_max_len, encoder_config_dict, encoder_from_config,
                        load_pretrained_encoder, resolve_encoder)
 from lttw.errors import UserError
+from lttw.settings import ATTENTIONS, FUSIONS
 from lttw.models.registry import Classifier, register
 
 
@@ -46,10 +47,11 @@ class LTTWConfig:
 
 
 def _check(config: LTTWConfig) -> None:
-    if config.fusion not in ("concat", "sequence", "none"):
-        raise UserError(f"model.fusion must be concat, sequence or none (got {config.fusion!r})")
-    if config.attention not in ("linformer", "mha", "none"):
-        raise UserError(f"model.attention must be linformer, mha or none "
+    if config.fusion not in FUSIONS:
+        raise UserError(f"model.fusion must be one of {', '.join(FUSIONS)} "
+                        f"(got {config.fusion!r})")
+    if config.attention not in ATTENTIONS:
+        raise UserError(f"model.attention must be one of {', '.join(ATTENTIONS)} "
                         f"(got {config.attention!r})")
     if config.fusion != "none" and config.factor_slots * config.rank == 0:
         raise UserError(f"model.fusion: {config.fusion} needs latent factors: model.k + model.s "
@@ -129,21 +131,39 @@ class LTTWClassifier(Classifier):
             flat = factors.reshape(b, 1, -1).expand(b, n, -1)              # (B, n, (k+s)*z)
             return torch.cat([hidden, flat], dim=-1), attention_mask       # (B, n, d+(k+s)*z)
         tokens = self.factor_proj(factors)                                 # (B, k+s, d)
-        ones = attention_mask.new_ones(b, cfg.factor_slots)
         fused = torch.cat([hidden[:, :1], tokens.to(hidden.dtype), hidden[:, 1:]], dim=1)
-        mask = torch.cat([attention_mask[:, :1], ones, attention_mask[:, 1:]], dim=1)
-        return fused, mask                                                 # (B, n+k+s, d)
+        return fused, self.fused_mask(attention_mask)                      # (B, n+k+s, d)
+
+    def fused_mask(self, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The attention blocks' mask for the tokens' mask (B, n): with ``sequence`` fusion
+        the k+s factor positions after [CLS] are real, (B, n+k+s); otherwise unchanged."""
+        if self.config.fusion != "sequence":
+            return attention_mask
+        ones = attention_mask.new_ones(attention_mask.shape[0], self.config.factor_slots)
+        return torch.cat([attention_mask[:, :1], ones, attention_mask[:, 1:]], dim=1)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                factors: torch.Tensor | None = None) -> torch.Tensor:
-        # input_ids, attention_mask (B, n); factors (B, k+s, z) or None -> logits (B, p)
+                factors: torch.Tensor | None = None, output_attentions: bool = False):
+        """input_ids, attention_mask (B, n); factors (B, k+s, z) or None -> logits (B, p).
+
+        The classifier reads position 0 only, so the last block runs its queries, output
+        projection and feed-forward at position 0 alone (keys and values from every position):
+        exact, and about depth times cheaper in those layers. ``output_attentions=True``
+        returns ``(logits, attentions)`` instead, a tuple with every block's weights
+        ((B, h, n, n) for mha, (B, h, n, K) for linformer; all positions, the full blocks)."""
         if input_ids.shape[1] > self.config.max_len:
             raise ValueError(f"input of {input_ids.shape[1]} tokens exceeds max_len="
                              f"{self.config.max_len}")
         hidden = self.encoder(input_ids=input_ids,
                               attention_mask=attention_mask).last_hidden_state  # (B, n, d)
         x, mask = self.fuse(hidden, attention_mask, factors)
-        for block in self.blocks:
-            x = block(x, mask)
+        attentions = []
+        for i, block in enumerate(self.blocks):
+            if output_attentions:
+                x, weights = block(x, mask, output_attentions=True)
+                attentions.append(weights)
+            else:
+                x = block(x, mask, first_only=i == len(self.blocks) - 1)
         y = self.final_norm(x[:, 0])                                        # Y: [CLS] (B, width)
-        return self.classifier(self.dropout(y))
+        logits = self.classifier(self.dropout(y))
+        return (logits, tuple(attentions)) if output_attentions else logits

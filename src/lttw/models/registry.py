@@ -9,19 +9,22 @@ its ``model.variant`` name. Every classifier takes the same batch:
 
 and returns logits (batch, n_labels). A model folder holds ``config.json`` (variant + config)
 and ``model.safetensors``; loading needs neither the hub nor pickle.
+
+Each variant module of ``lttw.models`` registers itself, and the package imports them all
+(``lttw/models/__init__.py``), so any import from ``lttw.models`` completes the registry.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
-from lttw.io import atomic_path, sort_safetensors_metadata, write_json
+from lttw.errors import UserError
+from lttw.io import atomic_path, read_json, sort_safetensors_metadata, write_json
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -91,11 +94,31 @@ def save_model(model: Classifier, folder: str | Path) -> None:
                                       "config": config_to_dict(model.config)})
 
 
+def refuse_remote_code(path: str | Path, document: Any) -> None:
+    """Raise a UserError naming ``path`` when its JSON ``document`` holds an ``auto_map``
+    (code shipped with a model, which transformers would import): never run here."""
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "auto_map" in node:
+                raise UserError(f"{path}: asks to run code shipped with the model (auto_map); "
+                                "lttw never runs such code: remove the auto_map entry")
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
 def read_model_config(folder: str | Path) -> tuple[str, dict]:
+    """``(variant, config)`` from ``config.json``; a damaged file raises a UserError naming it."""
     path = Path(folder) / CONFIG_NAME
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no model config here (is {folder} a model folder?)")
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = read_json(path)
+    if not (isinstance(raw, dict) and isinstance(raw.get("variant"), str)
+            and isinstance(raw.get("config"), dict)):
+        raise UserError(f"{path}: not a model config (needs 'variant' and a 'config' object)")
+    refuse_remote_code(path, raw)
     return raw["variant"], raw["config"]
 
 
@@ -103,14 +126,33 @@ def load_model(folder: str | Path, map_location: str | torch.device = "cpu") -> 
     """Rebuild the model from its config alone (no hub access) and load its weights."""
     from safetensors.torch import load_model as load_weights
 
-    from lttw import models  # noqa: F401  (registers every variant)
+    from safetensors import SafetensorError
 
     variant, cfg = read_model_config(folder)
+    config_path, weights = Path(folder) / CONFIG_NAME, Path(folder) / WEIGHTS_NAME
     if variant not in MODEL_REGISTRY:
-        raise ValueError(f"{folder}: unknown model variant {variant!r}; "
-                         f"known: {', '.join(sorted(MODEL_REGISTRY))}")
+        raise UserError(f"{config_path}: unknown model variant {variant!r}; "
+                        f"known: {', '.join(sorted(MODEL_REGISTRY))}")
     cls = MODEL_REGISTRY[variant]
-    model = cls(cls.config_class(**cfg))
-    load_weights(model, str(Path(folder) / WEIGHTS_NAME), device=str(map_location))
+    try:
+        model = cls(cls.config_class(**cfg))
+    except (TypeError, ValueError, KeyError) as err:
+        raise UserError(f"{config_path}: not a valid {variant} config ({_first_line(err)})"
+                        ) from None
+    if not weights.is_file():
+        raise FileNotFoundError(2, "no model weights here", str(weights))
+    try:
+        load_weights(model, str(weights), device=str(map_location))
+    except SafetensorError as err:
+        raise UserError(f"{weights}: not a readable safetensors file, truncated or damaged "
+                        f"({_first_line(err)})") from None
+    except RuntimeError as err:  # missing / unexpected tensors, wrong shapes
+        raise UserError(f"{weights}: the weights do not fit {config_path} "
+                        f"({_first_line(err)})") from None
     model.eval()
     return model
+
+
+def _first_line(err: BaseException) -> str:
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    return " ".join(lines[:2])[:300] if lines else type(err).__name__

@@ -21,6 +21,7 @@ import numpy as np
 
 from lttw.errors import UserError
 from lttw.io import read_arrays, read_json, write_arrays, write_json
+from lttw.text.words import WordSplitter
 
 VARIANT = "tfidf_linear"
 CONFIG_NAME = "config.json"
@@ -38,19 +39,38 @@ class VectorizerSettings:
     min_df: int = 1
     max_features: int | None = 200_000
     sublinear_tf: bool = True
+    # the pipeline's words.splitter rule (with lowercase and token_pattern above); None: plain
+    # scikit-learn token_pattern splitting (folders saved before the rule was recorded)
+    splitter: str | None = None
+
+    @classmethod
+    def for_words(cls, words: WordSplitter) -> "VectorizerSettings":
+        """The pipeline's recorded word-splitting rule, with word 1..ngram_max-grams."""
+        return cls(lowercase=words.lowercase, token_pattern=words.token_pattern,
+                   splitter=words.rule)
+
+    def words(self) -> WordSplitter | None:
+        if self.splitter is None:
+            return None
+        return WordSplitter(self.splitter, self.token_pattern, self.lowercase)
 
     def vectorizer(self, vocabulary: list[str] | None = None):
         from sklearn.feature_extraction.text import TfidfVectorizer
 
-        return TfidfVectorizer(lowercase=self.lowercase, token_pattern=self.token_pattern,
-                               ngram_range=(1, self.ngram_max), min_df=self.min_df,
+        words = self.words()
+        split = {"lowercase": self.lowercase, "token_pattern": self.token_pattern} \
+            if words is None else words.vectorizer_params()
+        return TfidfVectorizer(**split, ngram_range=(1, self.ngram_max), min_df=self.min_df,
                                max_features=None if vocabulary else self.max_features,
                                sublinear_tf=self.sublinear_tf, vocabulary=vocabulary,
                                dtype=np.float64)
 
 
 class TfidfLinear:
-    """A fitted TF-IDF + linear model, held as plain arrays."""
+    """A fitted TF-IDF + linear model, held as plain arrays. It reads raw texts
+    (``forward.reads``): the same interface as the torch classifiers otherwise."""
+
+    reads = "texts"
 
     def __init__(self, n_labels: int, linear_model: str, settings: VectorizerSettings,
                  vocabulary: list[str], idf: np.ndarray, coef: np.ndarray,
@@ -111,12 +131,15 @@ class TfidfLinear:
 
 def fit_tfidf_linear(texts: Sequence[str], labels: Sequence[int], n_labels: int,
                      linear_model: str = "logistic", random_state: int = 0,
-                     settings: VectorizerSettings | None = None) -> TfidfLinear:
-    """Fit the vectoriser and the linear model on the training texts (ints in 0..n_labels-1)."""
+                     settings: VectorizerSettings | None = None,
+                     words: WordSplitter | None = None) -> TfidfLinear:
+    """Fit the vectoriser and the linear model on the training texts (ints in 0..n_labels-1),
+    texts split by ``words`` (the pipeline's recorded rule) unless ``settings`` says how."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.svm import LinearSVC
 
-    settings = settings or VectorizerSettings()
+    settings = settings or (VectorizerSettings.for_words(words) if words is not None
+                            else VectorizerSettings())
     y = np.asarray(labels, dtype=np.int64)
     classes = np.unique(y)
     if len(classes) < 2:

@@ -16,12 +16,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 from pathlib import Path
 from typing import Any, Iterator
-from urllib.parse import urlparse
 
 from lttw.errors import UserError
+from lttw.hub import offline_reason
 
 DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_ENCODER, "all-MiniLM-L6-v2"}
@@ -61,25 +60,6 @@ def _load_error(name: str, reason: str, where: str = "offline") -> UserError:
                      f"{where} ({reason}); {_hint(name)}")
 
 
-def _env_true(var: str) -> bool:
-    return os.environ.get(var, "").upper() in {"1", "ON", "YES", "TRUE"}
-
-
-def _hub_reachable(timeout: float = 3.0) -> bool:
-    """One quick TCP connect to the hub endpoint (skipped, i.e. True, behind a proxy)."""
-    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
-        return True
-    from huggingface_hub import constants
-
-    url = urlparse(constants.ENDPOINT)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 @contextlib.contextmanager
 def _quiet_transformers() -> Iterator[None]:
     """Silence transformers' load report and progress bar for one load (restored after)."""
@@ -117,10 +97,9 @@ def _load(name: str, loader, **kwargs):
         return loader(name, trust_remote_code=False, local_files_only=True, **kwargs)
     except (OSError, ValueError):
         pass
-    if constants.HF_HUB_OFFLINE or _env_true("HF_HUB_OFFLINE") or _env_true("TRANSFORMERS_OFFLINE"):
-        raise _load_error(name, "HF_HUB_OFFLINE is set and it is not in the hub cache") from None
-    if not _hub_reachable():
-        raise _load_error(name, f"{constants.ENDPOINT} is unreachable") from None
+    reason = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else offline_reason()
+    if reason is not None:
+        raise _load_error(name, f"{reason} and it is not in the hub cache") from None
     try:
         return loader(name, trust_remote_code=False, **kwargs)
     except (OSError, ValueError) as err:
@@ -133,6 +112,40 @@ def load_tokenizer(path_or_name: str | os.PathLike):
 
     with _quiet_transformers():
         return _load(path_or_name, AutoTokenizer.from_pretrained)
+
+
+#: tokenizer init kwargs that record how it was loaded (environment, machine), not what it is
+_LOAD_KWARGS = {"local_files_only", "is_local", "trust_remote_code", "cache_dir", "token",
+                "force_download", "proxies", "revision", "subfolder", "_commit_hash",
+                "_from_auto", "use_auth_token"}
+
+
+def save_tokenizer(tokenizer, folder: str | os.PathLike) -> None:
+    """``save_pretrained`` without the load-time arguments transformers records in
+    ``tokenizer_config.json`` (e.g. ``local_files_only``, True under ``HF_HUB_OFFLINE``), so
+    the files, and their DVC hashes, are the same on every machine and environment."""
+    kept = tokenizer.init_kwargs
+    tokenizer.init_kwargs = {k: v for k, v in kept.items() if k not in _LOAD_KWARGS}
+    try:
+        tokenizer.save_pretrained(str(folder))
+    finally:
+        tokenizer.init_kwargs = kept
+
+
+def load_saved_tokenizer(folder: str | os.PathLike):
+    """A tokenizer saved in a model folder: local files only, no remote code; a damaged one
+    raises a UserError naming the folder."""
+    from transformers import AutoTokenizer
+
+    if not Path(folder).is_dir():
+        raise FileNotFoundError(2, "no tokenizer folder here", str(folder))
+    try:
+        with _quiet_transformers():
+            return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False,
+                                                 local_files_only=True)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        reason = f"no {err}" if isinstance(err, KeyError) else _first_line(err)
+        raise UserError(f"{folder}: not a readable tokenizer ({reason})") from None
 
 
 def _model_class(config):

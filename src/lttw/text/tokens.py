@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
+
+from lttw.progress import progress as progress_bar
 
 
 def encode_texts(tokenizer, texts: Sequence[str], max_len: int, batch_size: int = 2048,
@@ -20,8 +21,8 @@ def encode_texts(tokenizer, texts: Sequence[str], max_len: int, batch_size: int 
     mask = np.zeros((n, max_len), dtype=np.int8)
     pad_id = tokenizer.pad_token_id or 0
     ids.fill(pad_id)
-    for start in tqdm(range(0, n, batch_size), desc="tokenise", unit="batch",
-                      disable=not progress or n <= batch_size):
+    for start in progress_bar(range(0, n, batch_size), desc="tokenise", unit="batch",
+                              disable=not progress or n <= batch_size):
         chunk = list(texts[start:start + batch_size])
         enc = tokenizer(chunk, max_length=max_len, truncation=True, padding="max_length",
                         return_attention_mask=True)

@@ -57,6 +57,12 @@ def _restore_optimizer(optimizer, tensors: dict, meta: dict) -> None:
     optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
 
 
+def can_resume(folder: str | Path, fingerprint: str) -> bool:
+    """``folder`` holds a resumable checkpoint of the run ``fingerprint``."""
+    meta = read_checkpoint_state(folder)
+    return meta is not None and meta.get("fingerprint") == fingerprint
+
+
 def read_checkpoint_state(folder: str | Path) -> dict | None:
     """The state stored with the last checkpoint in ``folder`` (fingerprint, loop position,
     optimiser and scheduler state), or None when there is none."""
@@ -80,15 +86,14 @@ class Checkpointer:
         return self.enabled and time.monotonic() - self._last >= self.every_s
 
     def restore(self, model: nn.Module, optimizer, scheduler) -> dict:
-        """Load the last checkpoint of this run if there is one; return the loop state."""
-        fresh = {"epoch": 0, "step_in_epoch": 0, "step": 0, "epoch_times": [],
-                 "best": {"f1": -1.0, "epoch": -1}}
+        """Load the last checkpoint of this run if there is one; return the loop state it
+        was saved with (the keyword arguments of ``save``; {} when there is none)."""
         meta = read_checkpoint_state(self.folder)
         if meta is None:
-            return fresh
+            return {}
         if meta.get("fingerprint") != self.fingerprint:
             log.info("ignoring checkpoint of another run in %s", self.folder)
-            return fresh
+            return {}
         tensors = load_file(str(self.folder / TENSORS))
         model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
         _restore_optimizer(optimizer, tensors, meta["optimizer"])

@@ -3,6 +3,11 @@ resumable checkpoints, dvclive logging, and optional DistributedDataParallel.
 
 The loop is the same on 1 CPU process, 1 GPU or N processes under ``torchrun``: the global
 batch is ``batch_size`` and each of the N ranks takes its 1/N share of every batch.
+
+Its steps: ``_set_up`` (optimiser, schedule over the planned steps, checkpoint restore),
+``_run_epoch`` (the optimiser steps of one epoch), ``_end_epoch`` (validation, best weights,
+checkpoint, early stop). The budget adapts to the data (``plan_epochs``): at least
+``train.epochs`` epochs and ``train.min_steps`` optimiser steps, at most ``train.max_epochs``.
 """
 
 from __future__ import annotations
@@ -10,21 +15,22 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.profiler import record_function
-from tqdm.auto import tqdm
 
 from lttw.data.batching import Batchable, epoch_order
-from lttw.training.checkpoint import Checkpointer
 from lttw.device import Runtime
 from lttw.evaluation.metrics import classification_metrics
+from lttw.progress import progress
+from lttw.models.forward import predict_proba
 from lttw.settings import TrainSettings
+from lttw.training.checkpoint import Checkpointer
+from lttw.training.live import log_epoch, log_steps, trim_history
 
 log = logging.getLogger("lttw.train")
 
@@ -37,30 +43,27 @@ class TrainResult:
     steps: int
     epoch_times_s: list[float]
     samples_per_s: float
+    epochs_planned: int = 0
+    history: list[dict] = field(default_factory=list)  # one row per epoch (see _end_epoch)
+
+    @property
+    def val_f1_still_rising(self) -> bool:
+        """Validation F1 improved at the last epoch run (on at least two epochs): more
+        epochs would likely have helped."""
+        f1 = [row["val_f1_macro"] for row in self.history]
+        return len(f1) >= 2 and f1[-1] > max(f1[:-1])
+
+    @property
+    def resumed_epochs(self) -> list[int]:
+        return [row["epoch"] for row in self.history if row.get("resumed")]
 
 
-@torch.no_grad()
-def predict_proba(model: nn.Module, data: Batchable, rt: Runtime, batch_size: int,
-                  progress: bool = False) -> np.ndarray:
-    """Class probabilities (n, p) float32 for every row of ``data``, in its row order.
-
-    Rows are batched shortest first, so each batch is trimmed to nearly its rows' own length;
-    a row's probabilities do not depend on the rows batched with it.
-    """
-    model.eval()
-    order = torch.argsort(data.lengths, stable=True)
-    out = []
-    for start in tqdm(range(0, len(data), batch_size), desc="predict", unit="batch",
-                      disable=not progress, leave=False):
-        inputs, _ = data.batch(order[start:start + batch_size], rt)
-        with rt.autocast():
-            logits = model(**inputs)
-        out.append(torch.softmax(logits.float(), dim=-1).cpu())
-    if not out:
-        return np.zeros((0, 0), np.float32)
-    probs = torch.empty(len(data), out[0].shape[1])
-    probs[order] = torch.cat(out)
-    return probs.numpy()
+def plan_epochs(n_train: int, cfg: TrainSettings) -> int:
+    """Epochs to plan for ``n_train`` rows: ``train.epochs``, or more where that is fewer than
+    ``train.min_steps`` optimiser steps, but at most ``train.max_epochs`` for that reason
+    (``train.epochs`` itself is always honoured)."""
+    steps_per_epoch = max(1, math.ceil(n_train / cfg.batch_size))
+    return max(cfg.epochs, min(math.ceil(cfg.min_steps / steps_per_epoch), cfg.max_epochs))
 
 
 def _optimizer(model: nn.Module, cfg: TrainSettings, rt: Runtime) -> torch.optim.Optimizer:
@@ -87,6 +90,65 @@ def _schedule(optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.La
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+@dataclass
+class _Session:
+    """Everything the epochs share: the model (and its DDP / compiled wrapper), optimiser,
+    schedule, checkpointer, the plan and the loop state (what a checkpoint stores)."""
+
+    model: nn.Module
+    step_model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    ckpt: Checkpointer
+    state: dict
+    cfg: TrainSettings
+    rt: Runtime
+    seed: int
+    steps_per_epoch: int
+    epochs: int
+    total: int
+    live: object = None
+
+    def save(self) -> None:
+        self.ckpt.save(self.model, self.optimizer, self.scheduler, **self.state)
+
+
+def _fresh_state() -> dict:
+    return {"epoch": 0, "step_in_epoch": 0, "step": 0, "history": [],
+            "best": {"f1": -1.0, "epoch": -1},
+            # the running training loss since the last logged value, and the time and rows
+            # of the current epoch so far: a resumed run continues all three
+            "loss_sum": 0.0, "loss_count": 0, "epoch_elapsed_s": 0.0, "epoch_seen": 0}
+
+
+def _set_up(model, train: Batchable, cfg: TrainSettings, seed: int, rt: Runtime,
+            checkpoint_dir, fingerprint: str, checkpoint_every_s, live) -> _Session:
+    torch.manual_seed(seed)
+    model.to(rt.device)
+    step_model = rt.wrap(model)
+    optimizer = _optimizer(step_model, cfg, rt)
+    if cfg.compile:  # the step runs compiled; checkpoints and the result use ``model`` itself
+        step_model = torch.compile(step_model)
+    steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
+    epochs = plan_epochs(len(train), cfg)
+    total = steps_per_epoch * epochs
+    if cfg.max_steps:
+        total = min(total, cfg.max_steps)
+    scheduler = _schedule(optimizer, int(cfg.warmup_ratio * total), total)
+    every = {} if checkpoint_every_s is None else {"every_s": checkpoint_every_s}
+    ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main, **every)
+    state = {**_fresh_state(), **ckpt.restore(model, optimizer, scheduler)}
+    if state["step_in_epoch"]:  # this epoch's own time and rows continue from the checkpoint
+        state["resumed_epoch"] = state["epoch"]
+    log.info("training plan: %d epochs of %d steps (%d steps; train.epochs %d, min_steps %d, "
+             "max_epochs %d)", epochs, steps_per_epoch, total, cfg.epochs, cfg.min_steps,
+             cfg.max_epochs)
+    if live is not None:
+        trim_history(live, state["step"], state["history"])  # nothing after the checkpoint
+    return _Session(model, step_model, optimizer, scheduler, ckpt, state, cfg, rt, seed,
+                    steps_per_epoch, epochs, total, live)
+
+
 def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: TrainSettings,
                      seed: int, rt: Runtime, checkpoint_dir: str | Path, live=None,
                      fingerprint: str = "", checkpoint_every_s: float | None = None
@@ -94,87 +156,105 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
     """Train ``model`` in place; on return it holds the best-validation weights.
 
     Resumes from ``checkpoint_dir`` when it holds a checkpoint of the same ``fingerprint``
-    (a hash of everything that defines the run), so a killed run continues where it stopped.
+    (a hash of everything that defines the run), so a killed run continues where it stopped:
+    the same trajectory, the running loss, the epoch's time so far and the dvclive step.
     A mid-epoch checkpoint is written every ``checkpoint_every_s`` seconds (None: the
     ``Checkpointer`` default; 0: after every step), and one at the end of every epoch.
     """
-    torch.manual_seed(seed)
-    model.to(rt.device)
-    ddp_model = rt.wrap(model)
-    optimizer = _optimizer(ddp_model, cfg, rt)
-    if cfg.compile:  # the step runs compiled; checkpoints and the result use ``model`` itself
-        ddp_model = torch.compile(ddp_model)
-    steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
-    total = steps_per_epoch * cfg.epochs
-    if cfg.max_steps:
-        total = min(total, cfg.max_steps)
-    scheduler = _schedule(optimizer, int(cfg.warmup_ratio * total), total)
-    every = {} if checkpoint_every_s is None else {"every_s": checkpoint_every_s}
-    ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main, **every)
-    state = ckpt.restore(model, optimizer, scheduler)
-    epoch_times = list(state["epoch_times"])
-    step, total_seen = state["step"], 0
-    bar = tqdm(total=total, initial=step, desc="train", unit="step", disable=not rt.is_main)
-    for epoch in range(state["epoch"], cfg.epochs):
-        if step >= total:
+    run = _set_up(model, train, cfg, seed, rt, checkpoint_dir, fingerprint, checkpoint_every_s,
+                  live)
+    state = run.state
+    bar = progress(total=run.total, initial=state["step"], desc="train", unit="step",
+                   disable=not rt.is_main)
+    for epoch in range(state["epoch"], run.epochs):
+        if state["step"] >= run.total:
             break
-        # the same order in every process and after a resume: seeded by (seed, epoch)
-        order = epoch_order(train, cfg.batch_size, seed + epoch, cfg.group_by_length)
-        first = state["step_in_epoch"] if epoch == state["epoch"] else 0
-        ddp_model.train()
-        t0, seen, running = time.perf_counter(), 0, torch.zeros((), device=rt.device)
-        for i in range(first, steps_per_epoch):
-            if step >= total:
-                break
-            rows = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
-            n_global = len(rows)
-            rows, share = _rank_rows(rows, rt)
-            with record_function("lttw.batch"):
-                inputs, labels = train.batch(rows, rt)
-            running += _step(ddp_model, model, inputs, labels, share, optimizer, scheduler,
-                             cfg, rt)
-            step += 1
-            seen += n_global
-            bar.update(1)
-            if step % cfg.log_every == 0:  # the only host sync of the step loop
-                mean_loss = (running / cfg.log_every).item()
-                running.zero_()
-                bar.set_postfix(loss=f"{mean_loss:.4f}")
-                if live is not None:
-                    live.log_metric("train/loss", mean_loss)
-                    live.log_metric("train/lr", scheduler.get_last_lr()[0])
-                    live.next_step()
-            if ckpt.due():
-                ckpt.save(model, optimizer, scheduler, epoch=epoch, step_in_epoch=i + 1,
-                          step=step, epoch_times=epoch_times, best=state["best"])
-        rt.synchronize()
-        epoch_times.append(time.perf_counter() - t0)
-        total_seen += seen
-        sps = seen / max(epoch_times[-1], 1e-9)
-        f1 = _validate(model, val, cfg, rt)
-        if live is not None:
-            live.log_metric("val/f1_macro", f1)
-            live.log_metric("epoch_time_s", epoch_times[-1])
-            live.log_metric("samples_per_s", sps)
-            live.next_step()
-        log.info("epoch %d: val macro-F1 %.4f, %.1f s, %.1f samples/s", epoch, f1,
-                 epoch_times[-1], sps)
-        best = state["best"]
-        if f1 > best["f1"]:
-            best = {"f1": f1, "epoch": epoch}
-            ckpt.save_best(model)
-        state["best"] = best
-        ckpt.save(model, optimizer, scheduler, epoch=epoch + 1, step_in_epoch=0, step=step,
-                  epoch_times=epoch_times, best=best)
-        if cfg.patience and epoch - best["epoch"] >= cfg.patience:
-            log.info("early stop: no validation gain for %d epochs", cfg.patience)
+        elapsed, seen = _run_epoch(run, train, epoch, bar)
+        if _end_epoch(run, val, epoch, elapsed, seen):
             break
     bar.close()
-    ckpt.load_best(model)
-    ran = len(epoch_times)
+    run.ckpt.load_best(model)
+    result = _result(run)
+    if result.val_f1_still_rising:
+        log.warning("validation macro-F1 was still rising at the last epoch run (%d of %d "
+                    "planned): more training would likely help (raise train.min_steps, "
+                    "train.epochs or train.max_epochs)", result.epochs_run, run.epochs)
+    return result
+
+
+def _result(run: _Session) -> TrainResult:
+    state, history = run.state, run.state["history"]
+    times = [row["epoch_time_s"] for row in history]
+    seen = sum(row["samples"] for row in history)
     return TrainResult(best_epoch=state["best"]["epoch"], best_val_f1=state["best"]["f1"],
-                       epochs_run=ran, steps=step, epoch_times_s=epoch_times,
-                       samples_per_s=total_seen / max(sum(epoch_times[-ran:]), 1e-9))
+                       epochs_run=len(history), steps=state["step"], epoch_times_s=times,
+                       samples_per_s=seen / max(sum(times), 1e-9),
+                       epochs_planned=run.epochs, history=list(history))
+
+
+def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float, int]:
+    """The optimiser steps of one epoch (from the checkpoint's position when resumed);
+    returns the epoch's training time and rows, including those before a resume."""
+    cfg, rt, state = run.cfg, run.rt, run.state
+    # the same order in every process and after a resume: seeded by (seed, epoch)
+    order = epoch_order(train, cfg.batch_size, run.seed + epoch, cfg.group_by_length)
+    resumed = state["step_in_epoch"] if epoch == state["epoch"] else 0
+    if not resumed:
+        state["epoch_elapsed_s"], state["epoch_seen"] = 0.0, 0
+    run.step_model.train()
+    t0 = time.perf_counter() - state["epoch_elapsed_s"]
+    running = torch.full((), state["loss_sum"], device=rt.device)
+    for i in range(resumed, run.steps_per_epoch):
+        if state["step"] >= run.total:
+            break
+        rows = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
+        state["epoch_seen"] += len(rows)
+        rows, share = _rank_rows(rows, rt)
+        with record_function("lttw.batch"):
+            inputs, labels = train.batch(rows, rt)
+        running += _step(run.step_model, run.model, inputs, labels, share, run.optimizer,
+                         run.scheduler, cfg, rt)
+        state["step"] += 1
+        state["loss_count"] += 1
+        bar.update(1)
+        if state["step"] % cfg.log_every == 0:  # the only host sync of the step loop
+            mean_loss = (running / state["loss_count"]).item()
+            running.zero_()
+            state["loss_count"] = 0
+            bar.set_postfix(loss=f"{mean_loss:.4f}")
+            log_steps(run.live, state["step"], {"train/loss": mean_loss,
+                                                "train/lr": run.scheduler.get_last_lr()[0]})
+        if run.ckpt.due():
+            state.update(epoch=epoch, step_in_epoch=i + 1, loss_sum=float(running.item()),
+                         epoch_elapsed_s=time.perf_counter() - t0)
+            run.save()
+    rt.synchronize()
+    state["loss_sum"] = float(running.item())
+    return time.perf_counter() - t0, state["epoch_seen"]
+
+
+def _end_epoch(run: _Session, val: Batchable, epoch: int, elapsed: float, seen: int) -> bool:
+    """Validate, keep the best weights, checkpoint; True when early stopping ends the run."""
+    state, cfg = run.state, run.cfg
+    f1 = _validate(run.model, val, cfg, run.rt)
+    sps = seen / max(elapsed, 1e-9)
+    row = {"epoch": epoch, "val_f1_macro": f1, "epoch_time_s": elapsed, "samples_per_s": sps,
+           "samples": seen, "step": state["step"]}
+    if state.pop("resumed_epoch", None) == epoch:
+        row["resumed"] = True  # its time includes the work before the kill, as checkpointed
+    state["history"].append(row)
+    log_epoch(run.live, state["history"])
+    log.info("epoch %d/%d: val macro-F1 %.4f, %.1f s, %.1f samples/s", epoch + 1, run.epochs,
+             f1, elapsed, sps)
+    if f1 > state["best"]["f1"]:
+        state["best"] = {"f1": f1, "epoch": epoch}
+        run.ckpt.save_best(run.model)
+    state.update(epoch=epoch + 1, step_in_epoch=0, epoch_elapsed_s=0.0, epoch_seen=0)
+    run.save()
+    if cfg.patience and epoch - state["best"]["epoch"] >= cfg.patience:
+        log.info("early stop: no validation gain for %d epochs", cfg.patience)
+        return True
+    return False
 
 
 def _step(ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt

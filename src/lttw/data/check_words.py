@@ -1,0 +1,42 @@
+"""``lttw data check``'s word-splitting report: the rule ``words.splitter`` resolves to for a
+dataset (as the counts stage resolves it), why, how it splits the texts, and a warning when
+the splitting is degenerate (issue 12)."""
+
+from __future__ import annotations
+
+from lttw.data.datasets import Dataset
+from lttw.data.sample_sizes import pools_of
+from lttw.settings import DataSettings, Settings
+from lttw.text.words import degenerate_warning, make_splitter, splitting_quality
+
+#: texts (evenly spaced) of the train pool that word_splitting measures
+WORD_SAMPLE = 2000
+
+
+def word_splitting(settings: Settings, dataset: Dataset, data: DataSettings) -> dict:
+    """The rule ``words.splitter`` resolves to for this dataset (as the counts stage resolves
+    it: the manifest's language, else the train pool's texts), why, how it splits the texts
+    (``splitting_quality`` of up to ``WORD_SAMPLE`` of them) and a degenerate warning."""
+    pool = next(p for p in pools_of(dataset, data.use_splits) if "train" in p.splits)
+    texts = dataset.texts[dataset.rows_of(pool.source)].tolist()
+    splitter, reason = make_splitter(settings.words.splitter, settings.counts.token_pattern,
+                                     settings.counts.lowercase, texts=texts,
+                                     language=dataset.language)
+    sample = texts[::max(1, len(texts) // WORD_SAMPLE)][:WORD_SAMPLE]
+    quality = splitting_quality(sample, splitter)
+    return {"rule": splitter.rule, "reason": reason, "texts": quality.texts,
+            "median_words": quality.median_words, "share_short": quality.share_short,
+            "vocabulary": quality.vocabulary, "example": splitter(sample[0]) if sample else [],
+            "warning": degenerate_warning(splitter.rule, quality)}
+
+
+def render_word_splitting(words: dict, console) -> None:
+    """One line on the rule and its quality, and the warning where there is one."""
+    from rich.markup import escape
+
+    console.print(escape(f"word splitting: {words['reason']}; median {words['median_words']:g} "
+                         f"words per text, {words['share_short']:.0%} of {words['texts']} texts "
+                         f"with <= 2 words, {words['vocabulary']} distinct words; e.g. "
+                         f"{' | '.join(words['example'][:12])}"))
+    if words["warning"]:
+        console.print(f"[yellow]warning:[/yellow] {escape(words['warning'])}")

@@ -1,0 +1,101 @@
+"""The runs of DVC experiments, for ``lttw report``: every ``dvc exp run`` (queued or not) of
+the current commit, read from ``dvc exp show --json``, whose metrics include the summary
+stage's ``metrics/summary.json`` and the evaluate stage's ``metrics/folds/fold_<i>.json``;
+``params.yaml``'s ``model`` section of each names LTTW's ablations.
+
+``dvc exp show --json`` gives a list of rows: the workspace, then each baseline commit with
+its ``experiments``, groups of ``revs`` (rev, name, data). A row's ``data`` holds
+``metrics`` and ``params`` as ``{path: {"data": {...}}}`` (or ``{"error": ...}``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+from lttw import layout
+from lttw.evaluation.report import Run, make_run
+
+log = logging.getLogger("lttw.report")
+
+SUMMARY = layout.SUMMARY_METRICS.as_posix()
+_FOLD_FILE = re.compile(r"(?:^|/)folds/(fold_\d+)\.json$")
+
+
+def exp_show_json(repo: str | Path = ".", all_commits: bool = False) -> list | None:
+    """``dvc exp show --json`` run in ``repo``; None (and a note in the log) where there is
+    no DVC repository, no Git commit, or dvc fails."""
+    command = [sys.executable, "-m", "dvc", "exp", "show", "--json", *(["-A"] if all_commits
+                                                                       else [])]
+    try:
+        proc = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        log.warning("no DVC experiments read: %s", err)
+        return None
+    if proc.returncode != 0:
+        reason = (proc.stderr.strip().splitlines() or ["dvc failed"])[-1]
+        log.warning("no DVC experiments read: %s", reason)
+        return None
+    try:
+        doc = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        log.warning("no DVC experiments read: dvc exp show --json printed no JSON")
+        return None
+    return doc if isinstance(doc, list) else None
+
+
+def _rows(doc: list) -> Iterator[tuple[str, str, dict]]:
+    """(kind, name, data) of every row: the workspace, the baseline commits ("commit") and
+    their experiments ("exp")."""
+    for row in doc:
+        if not isinstance(row, dict):
+            continue
+        yield "commit", _name(row), row.get("data") or {}
+        for group in row.get("experiments") or []:
+            for rev in (group or {}).get("revs") or []:
+                yield "exp", _name(rev), (rev or {}).get("data") or {}
+
+
+def _name(row: dict) -> str:
+    rev = str(row.get("rev") or "?")
+    return str(row.get("name") or (rev if rev == "workspace" else rev[:7]))
+
+
+def _file_data(section: dict | None, path: str) -> dict | None:
+    entry = (section or {}).get(path)
+    data = entry.get("data") if isinstance(entry, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def runs_from_exp_show(doc: list, skip_workspace: bool = True) -> list[Run]:
+    """A run per row of a ``dvc exp show --json`` document that has summary and per-fold
+    metrics, named ``dvc exp NAME`` (or ``dvc commit NAME``). The workspace row is skipped
+    by default: ``lttw report`` reads the workspace's files itself."""
+    runs = []
+    for kind, name, data in _rows(doc):
+        if name == "workspace" and skip_workspace:
+            continue
+        metrics = data.get("metrics") if isinstance(data, dict) else None
+        summary = _file_data(metrics, SUMMARY)
+        if summary is None:
+            continue
+        folds = [(match.group(1), fold_data) for path in metrics
+                 if (match := _FOLD_FILE.search(path))
+                 and (fold_data := _file_data(metrics, path)) is not None]
+        params = _file_data(data.get("params"), "params.yaml") or {}
+        model = params.get("model") if isinstance(params.get("model"), dict) else None
+        run = make_run(summary, folds, model, f"dvc {kind} {name}")
+        if run is not None:
+            runs.append(run)
+    return runs
+
+
+def experiment_runs(repo: str | Path = ".", all_commits: bool = False) -> list[Run]:
+    """The runs of the DVC experiments in ``repo`` (none where dvc cannot tell)."""
+    doc = exp_show_json(repo, all_commits)
+    return runs_from_exp_show(doc) if doc else []

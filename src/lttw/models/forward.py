@@ -1,0 +1,92 @@
+"""One interface for every trained classifier: class probabilities, save and load.
+
+Two kinds of classifier share it, told apart by what they read (``reads``):
+
+    "tokens"  the torch classifiers of the registry (``registry.Classifier``): token tensors
+              and latent-factor rows, batched (``data.batching.Batchable``)
+    "texts"   ``tfidf_linear`` (``tfidf.TfidfLinear``): a list of raw texts
+
+``predict_proba(model, inputs, rt, batch_size)`` gives (n, p) probabilities for either, an
+empty (0, p) array for no rows; ``save_classifier`` / ``load_classifier`` write and read a
+model folder of either. Below both training and inference: neither needs the other for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TOKENS, TEXTS = "tokens", "texts"
+
+
+def reads(model: Any) -> str:
+    """What ``model`` predicts from: TOKENS (a torch classifier) or TEXTS (tfidf_linear)."""
+    return getattr(model, "reads", TOKENS)
+
+
+def variant_reads(variant: str) -> str:
+    """What a ``model.variant`` predicts from, before any model is built."""
+    from lttw.models.tfidf import VARIANT
+
+    return TEXTS if variant == VARIANT else TOKENS
+
+
+def n_labels(model: Any) -> int:
+    return model.n_labels if reads(model) == TEXTS else model.config.n_labels
+
+
+def predict_proba(model: Any, inputs: Any, rt: Any = None, batch_size: int = 128,
+                  progress: bool = False) -> np.ndarray:
+    """Class probabilities (n, p) for every row of ``inputs`` (a ``Batchable`` for a torch
+    classifier, a list of texts for a text model), in its row order; (0, p) for no rows."""
+    if len(inputs) == 0:
+        return np.zeros((0, n_labels(model)), np.float32)
+    if reads(model) == TEXTS:
+        return model.predict_proba(list(inputs))
+    return _torch_proba(model, inputs, rt, batch_size, progress)
+
+
+def _torch_proba(model, data, rt, batch_size: int, progress: bool) -> np.ndarray:
+    """Rows are batched shortest first, so each batch is trimmed to nearly its rows' own
+    length; a row's probabilities do not depend on the rows batched with it."""
+    import torch
+    from lttw.progress import progress
+
+    model.eval()
+    order = torch.argsort(data.lengths, stable=True)
+    out = []
+    with torch.no_grad():
+        for start in progress(range(0, len(data), batch_size), desc="predict", unit="batch",
+                          disable=not progress, leave=False):
+            batch, _ = data.batch(order[start:start + batch_size], rt)
+            with rt.autocast():
+                logits = model(**batch)
+            out.append(torch.softmax(logits.float(), dim=-1).cpu())
+    probs = torch.empty(len(data), out[0].shape[1])
+    probs[order] = torch.cat(out)
+    return probs.numpy()
+
+
+def save_classifier(model: Any, folder: str | Path) -> None:
+    """Write the classifier's own files (``config.json`` and weights) into ``folder``."""
+    if reads(model) == TEXTS:
+        model.save(folder)
+        return
+    from lttw.models.registry import save_model
+
+    save_model(model.cpu(), folder)
+
+
+def load_classifier(folder: str | Path, device: Any = "cpu") -> Any:
+    """The classifier saved in ``folder`` (either kind), ready to predict on ``device``."""
+    from lttw.io import read_json
+    from lttw.models.tfidf import CONFIG_NAME, VARIANT, TfidfLinear
+
+    config = Path(folder) / CONFIG_NAME
+    if config.is_file() and read_json(config).get("variant") == VARIANT:
+        return TfidfLinear.load(folder)  # without importing torch
+    from lttw.models.registry import load_model
+
+    return load_model(folder).to(device)

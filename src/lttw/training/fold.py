@@ -1,0 +1,137 @@
+"""Train one fold's classifier (the ``train`` stage's work): read the fold's inputs, fit the
+``model.variant`` (a torch classifier with the training loop, or ``tfidf_linear`` in one
+pass), write the self-contained model folder, ``metrics/train/fold_N.json`` and the dvclive
+curves. Both kinds go through the same steps; only the fit differs (``forward.reads``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+
+from lttw import layout
+from lttw.data.fold_inputs import factor_shape, load_fold_inputs, load_tensors
+from lttw.evaluation.metrics import classification_metrics
+from lttw.io import atomic_dir, write_json
+from lttw.models.bundle import write_model_folder
+from lttw.models.forward import TEXTS, predict_proba, save_classifier, variant_reads
+from lttw.settings import check_batch_size
+from lttw.text.words import read_rule
+from lttw.training.checkpoint import Checkpointer, can_resume
+from lttw.training.live import log_epoch, open_live
+
+log = logging.getLogger("lttw.train")
+
+
+def fingerprint(settings, fold: int) -> str:
+    """What defines this training run; a checkpoint of another run is never resumed."""
+    relevant = settings.model_dump(include={"seed", "data", "folds", "words", "counts", "nmf",
+                                            "model", "train"})
+    relevant["train"].pop("log_every", None)
+    blob = json.dumps({"fold": fold, **relevant}, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def train_fold(settings, fold: int) -> dict:
+    """Train fold ``fold``; returns the training summary (also written to
+    ``metrics/train/fold_N.json``)."""
+    inputs = load_fold_inputs(fold)
+    check_batch_size(len(inputs.parts["train"]), settings.train.batch_size, fold)
+    if variant_reads(settings.model.variant) == TEXTS:
+        return _train_on_texts(settings, fold, inputs)
+    return _train_on_tokens(settings, fold, inputs)
+
+
+def _open_live(settings, fold: int, key: str):
+    return open_live(layout.live_dir(fold), {"seed": settings.seed, "fold": fold,
+                                             "variant": settings.model.variant},
+                     resume=can_resume(layout.checkpoint_dir(fold), key))
+
+
+def _write_outputs(settings, fold: int, inputs, model, summary: dict, live,
+                   **folder_extras) -> None:
+    with atomic_dir(layout.model_dir(fold)) as tmp:
+        save_classifier(model, tmp)
+        write_model_folder(tmp, classes=inputs.classes, settings=settings, fold=fold,
+                           words=read_rule(layout.counts_dir(fold)), **folder_extras)
+    # timings vary run to run: kept out of the model folder so that its hash (and with it
+    # the evaluate stage) only changes when the weights do
+    write_json(layout.train_metrics(fold), summary)
+    if live is not None:
+        for key in ("best_val_f1_macro", "time_per_epoch_s", "samples_per_s"):
+            if key in summary:
+                live.summary[key] = summary[key]
+        live.end()
+
+
+def _train_on_texts(settings, fold: int, inputs) -> dict:
+    """A one-pass fit (tfidf_linear): one "epoch", scored on the validation part."""
+    from lttw.models.tfidf import fit_tfidf_linear
+
+    key = fingerprint(settings, fold)
+    live = _open_live(settings, fold, key)
+    t0 = time.perf_counter()
+    model = fit_tfidf_linear(inputs.part_texts("train"), inputs.part_labels("train"),
+                             inputs.n_labels, settings.model.linear_model, settings.seed,
+                             words=read_rule(layout.counts_dir(fold)))
+    fit_s = time.perf_counter() - t0
+    n_train = len(inputs.parts["train"])
+    val_probs = predict_proba(model, inputs.part_texts("val"))
+    val_f1 = classification_metrics(inputs.part_labels("val"), val_probs.argmax(1),
+                                    inputs.n_labels).get("f1_macro", float("nan"))
+    row = {"epoch": 0, "val_f1_macro": val_f1, "epoch_time_s": fit_s,
+           "samples_per_s": n_train / fit_s, "samples": n_train, "step": 1}
+    summary = {"epochs_run": 1, "epochs_planned": 1, "best_epoch": 0,
+               "best_val_f1_macro": val_f1, "val_f1_still_rising": False,
+               "time_per_epoch_s": fit_s, "device": "cpu", "samples_per_s": n_train / fit_s,
+               "seed": settings.seed}
+    if live is not None:
+        live.log_metric("epoch_time_s", fit_s)  # one point, so the plots folder exists
+    log_epoch(live, [row])
+    _write_outputs(settings, fold, inputs, model, summary, live)
+    # the checkpoint folder is a declared output of the stage; a one-pass fit has nothing to
+    # resume, so it only records that this run is complete (a fresh checkout has no folder)
+    Checkpointer(layout.checkpoint_dir(fold), key).mark_complete()
+    return summary
+
+
+def _train_on_tokens(settings, fold: int, inputs) -> dict:
+    """A torch classifier of the registry, trained by the loop (resumable, maybe DDP)."""
+    import torch
+
+    from lttw import models  # noqa: F401  (registers the variants)
+    from lttw.device import make_runtime
+    from lttw.models.registry import MODEL_REGISTRY
+    from lttw.text.encoder import resolve_encoder
+    from lttw.training.loop import train_classifier
+
+    torch.manual_seed(settings.seed)
+    batches = load_tensors(inputs, fold)
+    rt = make_runtime(settings.train)
+    model = MODEL_REGISTRY[settings.model.variant].from_settings(
+        settings.model, inputs.n_labels, factor_shape(batches),
+        resolve_encoder(settings.model.encoder))
+    key = fingerprint(settings, fold)
+    live = _open_live(settings, fold, key) if rt.is_main else None
+    result = train_classifier(model, batches["train"], batches["val"], settings.train,
+                              settings.seed, rt, layout.checkpoint_dir(fold), live=live,
+                              fingerprint=key)
+    times = result.epoch_times_s
+    summary = {"epochs_run": result.epochs_run, "epochs_planned": result.epochs_planned,
+               "best_epoch": result.best_epoch, "best_val_f1_macro": result.best_val_f1,
+               "val_f1_still_rising": result.val_f1_still_rising,
+               "val_f1_macro_per_epoch": [row["val_f1_macro"] for row in result.history],
+               "steps": result.steps,
+               "time_per_epoch_s": sum(times) / max(1, len(times)), "epoch_times_s": times,
+               "samples_per_s": result.samples_per_s, "device": str(rt.device),
+               "bf16": rt.bf16, "world_size": rt.world_size, "seed": settings.seed}
+    if rt.is_main:
+        _write_outputs(settings, fold, inputs, model, summary, live,
+                       tokenizer_dir=layout.tokenizer_dir(),
+                       factor_dirs=(layout.counts_dir(fold), layout.nmf_dir(fold))
+                       if factor_shape(batches) is not None else ())
+    rt.barrier()
+    rt.close()
+    return summary

@@ -1,0 +1,135 @@
+"""Chinese text end to end (issue 12): a tiny Chinese dataset built here goes through the real
+`dvc repro`; `auto` resolves to jieba from the manifest's language, the rule is recorded
+beside the vocabulary and in the model folder, `lttw predict` / `lttw explain` work on Chinese
+text from the saved and an exported folder; the char and (degenerate) regex rules rerun counts
+and what follows only, and degenerate splitting is loud."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tiny_project import env, git_commit, make_tiny_project, ran, run
+
+TOPICS = {  # class -> dictionary words of jieba's that belong to it
+    "sports": ["比赛", "球队", "冠军", "进球", "教练", "联赛", "球员", "赛季"],
+    "finance": ["股票", "银行", "市场", "投资", "基金", "利率", "经济", "上涨"],
+    "tech": ["手机", "电脑", "软件", "芯片", "网络", "数据", "系统", "发布"],
+    "culture": ["电影", "明星", "音乐", "导演", "演员", "歌手", "演唱会", "票房"],
+}
+COMMON = ["今天", "我们", "中国", "新闻", "记者", "表示"]
+
+#: the dvc.yaml change this work needs (the repository's dvc.yaml is edited by hand): counts
+#: declares the `words` params and the rule's code; applied to the test's copy when missing
+DVC_CHANGE = (
+    "      deps: [stages/counts.py, src/lttw/data, src/lttw/factors, src/lttw/io.py,\n"
+    "             data/sample/train.parquet, data/folds]\n"
+    "      params: [counts, folds.n_folds]\n",
+    "      deps: [stages/counts.py, src/lttw/data, src/lttw/factors, src/lttw/io.py,\n"
+    "             src/lttw/text/words.py, data/sample/train.parquet, data/sample/labels.json,\n"
+    "             data/folds]\n"
+    "      params: [counts, words, folds.n_folds]\n")
+
+
+def chinese_titles(n_per_class: int, seed: int) -> pd.DataFrame:
+    """Titles of 4-6 words run together (no spaces), mostly of their class's words."""
+    rng = random.Random(seed)
+    rows = []
+    for label, words in enumerate(TOPICS.values()):
+        for _ in range(n_per_class):
+            picked = rng.sample(words, 4) + rng.sample(COMMON, rng.randint(0, 2))
+            rng.shuffle(picked)
+            rows.append({"text": "".join(picked) + rng.choice(["", "！", "？"]), "label": label})
+    return pd.DataFrame(rows)
+
+
+def write_dataset(root: Path) -> None:
+    folder = root / "tiny_zh"
+    folder.mkdir(parents=True)
+    chinese_titles(50, 0).to_parquet(folder / "train.parquet", index=False)
+    chinese_titles(25, 1).to_parquet(folder / "test.parquet", index=False)
+    (folder / "manifest.json").write_text(json.dumps({
+        "name": "tiny_zh", "language": "zh", "text_column": "text", "label_column": "label",
+        "classes": list(TOPICS), "splits": {"train": "train.parquet", "test": "test.parquet"}},
+        ensure_ascii=False))
+
+
+def set_params(project: Path, **groups) -> None:
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    for group, values in groups.items():
+        params.setdefault(group, {}).update(values)
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False,
+                                                        allow_unicode=True))
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, tiny_encoder_dir) -> Path:
+    root = make_tiny_project(tmp_path_factory.mktemp("zh"), tiny_encoder_dir)
+    datasets = tmp_path_factory.mktemp("datasets")
+    write_dataset(datasets)
+    dvc_yaml = (root / "dvc.yaml").read_text()
+    if DVC_CHANGE[0] in dvc_yaml:
+        (root / "dvc.yaml").write_text(dvc_yaml.replace(*DVC_CHANGE))
+    set_params(root, data={"dataset": "tiny_zh", "root": str(datasets)},
+               words={"splitter": "auto"}, nmf={"rank": 4})
+    git_commit(root, "tiny Chinese profile")
+    return root
+
+
+def words_json(project: Path) -> dict:
+    return json.loads((project / "data/counts/fold_0/words.json").read_text())
+
+
+def test_auto_resolves_to_jieba_and_predicts_chinese(project):
+    out = run(["dvc", "repro"], project)
+    assert "train@0" in ran(out) and "degenerate word splitting" not in out
+    rule = words_json(project)
+    assert rule["splitter"] == "jieba" and "language 'zh'" in rule["reason"]
+    vocabulary = json.loads((project / "data/counts/fold_0/vocabulary.json").read_text())
+    assert {"比赛", "股票", "手机", "电影"} <= set(vocabulary)
+    meta = json.loads((project / "models/fold_0/lttw.json").read_text())
+    assert meta["words"]["splitter"] == "jieba"
+    assert json.loads((project / "models/fold_0/factors/words.json").read_text())[
+        "splitter"] == "jieba"
+
+    text = "球队赢得联赛冠军"
+    run(["lttw", "predict", "--model", "models/fold_0", "--out", "saved.csv", text], project)
+    run(["lttw", "export", "--out", "exported", "--model", "models/fold_0"], project)
+    assert json.loads((project / "exported/lttw.json").read_text())["words"] == meta["words"]
+    run(["lttw", "predict", "--model", "exported", "--out", "exported.csv", text], project)
+    saved, exported = (pd.read_csv(project / name) for name in ("saved.csv", "exported.csv"))
+    assert saved["text"].tolist() == [text] and saved["label"].iloc[0] in TOPICS
+    pd.testing.assert_frame_equal(saved, exported)
+    explained = json.loads(subprocess.run(
+        ["lttw", "explain", "--model", "exported", "--json", text], cwd=project, env=env(),
+        capture_output=True, text=True, check=True).stdout)
+    assert explained["factors"]["words"] == ["球队", "赢得", "联赛", "冠军"]
+    shown = run(["lttw", "explain", "--model", "exported", text], project)
+    assert "球队 赢得 联赛 冠军" in shown
+    git_commit(project, "jieba run")
+
+
+def test_char_rule_reruns_counts_and_after_only(project):
+    set_params(project, words={"splitter": "char"})
+    out = run(["dvc", "repro"], project)
+    assert {"counts@0", "nmf@0", "features@0", "train@0"} <= ran(out)
+    assert not ran(out) & {"sample", "folds", "tokens"}
+    assert words_json(project)["splitter"] == "char"
+    vocabulary = json.loads((project / "data/counts/fold_0/vocabulary.json").read_text())
+    assert all(len(word) == 1 for word in vocabulary)
+    git_commit(project, "char run")
+
+
+def test_regex_rule_on_chinese_is_loud(project):
+    set_params(project, words={"splitter": "regex"})
+    out = run(["dvc", "repro"], project)
+    assert "degenerate word splitting with words.splitter=regex" in out
+    assert "the median text has 1 word(s)" in out  # counts
+    assert "get all-zero factor rows (more than 30%)" in out  # features: titles are unique
+    git_commit(project, "regex run")
