@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from lttw import cli, io
 from lttw.inference import batch_predict
+from test_cli import assert_user_error
 
 
 @pytest.fixture
@@ -61,22 +62,15 @@ def predict(monkeypatch):
     return invoke
 
 
-def one_line_error(result) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), \
-        result.output
-    return lines[0]
-
-
 def test_predict_out_refuses_to_overwrite_without_force(predict, tmp_path):
     out = tmp_path / "p.csv"
     out.write_text("precious\n")
-    line = one_line_error(predict("good", "--out", out))
+    line = assert_user_error(predict("good", "--out", out))
     assert str(out) in line and "--force" in line
     assert out.read_text() == "precious\n"
     file_in = tmp_path / "in.txt"
     file_in.write_text("good\nbad\n")
-    assert "--force" in one_line_error(predict("--file", file_in, "--out", out))
+    assert "--force" in assert_user_error(predict("--file", file_in, "--out", out))
     result = predict("--file", file_in, "--out", out, "--force")
     assert result.exit_code == 0, result.output
     assert pd.read_csv(out)["label"].tolist() == ["pos", "pos"]
@@ -84,11 +78,11 @@ def test_predict_out_refuses_to_overwrite_without_force(predict, tmp_path):
 
 def test_predict_out_does_not_create_folders(predict, tmp_path):
     out = tmp_path / "missing" / "deeper" / "p.parquet"
-    line = one_line_error(predict("good", "--out", out))
+    line = assert_user_error(predict("good", "--out", out))
     assert f"the folder {out.parent} does not exist" in line
     assert not (tmp_path / "missing").exists()
     (tmp_path / "x.csv").mkdir()
-    assert "is a folder" in one_line_error(predict("good", "--out", tmp_path / "x.csv",
+    assert "is a folder" in assert_user_error(predict("good", "--out", tmp_path / "x.csv",
                                                    "--force"))
 
 
@@ -102,6 +96,6 @@ def test_write_errors_name_the_users_path(predict, tmp_path, monkeypatch, filena
 
     monkeypatch.setattr(batch_predict, "_write_csv", failing)
     out = tmp_path / "p.csv"
-    line = one_line_error(predict("good", "--out", out))
+    line = assert_user_error(predict("good", "--out", out))
     assert line == f"error: {out}: cannot write (No space left on device)"
     assert list(tmp_path.iterdir()) == []  # no temporary left behind

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from lttw import cli, layout
 from lttw.data.datasets import load_dataset
@@ -24,6 +23,7 @@ from lttw.data.sampling import draw_samples
 from lttw.errors import DataError
 from lttw.io import read_arrays, read_json
 from lttw.settings import DataSettings
+from test_cli import assert_user_error, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
@@ -192,21 +192,10 @@ def test_sample_stage_reports_every_unmet_size_at_once(questions, tmp_path):
     assert not (tmp_path / "data").exists()
 
 
-def invoke(*args) -> object:
-    return CliRunner().invoke(cli.app, [str(a) for a in args])
-
-
-def error_line(result) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), \
-        result.output
-    return lines[0]
-
-
 def test_data_check_one_problem_with_sizes_that_fit_and_rank_note(questions, tmp_path):
     params = _params(tmp_path, questions, DEFAULT_SIZES)
     result = invoke("data", "check", "questions", "--params", params)
-    line = error_line(result)
+    line = assert_user_error(result)
     assert line.startswith("error: 1 problem(s): ")
     assert "data.train_size=5000 needs" in line and "1000 + 1000 need" in line
     assert "data.train_size=516, data.test_size=30, data.predict_size=24" in line
@@ -238,12 +227,12 @@ def test_data_check_names_its_column_options(tmp_path):
     pd.DataFrame({"review": ["good", "bad"] * 10, "stars": ["p", "n"] * 10}).to_csv(
         tmp_path / "r.csv", index=False)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"data": {"root": str(tmp_path)}}))
-    line = error_line(invoke("data", "check", tmp_path / "r.csv", "--params",
+    line = assert_user_error(invoke("data", "check", tmp_path / "r.csv", "--params",
                              tmp_path / "params.yaml"))
     assert "no text column 'text' and no label column 'label'" in line
     assert "pass --text-column and --label-column (for the pipeline: set data.text_column " \
            "and data.label_column)" in line
-    line = error_line(invoke("data", "check", tmp_path / "r.csv", "--text-column", "review",
+    line = assert_user_error(invoke("data", "check", tmp_path / "r.csv", "--text-column", "review",
                              "--params", tmp_path / "params.yaml"))
     assert "pass --label-column (for the pipeline: set data.label_column)" in line
 
