@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from lttw import cli, layout
+from lttw import layout
 from lttw.data.datasets import load_dataset
 from lttw.data.sample_sizes import apportion
 from lttw.data.sampling import draw_samples

@@ -32,6 +32,8 @@ RANKINGS: tuple[str, ...] = get_args(Ranking)
 
 #: variants whose inputs include the latent-factor tensor (when fusion != none)
 FACTOR_VARIANTS = {"lttw"}
+#: variants that can embed the counts stage's words instead of encoder tokens (model.vocab)
+WORD_VOCAB_VARIANTS = {"bilstm_attention", "transformer", "leam"}
 #: variants that need no tokenizer / torch at all
 NON_NEURAL_VARIANTS = {"tfidf_linear"}
 #: every variant but LTTW: the comparators of the paper's Table 4 (``make baselines``)
@@ -124,6 +126,12 @@ class ModelSettings(_Group):
     cnn_channels: int = Field(128, ge=1)
     pretrained_embeddings: bool = True
     leam_r: int = Field(2, ge=0)
+    # bilstm_attention / transformer / leam: embed encoder tokens (encoder) or the counts
+    # stage's words split by words.splitter (words; lttw.text.word_ids); other variants ignore it
+    vocab: Literal["encoder", "words"] = "encoder"
+    # with vocab: words, pretrained static vectors (word2vec text format, .vec / .vec.gz) for
+    # the embedding; null: the dataset manifest's word_vectors, else random (lttw.text.vectors)
+    word_vectors: str | None = None
     linear_model: Literal["logistic", "svm"] = "logistic"
 
     @model_validator(mode="after")
@@ -132,6 +140,19 @@ class ModelSettings(_Group):
             raise ValueError("model.k + model.s must be >= 1 when latent factors are fused "
                              "(set model.fusion: none to run without them)")
         return self
+
+    @model_validator(mode="after")
+    def _vectors_need_words(self) -> "ModelSettings":
+        if self.word_vectors is not None and self.vocab != "words":
+            raise ValueError("model.word_vectors needs model.vocab: words (the vectors embed "
+                             "the counts stage's words, not encoder tokens)")
+        if self.word_vectors is not None and not self.word_vectors.strip():
+            raise ValueError("model.word_vectors is empty: give a path or null")
+        return self
+
+    @property
+    def uses_word_vocab(self) -> bool:
+        return self.vocab == "words" and self.variant in WORD_VOCAB_VARIANTS
 
     @property
     def uses_factors(self) -> bool:

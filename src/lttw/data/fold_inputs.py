@@ -59,9 +59,13 @@ def load_fold_inputs(fold: int) -> FoldInputs:
     return FoldInputs(classes=classes, parts=parts, labels=labels, texts=texts)
 
 
-def load_tensors(inputs: FoldInputs, fold: int) -> dict[str, Batchable]:
-    """Batchable tensors for train / val / fold_test / test / predict."""
-    tokens = read_arrays(layout.tokens_file())
+def load_tensors(inputs: FoldInputs, fold: int, words=None,
+                 max_len: int | None = None) -> dict[str, Batchable]:
+    """Batchable tensors for train / val / fold_test / test / predict: the encoder's tokens,
+    or with ``words`` (a ``text.word_ids.WordVocabulary``) the texts' word ids at
+    ``max_len``."""
+    tokens = (read_arrays(layout.tokens_file()) if words is None
+              else word_arrays(inputs, words, max_len))
     factors = read_arrays(layout.features_file(fold))
     out = {}
     for part in ("train", "val") + EVAL_PARTS:
@@ -73,6 +77,16 @@ def load_tensors(inputs: FoldInputs, fold: int) -> dict[str, Batchable]:
             attention_mask=torch.from_numpy(take(tokens[f"{split}_attention_mask"])),
             factors=torch.from_numpy(take(f)) if f.size else None,
             labels=torch.from_numpy(inputs.part_labels(part)))
+    return out
+
+
+def word_arrays(inputs: FoldInputs, words, max_len: int) -> dict[str, np.ndarray]:
+    """``{split}_input_ids`` / ``{split}_attention_mask`` of every sample split, as the tokens
+    stage writes them, from word ids over ``words``' vocabulary."""
+    out = {}
+    for split in layout.SPLITS:
+        ids, mask = words.ids(inputs.texts[split], max_len)
+        out[f"{split}_input_ids"], out[f"{split}_attention_mask"] = ids, mask
     return out
 
 

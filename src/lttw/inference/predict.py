@@ -32,10 +32,21 @@ def predict_cached_parts(model_dir: str | Path, inputs: FoldInputs, fold: int,
     model = load_classifier(model_dir, rt.device)
     if reads(model) == TEXTS:
         parts = {part: inputs.part_texts(part) for part in EVAL_PARTS}
-    else:
-        parts = load_tensors(inputs, fold)
+    else:  # the encoder's cached tokens, or word ids over the folder's own vocabulary
+        words = saved_words(model_dir)
+        max_len = None if words is None else read_json(Path(model_dir) / META)["max_len"]
+        parts = load_tensors(inputs, fold, words, max_len)
     return {part: predict_proba(model, parts[part], rt, train_settings.eval_batch_size,
                                 progress=True) for part in EVAL_PARTS}
+
+
+def saved_words(folder: str | Path):
+    """The ``WordVocabulary`` of a model folder with ``model.vocab: words``, else None."""
+    from lttw.models.bundle import WORDS
+    from lttw.text.word_ids import WordVocabulary
+
+    path = Path(folder) / WORDS
+    return WordVocabulary.load(path) if path.is_dir() else None
 
 
 def model_words(folder: Path, meta: dict):
@@ -58,9 +69,10 @@ class Predictor:
     """
 
     def __init__(self, folder: Path, meta: dict, classes: list[str], model, tokenizer=None,
-                 lookup=None, runtime=None):
+                 lookup=None, runtime=None, words=None):
         self.folder, self.meta, self.classes = folder, meta, classes
         self.model, self.tokenizer, self.lookup, self.runtime = model, tokenizer, lookup, runtime
+        self.words = words  # a WordVocabulary where the model reads word ids, not tokens
 
     @classmethod
     def load(cls, folder: str | Path, device: str = "cpu") -> "Predictor":
@@ -102,8 +114,10 @@ class Predictor:
             lookup = FactorLookup.load(folder / FACTORS, folder / FACTORS,
                                        model_words(folder, meta))
         runtime = make_runtime(TrainSettings(device=device, bf16=False))
-        return cls(folder, meta, classes, model.to(runtime.device),
-                   load_saved_tokenizer(folder / TOKENIZER), lookup, runtime)
+        words = saved_words(folder)
+        tokenizer = None if words is not None else load_saved_tokenizer(folder / TOKENIZER)
+        return cls(folder, meta, classes, model.to(runtime.device), tokenizer, lookup, runtime,
+                   words)
 
     def factors(self, texts: list[str]) -> np.ndarray | None:
         if self.lookup is None:
@@ -122,5 +136,8 @@ class Predictor:
         from lttw.text.tokens import encode_texts
         from lttw.data.batching import Batchable
 
-        ids, mask = encode_texts(self.tokenizer, list(texts), self.meta["max_len"])
+        if self.words is not None:
+            ids, mask = self.words.ids(list(texts), self.meta["max_len"])
+        else:
+            ids, mask = encode_texts(self.tokenizer, list(texts), self.meta["max_len"])
         return Batchable.unlabelled(ids, mask, self.factors(list(texts)))

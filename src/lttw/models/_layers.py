@@ -116,6 +116,18 @@ def word_embedding_init(encoder_path: str,
     return vocab, int(weight.shape[1]), (weight.clone().float() if pretrained else None)
 
 
+def words_embedding_init(vocab_size: int, weight: torch.Tensor | None,
+                         default_dim: int) -> tuple[int, int, torch.Tensor | None]:
+    """(vocab_size, embed_dim, weight or None) for a word-embedding layer on the counts
+    stage's words (``model.vocab: words``): the pretrained vectors' width where there are
+    vectors (``weight``: one row per word id), else ``default_dim`` (random init)."""
+    if weight is None:
+        return vocab_size, default_dim, None
+    if weight.shape[0] != vocab_size:
+        raise ValueError(f"{weight.shape[0]} embedding rows for {vocab_size} word ids")
+    return vocab_size, int(weight.shape[1]), weight.float()
+
+
 def init_embedding(embedding: nn.Embedding, weight: torch.Tensor | None) -> None:
     """Copy ``weight`` (rows x dim) into the first rows of ``embedding``; None leaves it."""
     if weight is not None:

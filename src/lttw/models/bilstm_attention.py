@@ -3,9 +3,11 @@ linear layers (the BiLSTM baseline of the reference text).
 
 Word embeddings live on the pretrained encoder's tokenizer vocabulary; with
 ``model.pretrained_embeddings`` they start as a copy of the encoder's input word embeddings
-(whose width sets the embedding size), otherwise random of the same size. The LSTM runs on
-packed sequences, so padding never reaches either direction; attention scores are
-v . tanh(W h_t), softmax over the real tokens.
+(whose width sets the embedding size), otherwise random of the same size. With
+``model.vocab: words`` they live on the counts stage's words instead (``from_words``):
+pretrained static vectors where given (their width), else random of width ``model.hidden``.
+The LSTM runs on packed sequences, so padding never reaches either direction; attention
+scores are v . tanh(W h_t), softmax over the real tokens.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from lttw.models.registry import Classifier, register
 from lttw.models._layers import (ClassifierHead, init_embedding, lengths, masked_softmax,
-                      require_encoder_path, word_embedding_init)
+                      require_encoder_path, word_embedding_init, words_embedding_init)
 
 
 @dataclass
@@ -51,6 +53,16 @@ class BiLSTMAttentionClassifier(Classifier):
     def from_settings(cls, model, n_labels, factor_shape, encoder_path):
         vocab, dim, weight = word_embedding_init(require_encoder_path(encoder_path, model),
                                                  model.pretrained_embeddings)
+        return cls._built(model, n_labels, vocab, dim, weight)
+
+    @classmethod
+    def from_words(cls, model, n_labels, vocab_size, weight=None):
+        """On word ids (``model.vocab: words``), ``weight`` the pretrained rows or None."""
+        return cls._built(model, n_labels, *words_embedding_init(vocab_size, weight,
+                                                                 model.hidden))
+
+    @classmethod
+    def _built(cls, model, n_labels, vocab, dim, weight):
         net = cls(BiLSTMAttentionConfig(n_labels=n_labels, vocab_size=vocab, embed_dim=dim,
                                         hidden=model.hidden, layers=model.layers,
                                         dropout=model.dropout))

@@ -1,7 +1,9 @@
 """A trained model folder that predicts on raw text by itself, with no pipeline cache:
 
     config.json, model.safetensors   the classifier (registry.save_model), or tfidf files
-    tokenizer/                       the encoder's tokenizer (neural variants)
+    tokenizer/                       the encoder's tokenizer (neural variants on encoder tokens)
+    words/                           vocabulary.json + words.json: the words a model with
+                                     model.vocab: words embeds, and their splitting rule
     labels.json                      class names in label-id order
     lttw.json                        what prediction needs: variant, max_len, k, s, ranking,
                                      the word tokenisation rule, fold, seed
@@ -17,6 +19,7 @@ from typing import Sequence
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
+from lttw.text.word_ids import WORDS_DIR as WORDS
 
 LABELS = "labels.json"
 META = "lttw.json"
@@ -26,11 +29,12 @@ TOKENIZER = "tokenizer"
 
 def write_model_folder(folder: Path, classes: list[str], settings, fold: int,
                        tokenizer_dir: Path | None = None, factor_dirs: Sequence[Path] = (),
-                       words=None) -> None:
+                       words=None, word_vocabulary=None) -> None:
     """Add everything but the weights to a model folder being written: labels, what
     prediction needs, the tokenizer, and the files of ``factor_dirs`` (the fold's counts and
     NMF folders, where latent factors are fused). ``words``: the word-splitting rule the
-    model was trained with (a ``WordSplitter``), recorded in lttw.json as ``words``."""
+    model was trained with (a ``WordSplitter``), recorded in lttw.json as ``words``;
+    ``word_vocabulary`` (a ``WordVocabulary``): the words the model embeds, into ``words/``."""
     with_factors = bool(factor_dirs)
     folder = Path(folder)
     write_json(folder / LABELS, {"classes": classes})
@@ -39,9 +43,12 @@ def write_model_folder(folder: Path, classes: list[str], settings, fold: int,
         "variant": m.variant, "max_len": m.max_len, "k": m.k, "s": m.s, "ranking": m.ranking,
         "counts": settings.counts.model_dump(), "fold": fold, "seed": settings.seed,
         "encoder": m.encoder, "with_factors": with_factors,
+        **({"vocab": "words"} if word_vocabulary is not None else {}),
         **({"words": words.record()} if words is not None else {})})
     if tokenizer_dir is not None:
         shutil.copytree(tokenizer_dir, folder / TOKENIZER)
+    if word_vocabulary is not None:
+        word_vocabulary.save(folder / WORDS)
     if with_factors:
         (folder / FACTORS).mkdir()
         for src in factor_dirs:
@@ -65,9 +72,10 @@ def _require(path: Path, doc, keys: dict[str, type]) -> None:
 def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
     """``lttw.json`` and the class names of ``labels.json``, checked: a damaged or incomplete
     file raises a UserError naming it and what is wrong (``max_len`` is needed where the
-    model reads encoder tokens, i.e. where the folder has a ``tokenizer/``)."""
+    model reads encoder tokens or word ids, i.e. where the folder has a ``tokenizer/`` or
+    ``words/``)."""
     folder = Path(folder)
-    tokenised = (folder / TOKENIZER).is_dir()
+    tokenised = (folder / TOKENIZER).is_dir() or (folder / WORDS).is_dir()
     meta_path, labels_path = folder / META, folder / LABELS
     meta = read_json(meta_path)
     if not isinstance(meta, dict):

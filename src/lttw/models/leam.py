@@ -7,7 +7,8 @@ Label embeddings C (p x d) live in the word-embedding space V:
     beta  = softmax of m over real words   (b, n)
     z     = sum_l beta_l v_l               (b, d)
     logits = f2(z)                         two linear layers
-Word embeddings are initialised like ``bilstm_attention``'s. The paper's label regulariser
+Word embeddings are initialised like ``bilstm_attention``'s (``from_words``: on the counts
+stage's words, ``model.vocab: words``). The paper's label regulariser
 (f2 applied to each label embedding should predict that label) is ``label_regularizer()``;
 training adds it to the loss times ``label_reg_weight`` (1, as LEAM's ``class_penalty``)
 through ``auxiliary_loss()``.
@@ -22,8 +23,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from lttw.models.registry import Classifier, register
-from lttw.models._layers import (ClassifierHead, init_embedding, masked_softmax, require_encoder_path,
-                      word_embedding_init)
+from lttw.models._layers import (ClassifierHead, init_embedding, masked_softmax,
+                                require_encoder_path, word_embedding_init, words_embedding_init)
 
 
 @dataclass
@@ -53,6 +54,16 @@ class LEAMClassifier(Classifier):
     def from_settings(cls, model, n_labels, factor_shape, encoder_path):
         vocab, dim, weight = word_embedding_init(require_encoder_path(encoder_path, model),
                                                  model.pretrained_embeddings)
+        return cls._built(model, n_labels, vocab, dim, weight)
+
+    @classmethod
+    def from_words(cls, model, n_labels, vocab_size, weight=None):
+        """On word ids (``model.vocab: words``), ``weight`` the pretrained rows or None."""
+        return cls._built(model, n_labels, *words_embedding_init(vocab_size, weight,
+                                                                 model.hidden))
+
+    @classmethod
+    def _built(cls, model, n_labels, vocab, dim, weight):
         net = cls(LEAMConfig(n_labels=n_labels, vocab_size=vocab, embed_dim=dim, r=model.leam_r,
                              hidden=model.hidden, dropout=model.dropout))
         init_embedding(net.embed, weight)

@@ -21,6 +21,7 @@ from lttw.settings import check_batch_size
 from lttw.text.words import read_rule
 from lttw.training.checkpoint import Checkpointer, can_resume
 from lttw.training.live import log_epoch, open_live
+from lttw.training.word_vocab import fold_vocabulary, word_embedding
 
 log = logging.getLogger("lttw.train")
 
@@ -30,6 +31,9 @@ def fingerprint(settings, fold: int) -> str:
     relevant = settings.model_dump(include={"seed", "data", "folds", "words", "counts", "nmf",
                                             "model", "train"})
     relevant["train"].pop("log_every", None)
+    if relevant["model"].get("vocab") == "encoder":  # as before these parameters existed
+        relevant["model"].pop("vocab")
+        relevant["model"].pop("word_vectors", None)
     blob = json.dumps({"fold": fold, **relevant}, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
@@ -108,11 +112,20 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
     from lttw.training.loop import train_classifier
 
     torch.manual_seed(settings.seed)
-    batches = load_tensors(inputs, fold)
+    words = fold_vocabulary(fold) if settings.model.uses_word_vocab else None
+    vectors_record = None
+    if words is not None:  # the vectors are read before anything is written
+        weight, vectors_record = word_embedding(settings.model, words,
+                                                inputs.part_texts("train"), settings.seed)
+    batches = load_tensors(inputs, fold, words, settings.model.max_len)
     rt = make_runtime(settings.train)
-    model = MODEL_REGISTRY[settings.model.variant].from_settings(
-        settings.model, inputs.n_labels, factor_shape(batches),
-        resolve_encoder(settings.model.encoder))
+    model_class = MODEL_REGISTRY[settings.model.variant]
+    if words is not None:
+        model = model_class.from_words(settings.model, inputs.n_labels, words.size, weight)
+    else:
+        model = model_class.from_settings(settings.model, inputs.n_labels,
+                                          factor_shape(batches),
+                                          resolve_encoder(settings.model.encoder))
     key = fingerprint(settings, fold)
     live = _open_live(settings, fold, key) if rt.is_main else None
     result = train_classifier(model, batches["train"], batches["val"], settings.train,
@@ -126,10 +139,12 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
                "steps": result.steps,
                "time_per_epoch_s": sum(times) / max(1, len(times)), "epoch_times_s": times,
                "samples_per_s": result.samples_per_s, "device": str(rt.device),
-               "bf16": rt.bf16, "world_size": rt.world_size, "seed": settings.seed}
+               "bf16": rt.bf16, "world_size": rt.world_size, "seed": settings.seed,
+               **({"word_vectors": vectors_record} if vectors_record is not None else {})}
     if rt.is_main:
         _write_outputs(settings, fold, inputs, model, summary, live,
-                       tokenizer_dir=layout.tokenizer_dir(),
+                       tokenizer_dir=None if words is not None else layout.tokenizer_dir(),
+                       word_vocabulary=words,
                        factor_dirs=(layout.counts_dir(fold), layout.nmf_dir(fold))
                        if factor_shape(batches) is not None else ())
     rt.barrier()
