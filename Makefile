@@ -53,8 +53,9 @@ baselines: install
 	 && dvc queue start && dvc exp show --only-changed
 
 # Chinese text (issue 12): THUCNews news titles at a CPU profile (8,000 train titles, one fold,
-# max_len 48; words.splitter auto -> jieba from the manifest), every variant that runs without
-# word vectors, and LTTW at NMF rank 10 (ten topics). `dvc exp show --only-changed` compares.
+# max_len 48; words.splitter auto -> jieba from the manifest), every variant, LTTW-M, LTTW at
+# NMF rank 10 (ten topics), TF-IDF over characters with a linear SVM, and the BiLSTM on
+# characters initialised from the manifest's Tencent character vectors.
 ZH := -S data.dataset=thucnews -S data.train_size=8000 -S data.test_size=2000 \
 	-S data.predict_size=2000 -S model.max_len=48
 .PHONY: chinese
@@ -63,4 +64,8 @@ chinese: install
 	  $(QUEUE) -n zh-$$v $(ZH) -S model.variant=$$v || exit 1; done \
 	 && $(QUEUE) -n zh-lttw-m $(ZH) -S model.fusion=none \
 	 && $(QUEUE) -n zh-lttw-rank10 $(ZH) -S nmf.rank=10 \
-	 && dvc queue start && dvc queue logs --follow zh-lttw-rank10; dvc exp show --only-changed
+	 && $(QUEUE) -n zh-tfidf-char-svm $(ZH) -S model.variant=tfidf_linear -S words.splitter=char \
+	    -S model.linear_model=svm \
+	 && $(QUEUE) -n zh-bilstm-charvec $(ZH) -S model.variant=bilstm_attention -S model.vocab=words \
+	    -S words.splitter=char \
+	 && dvc queue start && dvc queue logs --follow zh-bilstm-charvec; dvc exp show --only-changed
