@@ -150,3 +150,22 @@ def window_mask(mask: torch.Tensor, width: int) -> torch.Tensor:
     an output is real when its window covers at least one real token. (batch, seq + width - 1)"""
     m = F.pad(mask.float().unsqueeze(1), (width - 1, width - 1))
     return F.max_pool1d(m, width, stride=1).squeeze(1)
+
+
+class EmbeddingBuilt:
+    """``from_settings`` / ``from_words`` of a classifier over its own word embedding
+    (bilstm_attention, leam): the embedding's rows and width come from the encoder's input
+    embeddings (``model.vocab: encoder``) or from the words and their vectors (``words``);
+    the class builds the rest in ``_built(model, n_labels, vocab, dim, weight)``."""
+
+    @classmethod
+    def from_settings(cls, model, n_labels, factor_shape, encoder_path):
+        vocab, dim, weight = word_embedding_init(require_encoder_path(encoder_path, model),
+                                                 model.pretrained_embeddings)
+        return cls._built(model, n_labels, vocab, dim, weight)
+
+    @classmethod
+    def from_words(cls, model, n_labels, vocab_size, weight=None):
+        """On word ids (``model.vocab: words``), ``weight`` the pretrained rows or None."""
+        return cls._built(model, n_labels, *words_embedding_init(vocab_size, weight,
+                                                                 model.hidden))

@@ -19,8 +19,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from lttw.models.registry import Classifier, register
-from lttw.models._layers import (ClassifierHead, init_embedding, lengths, masked_softmax,
-                      require_encoder_path, word_embedding_init, words_embedding_init)
+from lttw.models._layers import (EmbeddingBuilt, ClassifierHead, init_embedding, lengths,
+                                 masked_softmax)
 
 
 @dataclass
@@ -34,7 +34,7 @@ class BiLSTMAttentionConfig:
 
 
 @register("bilstm_attention")
-class BiLSTMAttentionClassifier(Classifier):
+class BiLSTMAttentionClassifier(EmbeddingBuilt, Classifier):
     config_class = BiLSTMAttentionConfig
 
     def __init__(self, config: BiLSTMAttentionConfig):
@@ -48,18 +48,6 @@ class BiLSTMAttentionClassifier(Classifier):
         self.att_proj = nn.Linear(h2, h2)  # W
         self.att_vec = nn.Linear(h2, 1, bias=False)  # v
         self.head = ClassifierHead(h2, config.n_labels, config.dropout, hidden=config.hidden)
-
-    @classmethod
-    def from_settings(cls, model, n_labels, factor_shape, encoder_path):
-        vocab, dim, weight = word_embedding_init(require_encoder_path(encoder_path, model),
-                                                 model.pretrained_embeddings)
-        return cls._built(model, n_labels, vocab, dim, weight)
-
-    @classmethod
-    def from_words(cls, model, n_labels, vocab_size, weight=None):
-        """On word ids (``model.vocab: words``), ``weight`` the pretrained rows or None."""
-        return cls._built(model, n_labels, *words_embedding_init(vocab_size, weight,
-                                                                 model.hidden))
 
     @classmethod
     def _built(cls, model, n_labels, vocab, dim, weight):

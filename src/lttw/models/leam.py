@@ -23,8 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lttw.models.registry import Classifier, register
-from lttw.models._layers import (ClassifierHead, init_embedding, masked_softmax,
-                                require_encoder_path, word_embedding_init, words_embedding_init)
+from lttw.models._layers import (EmbeddingBuilt, ClassifierHead, init_embedding, masked_softmax)
 
 
 @dataclass
@@ -39,7 +38,7 @@ class LEAMConfig:
 
 
 @register("leam")
-class LEAMClassifier(Classifier):
+class LEAMClassifier(EmbeddingBuilt, Classifier):
     config_class = LEAMConfig
 
     def __init__(self, config: LEAMConfig):
@@ -49,18 +48,6 @@ class LEAMClassifier(Classifier):
         self.label_embed = nn.Parameter(torch.randn(p, config.embed_dim) * 0.02)  # C
         self.att_conv = nn.Conv1d(p, p, 2 * config.r + 1, padding=config.r)
         self.head = ClassifierHead(config.embed_dim, p, config.dropout, hidden=config.hidden)
-
-    @classmethod
-    def from_settings(cls, model, n_labels, factor_shape, encoder_path):
-        vocab, dim, weight = word_embedding_init(require_encoder_path(encoder_path, model),
-                                                 model.pretrained_embeddings)
-        return cls._built(model, n_labels, vocab, dim, weight)
-
-    @classmethod
-    def from_words(cls, model, n_labels, vocab_size, weight=None):
-        """On word ids (``model.vocab: words``), ``weight`` the pretrained rows or None."""
-        return cls._built(model, n_labels, *words_embedding_init(vocab_size, weight,
-                                                                 model.hidden))
 
     @classmethod
     def _built(cls, model, n_labels, vocab, dim, weight):
