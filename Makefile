@@ -52,6 +52,17 @@ baselines: install
 	  $(QUEUE) -n $$v -S model.variant=$$v || exit 1; done \
 	 && dvc queue start && dvc exp show --only-changed
 
+# The paper's sweeps (section 4.3, Tables 6-8) as DVC experiment grids: one queued experiment
+# per setting on this commit's samples and folds, then `lttw report` renders each table.
+# SWEEP: more `lttw sweep` options, e.g. SWEEP="--frozen -S folds.run=[0,1,2,3,4]".
+SWEEP ?=
+.PHONY: table6 table7 table8
+table6 table7: install
+	. $(BIN)/activate && lttw sweep $@ $(SWEEP) && lttw report
+table8: install
+	. $(BIN)/activate && for s in $$(python -c 'from lttw.evaluation.sweeps import TABLE8; print(*TABLE8)'); do \
+	  lttw sweep $$s $(SWEEP) || exit 1; done && lttw report
+
 # Chinese text (issue 12): THUCNews news titles at a CPU profile (8,000 train titles, one fold,
 # max_len 48; words.splitter auto -> jieba from the manifest), every variant, LTTW-M, LTTW at
 # NMF rank 10 (ten topics), TF-IDF over characters with a linear SVM, and the BiLSTM on

@@ -21,8 +21,8 @@ def project(tmp_path_factory, tiny_encoder_dir) -> Path:
 
 def test_repro_runs_every_stage_then_nothing(project):
     out = run(["dvc", "repro"], project)
-    assert ran(out) == {"sample", "folds", "tokens", "counts@0", "nmf@0", "features@0",
-                        "train@0", "evaluate@0", "summary"}
+    assert ran(out) == {"sample", "folds", "tokens", "encode", "counts@0", "nmf@0",
+                        "features@0", "train@0", "evaluate@0", "summary"}
     summary = json.loads((project / "metrics/summary.json").read_text())
     assert 0.0 <= summary["test/f1_macro"]["mean"] <= 1.0
     for name in ("config.json", "model.safetensors", "labels.json", "lttw.json"):

@@ -295,16 +295,50 @@ def report(
 ) -> None:
     """Write a markdown report from the metrics of the workspace (metrics/), of every DVC
     experiment and of extra run folders: macro P / R / F1 per dataset and variant next to
-    the paper's, and paired tests."""
+    the paper's, and paired tests; then each paper sweep that has experiments (`lttw sweep`)
+    as the paper's table."""
     from lttw.io import atomic_path
     from lttw.evaluation.experiments import experiment_runs
     from lttw.evaluation.report import collect_runs, render
+    from lttw.evaluation.sweep_report import sweep_sections
 
     exps = experiment_runs(".", all_commits) if experiments else []
     text = render(collect_runs(layout.METRICS_DIR, params, list(runs or []), exps))
+    text += "".join(f"{line}\n" for line in sweep_sections(exps))
     with atomic_path(out) as tmp:
         tmp.write_text(text, encoding="utf-8")
     typer.echo(f"wrote {out}")
+
+
+@app.command(epilog=_examples(
+    "lttw sweep table7", "lttw sweep table8-K --frozen -S 'folds.run=[0,1,2,3,4]'",
+    "lttw sweep table7 --only k10s10 --only k5s5 --no-run && dvc queue start"))
+def sweep(
+    name: Annotated[str, typer.Argument(help="table6 | table7 | table8-depth | table8-K | "
+                                        "table8-batch | table8-lr (the paper's Tables 6-8)")],
+    frozen: Annotated[bool, typer.Option(
+        "--frozen", help="train.freeze_encoder: true (the encoder's states cached once; only "
+        "the new layers train: fast, and not the paper's model)")] = False,
+    assignments: Annotated[Optional[list[str]], typer.Option(
+        "-S", "--set-param", help="another parameter for every setting, as dvc's -S; "
+        "repeatable")] = None,
+    only: Annotated[Optional[list[str]], typer.Option(
+        "--only", help="only this setting (its key, e.g. k10s10); repeatable")] = None,
+    run: Annotated[bool, typer.Option(
+        help="run the queue (`dvc exp run --run-all`) after queueing")] = True,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Queue one DVC experiment per setting of a paper sweep (`dvc exp run --queue -n
+    NAME-KEY[-frozen] -S ...`, all on this commit's samples, folds and factors) and run
+    them; then `lttw report` renders the sweep next to the paper's table."""
+    from lttw.evaluation.sweeps import run_commands, sweep_commands
+    from lttw.settings import read_settings
+
+    root = Path(read_settings(params).data.root)
+    commands = sweep_commands(name, frozen, list(assignments or []), only, run, root.resolve())
+    run_commands(commands)
+    typer.echo(f"{len(commands) - run} experiments of {name} "
+               + ("ran; `lttw report` renders them" if run else "queued"))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ SAMPLE_DIR = Path("data/sample")
 LABELS_JSON = SAMPLE_DIR / "labels.json"  # {"classes": [...], "dataset": ..., ...}
 FOLDS_PARQUET = Path("data/folds/folds.parquet")  # columns: row, fold
 TOKENS_DIR = Path("data/tokens")  # tokens.safetensors + tokenizer/
+ENCODED_DIR = Path("data/encoded")  # encoded.json (+ states.safetensors: train.freeze_encoder)
 COUNTS_DIR = Path("data/counts")
 NMF_DIR = Path("data/nmf")
 FEATURES_DIR = Path("data/features")

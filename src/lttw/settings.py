@@ -34,6 +34,9 @@ RANKINGS: tuple[str, ...] = get_args(Ranking)
 FACTOR_VARIANTS = {"lttw"}
 #: variants that can embed the counts stage's words instead of encoder tokens (model.vocab)
 WORD_VOCAB_VARIANTS = {"bilstm_attention", "transformer", "leam"}
+#: variants that read the pretrained encoder's last hidden states (train.freeze_encoder can
+#: cache them: the encode stage)
+ENCODER_VARIANTS = {"lttw", "encoder", "encoder_cnn"}
 #: variants that need no tokenizer / torch at all
 NON_NEURAL_VARIANTS = {"tfidf_linear"}
 #: every variant but LTTW: the comparators of the paper's Table 4 (``make baselines``)
@@ -182,6 +185,9 @@ class TrainSettings(_Group):
     log_every: int = Field(20, ge=1)
     num_threads: int = Field(0, ge=0)  # 0: torch's default
     distributed: Literal["auto", "off"] = "auto"
+    # true: the pretrained encoder is not trained; its hidden states are computed once (the
+    # encode stage, cached by DVC) and only the new layers train: fast sweeps, another model
+    freeze_encoder: bool = False
 
 
 class Settings(_Group):
@@ -193,6 +199,14 @@ class Settings(_Group):
     nmf: NMFSettings = NMFSettings()
     model: ModelSettings = ModelSettings()
     train: TrainSettings = TrainSettings()
+
+    @model_validator(mode="after")
+    def _frozen_encoder_variant(self) -> "Settings":
+        if self.train.freeze_encoder and self.model.variant not in ENCODER_VARIANTS:
+            raise ValueError(f"train.freeze_encoder: true needs a variant with a pretrained "
+                             f"encoder ({', '.join(sorted(ENCODER_VARIANTS))}); "
+                             f"model.variant is {self.model.variant!r}")
+        return self
 
 
 class SettingsError(UserError, ValueError):

@@ -28,6 +28,8 @@ class Batchable:
     attention_mask: torch.Tensor  # (n, seq) int8
     factors: torch.Tensor | None  # (n, k+s, rank) float32, or None
     labels: torch.Tensor  # (n,) int64
+    #: (n, seq, d) float16: the frozen encoder's cached last hidden states (train.freeze_encoder)
+    encoder_states: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -60,6 +62,8 @@ class Batchable:
         inputs = {"input_ids": move(self.input_ids[:, :seq], torch.long),
                   "attention_mask": move(self.attention_mask[:, :seq], torch.long),
                   "factors": None if self.factors is None else move(self.factors, torch.float32)}
+        if self.encoder_states is not None:  # the model skips its encoder
+            inputs["encoder_states"] = move(self.encoder_states[:, :seq], torch.float32)
         return inputs, move(self.labels, torch.long)
 
 

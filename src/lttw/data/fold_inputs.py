@@ -60,13 +60,19 @@ def load_fold_inputs(fold: int) -> FoldInputs:
 
 
 def load_tensors(inputs: FoldInputs, fold: int, words=None,
-                 max_len: int | None = None) -> dict[str, Batchable]:
+                 max_len: int | None = None, frozen_encoder: bool = False
+                 ) -> dict[str, Batchable]:
     """Batchable tensors for train / val / fold_test / test / predict: the encoder's tokens,
     or with ``words`` (a ``text.word_ids.WordVocabulary``) the texts' word ids at
-    ``max_len``."""
+    ``max_len``; with ``frozen_encoder`` also the encode stage's cached encoder states."""
     tokens = (read_arrays(layout.tokens_file()) if words is None
               else word_arrays(inputs, words, max_len))
     factors = read_arrays(layout.features_file(fold))
+    states = {}
+    if frozen_encoder:
+        from lttw.text.encoder_states import frozen_states
+
+        states = frozen_states(layout.ENCODED_DIR, layout.SPLITS)
     out = {}
     for part in ("train", "val") + EVAL_PARTS:
         split, rows = inputs.split_of(part)
@@ -76,7 +82,8 @@ def load_tensors(inputs: FoldInputs, fold: int, words=None,
             input_ids=torch.from_numpy(take(tokens[f"{split}_input_ids"])),
             attention_mask=torch.from_numpy(take(tokens[f"{split}_attention_mask"])),
             factors=torch.from_numpy(take(f)) if f.size else None,
-            labels=torch.from_numpy(inputs.part_labels(part)))
+            labels=torch.from_numpy(inputs.part_labels(part)),
+            encoder_states=torch.from_numpy(take(states[split])) if states else None)
     return out
 
 

@@ -49,16 +49,16 @@ def exp_show_json(repo: str | Path = ".", all_commits: bool = False) -> list | N
     return doc if isinstance(doc, list) else None
 
 
-def _rows(doc: list) -> Iterator[tuple[str, str, dict]]:
-    """(kind, name, data) of every row: the workspace, the baseline commits ("commit") and
+def _rows(doc: list) -> Iterator[tuple[str, dict, dict]]:
+    """(kind, row, data) of every row: the workspace, the baseline commits ("commit") and
     their experiments ("exp")."""
     for row in doc:
         if not isinstance(row, dict):
             continue
-        yield "commit", _name(row), row.get("data") or {}
+        yield "commit", row, row.get("data") or {}
         for group in row.get("experiments") or []:
             for rev in (group or {}).get("revs") or []:
-                yield "exp", _name(rev), (rev or {}).get("data") or {}
+                yield "exp", rev or {}, (rev or {}).get("data") or {}
 
 
 def _name(row: dict) -> str:
@@ -77,7 +77,8 @@ def runs_from_exp_show(doc: list, skip_workspace: bool = True) -> list[Run]:
     metrics, named ``dvc exp NAME`` (or ``dvc commit NAME``). The workspace row is skipped
     by default: ``lttw report`` reads the workspace's files itself."""
     runs = []
-    for kind, name, data in _rows(doc):
+    for kind, row, data in _rows(doc):
+        name = _name(row)
         if name == "workspace" and skip_workspace:
             continue
         metrics = data.get("metrics") if isinstance(data, dict) else None
@@ -91,6 +92,7 @@ def runs_from_exp_show(doc: list, skip_workspace: bool = True) -> list[Run]:
         model = params.get("model") if isinstance(params.get("model"), dict) else None
         run = make_run(summary, folds, model, f"dvc {kind} {name}")
         if run is not None:
+            run.name, run.rev, run.params = name, str(row.get("rev") or "") or None, params
             runs.append(run)
     return runs
 

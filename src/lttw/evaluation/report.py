@@ -66,6 +66,10 @@ class Run:
     variant: str
     folds: dict[int, dict] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
+    #: a DVC experiment's name, Git revision and parameters (``evaluation.experiments``)
+    name: str | None = None
+    rev: str | None = None
+    params: dict = field(default_factory=dict)
 
     def values(self, key: str, part: str | None = PART) -> np.ndarray:
         """One metric per fold (fold order); missing entries are skipped."""

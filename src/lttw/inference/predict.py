@@ -24,7 +24,8 @@ def model_variant(model_dir: str | Path) -> str:
 def predict_cached_parts(model_dir: str | Path, inputs: FoldInputs, fold: int,
                          train_settings: TrainSettings) -> dict[str, np.ndarray]:
     """Probabilities (n, p) for the fold's test part and the held-out test / predict samples
-    ((0, p) for an empty one), from the texts or the cached tensors, as the model reads."""
+    ((0, p) for an empty one), from the texts or the cached tensors, as the model reads
+    (with ``train.freeze_encoder``: the encode stage's states, not the encoder)."""
     from lttw.data.fold_inputs import EVAL_PARTS, load_tensors
     from lttw.device import make_runtime
 
@@ -35,7 +36,8 @@ def predict_cached_parts(model_dir: str | Path, inputs: FoldInputs, fold: int,
     else:  # the encoder's cached tokens, or word ids over the folder's own vocabulary
         words = saved_words(model_dir)
         max_len = None if words is None else read_json(Path(model_dir) / META)["max_len"]
-        parts = load_tensors(inputs, fold, words, max_len)
+        parts = load_tensors(inputs, fold, words, max_len,
+                             frozen_encoder=train_settings.freeze_encoder)
     return {part: predict_proba(model, parts[part], rt, train_settings.eval_batch_size,
                                 progress=True) for part in EVAL_PARTS}
 

@@ -44,6 +44,7 @@ def write_model_folder(folder: Path, classes: list[str], settings, fold: int,
         "counts": settings.counts.model_dump(), "fold": fold, "seed": settings.seed,
         "encoder": m.encoder, "with_factors": with_factors,
         **({"vocab": "words"} if word_vocabulary is not None else {}),
+        **({"frozen_encoder": True} if settings.train.freeze_encoder else {}),
         **({"words": words.record()} if words is not None else {})})
     if tokenizer_dir is not None:
         shutil.copytree(tokenizer_dir, folder / TOKENIZER)

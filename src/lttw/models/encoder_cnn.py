@@ -54,8 +54,9 @@ class EncoderCNNClassifier(Classifier):
                                     cnn_channels=model.cnn_channels, dropout=model.dropout),
                    encoder=encoder)
 
-    def forward(self, input_ids, attention_mask, factors=None) -> torch.Tensor:
-        h = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    def forward(self, input_ids, attention_mask, factors=None, encoder_states=None
+                ) -> torch.Tensor:
+        h = self.hidden_states(input_ids, attention_mask, encoder_states)  # (batch, seq, d)
         h = (h * attention_mask.unsqueeze(-1).to(h.dtype)).transpose(1, 2)  # (batch, d, seq)
         pooled = []
         for conv, w in zip(self.convs, self.config.cnn_widths):

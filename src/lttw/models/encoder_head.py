@@ -38,6 +38,7 @@ class EncoderClassifier(Classifier):
         return cls(EncoderHeadConfig(n_labels=n_labels, encoder_config=enc_cfg,
                                      dropout=model.dropout), encoder=encoder)
 
-    def forward(self, input_ids, attention_mask, factors=None) -> torch.Tensor:
-        h = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    def forward(self, input_ids, attention_mask, factors=None, encoder_states=None
+                ) -> torch.Tensor:
+        h = self.hidden_states(input_ids, attention_mask, encoder_states)  # (batch, seq, d)
         return self.head(h[:, 0])  # (batch, hidden) -> (batch, n_labels)

@@ -143,8 +143,11 @@ class LTTWClassifier(Classifier):
         return torch.cat([attention_mask[:, :1], ones, attention_mask[:, 1:]], dim=1)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                factors: torch.Tensor | None = None, output_attentions: bool = False):
+                factors: torch.Tensor | None = None, output_attentions: bool = False,
+                encoder_states: torch.Tensor | None = None):
         """input_ids, attention_mask (B, n); factors (B, k+s, z) or None -> logits (B, p).
+        ``encoder_states`` (B, n, d): a frozen encoder's cached output, used instead of
+        running the encoder.
 
         The classifier reads position 0 only, so the last block runs its queries, output
         projection and feed-forward at position 0 alone (keys and values from every position):
@@ -154,8 +157,7 @@ class LTTWClassifier(Classifier):
         if input_ids.shape[1] > self.config.max_len:
             raise ValueError(f"input of {input_ids.shape[1]} tokens exceeds max_len="
                              f"{self.config.max_len}")
-        hidden = self.encoder(input_ids=input_ids,
-                              attention_mask=attention_mask).last_hidden_state  # (B, n, d)
+        hidden = self.hidden_states(input_ids, attention_mask, encoder_states)  # (B, n, d)
         x, mask = self.fuse(hidden, attention_mask, factors)
         attentions = []
         for i, block in enumerate(self.blocks):

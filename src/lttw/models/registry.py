@@ -7,7 +7,9 @@ its ``model.variant`` name. Every classifier takes the same batch:
     attention_mask  (batch, seq)        int64   1 for real tokens, 0 for padding
     factors         (batch, k+s, rank)  float32 latent-factor rows, or None
 
-and returns logits (batch, n_labels). A model folder holds ``config.json`` (variant + config)
+and returns logits (batch, n_labels). Variants over a pretrained encoder (lttw, encoder,
+encoder_cnn) also take ``encoder_states`` (batch, seq, d): the frozen encoder's cached
+output, used instead of running the encoder (``train.freeze_encoder``). A model folder holds ``config.json`` (variant + config)
 and ``model.safetensors``; loading needs neither the hub nor pickle.
 
 Each variant module of ``lttw.models`` registers itself, and the package imports them all
@@ -64,6 +66,14 @@ class Classifier(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 factors: torch.Tensor | None = None) -> torch.Tensor:
         raise NotImplementedError
+
+    def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                      encoder_states: torch.Tensor | None = None) -> torch.Tensor:
+        """The encoder's last hidden states (B, n, d) (H_BERT), or the cached states of a
+        frozen encoder (``train.freeze_encoder``; the encode stage) when given."""
+        if encoder_states is not None:
+            return encoder_states
+        return self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
     def auxiliary_loss(self) -> torch.Tensor | None:
         """A term the training loop adds to the cross-entropy (None: nothing), e.g. LEAM's

@@ -117,7 +117,8 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
     if words is not None:  # the vectors are read before anything is written
         weight, vectors_record = word_embedding(settings.model, words,
                                                 inputs.part_texts("train"), settings.seed)
-    batches = load_tensors(inputs, fold, words, settings.model.max_len)
+    frozen = settings.train.freeze_encoder
+    batches = load_tensors(inputs, fold, words, settings.model.max_len, frozen_encoder=frozen)
     rt = make_runtime(settings.train)
     model_class = MODEL_REGISTRY[settings.model.variant]
     if words is not None:
@@ -126,6 +127,8 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
         model = model_class.from_settings(settings.model, inputs.n_labels,
                                           factor_shape(batches),
                                           resolve_encoder(settings.model.encoder))
+    if frozen:
+        freeze_encoder(model, batches["train"])
     key = fingerprint(settings, fold)
     live = _open_live(settings, fold, key) if rt.is_main else None
     result = train_classifier(model, batches["train"], batches["val"], settings.train,
@@ -140,6 +143,7 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
                "time_per_epoch_s": sum(times) / max(1, len(times)), "epoch_times_s": times,
                "samples_per_s": result.samples_per_s, "device": str(rt.device),
                "bf16": rt.bf16, "world_size": rt.world_size, "seed": settings.seed,
+               "frozen_encoder": frozen,
                **({"word_vectors": vectors_record} if vectors_record is not None else {})}
     if rt.is_main:
         _write_outputs(settings, fold, inputs, model, summary, live,
@@ -150,3 +154,17 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
     rt.barrier()
     rt.close()
     return summary
+
+
+def freeze_encoder(model, train) -> None:
+    """``train.freeze_encoder``: the encoder's weights stay the pretrained ones (not given to
+    the optimiser), and training reads its cached states (``train.encoder_states``), which
+    must be as wide as the encoder's output."""
+    from lttw.errors import UserError
+
+    width = int(model.encoder.config.hidden_size)
+    if train.encoder_states is None or train.encoder_states.shape[-1] != width:
+        got = None if train.encoder_states is None else tuple(train.encoder_states.shape)
+        raise UserError(f"{layout.ENCODED_DIR}: cached encoder states of shape {got} do not fit "
+                        f"the encoder ({width} wide); rerun the encode stage")
+    model.encoder.requires_grad_(False)

@@ -1,0 +1,134 @@
+"""``lttw report``'s sweep sections: each paper sweep (``evaluation.sweeps``) that has DVC
+experiments, as the paper's table: macro P / R / F1 on the held-out test sample per setting
+(mean ± sample std over the folds that ran), the paper's row beside it, and a paired test of
+each setting against the paper's chosen one.
+
+The paired test: over the common folds' held-out test F1 where there are >= 2 (Wilcoxon
+signed-rank with >= 6, else the paired t-test, as for the variants); with one fold, McNemar's
+exact test on the held-out test texts (the same texts for every setting), from each
+experiment's ``data/eval/fold_<i>/predictions.parquet`` read from DVC's cache at the
+experiment's revision. Fine-tuned and frozen-encoder (``train.freeze_encoder``) runs get
+separate tables: a frozen encoder is not the paper's model.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import numpy as np
+
+from lttw.evaluation.report import PART, Run, _pct, paired_test
+from lttw.evaluation.sweeps import SWEEPS, Sweep
+
+log = logging.getLogger("lttw.report")
+
+#: (run, fold) -> the held-out test sample's (labels, predictions), or None
+Predictions = Callable[[Run, int], "tuple[np.ndarray, np.ndarray] | None"]
+
+
+def dvc_predictions(run: Run, fold: int):
+    """The evaluate stage's test-part labels and predictions of ``run`` (an experiment) from
+    DVC's cache at its revision; None where they cannot be read."""
+    if not run.rev:
+        return None
+    try:
+        import dvc.api
+        import pandas as pd
+
+        path = f"data/eval/fold_{fold}/predictions.parquet"
+        with dvc.api.open(path, rev=run.rev, mode="rb") as f:
+            frame = pd.read_parquet(f)
+    except Exception as err:  # noqa: BLE001  (dvc raises many kinds; the test is then n/a)
+        log.warning("%s: predictions of fold %d not readable: %s", run.name, fold, err)
+        return None
+    test = frame[frame["part"] == PART]
+    return test["label"].to_numpy(), test["pred"].to_numpy()
+
+
+def mcnemar(reference: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray]
+            ) -> dict:
+    """McNemar's exact test (two-sided binomial on the discordant texts) of two classifiers'
+    predictions of the same labelled texts."""
+    (y, a), (y2, b) = reference, other
+    if len(y) != len(y2) or not np.array_equal(y, y2):
+        return {"test": None, "p": None, "why": "n/a (different test texts)"}
+    only_ref = int(np.sum((a == y) & (b != y)))
+    only_other = int(np.sum((a != y) & (b == y)))
+    if only_ref + only_other == 0:
+        return {"test": None, "p": None, "why": "n/a (the same texts right)"}
+    from scipy.stats import binomtest
+
+    p = binomtest(only_ref, only_ref + only_other, 0.5).pvalue
+    return {"test": f"McNemar exact, discordant {only_ref} / {only_other}", "p": float(p),
+            "why": None}
+
+
+def compare(reference: Run, other: Run, predictions: Predictions) -> dict:
+    """``paired_test`` over common folds, or McNemar on the one common fold's test texts."""
+    common = sorted(set(reference.folds) & set(other.folds))
+    if len(common) != 1:
+        return paired_test(other, reference)  # delta: other minus reference
+    fold = common[0]
+    delta = other.folds[fold][PART]["f1_macro"] - reference.folds[fold][PART]["f1_macro"]
+    ref, oth = predictions(reference, fold), predictions(other, fold)
+    if ref is None or oth is None:
+        return {"n": 1, "delta": delta, "test": None, "p": None,
+                "why": "n/a (one fold; predictions not readable)"}
+    return {"n": 1, "delta": delta, **mcnemar(ref, oth)}
+
+
+def _datasets(rows: dict[str, Run | None]) -> str:
+    names = sorted({run.dataset for run in rows.values() if run is not None})
+    return ", ".join(names)
+
+
+def sweep_table(sweep: Sweep, frozen: bool, rows: dict[str, Run | None],
+                predictions: Predictions) -> list[str]:
+    mode = ("frozen encoder (`train.freeze_encoder`: only the new layers trained; not the "
+            "paper's model)" if frozen else "fine-tuned encoder")
+    chosen = sweep.setting(sweep.chosen)
+    reference = rows.get(sweep.chosen)
+    lines = ["", f"### {sweep.title}: {mode}", "",
+             f"Experiments `{sweep.experiment('KEY', frozen)}` on {_datasets(rows)}; paired test "
+             f"against {sweep.column} = {chosen.label} (the paper's choice), two-sided.", "",
+             f"| {sweep.column} | folds | P | R | F1 | paper P / R / F1 | ΔF1 (points) | "
+             "test | p-value |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for setting in sweep.settings:
+        run = rows.get(setting.key)
+        paper = " / ".join(f"{v:.2f}" for v in setting.paper)
+        if run is None:
+            lines.append(f"| {setting.label} | not run | | | | {paper} | | | |")
+            continue
+        cells = [str(len(run.folds)), _pct(run.values("precision_macro")),
+                 _pct(run.values("recall_macro")), _pct(run.values("f1_macro")), paper]
+        if setting.key == sweep.chosen:
+            cells += ["", "reference", ""]
+        elif reference is None:
+            cells += ["", f"n/a ({chosen.label} not run)", ""]
+        else:
+            t = compare(reference, run, predictions)
+            cells += [f"{100 * t['delta']:+.2f}" if "delta" in t else "",
+                      t["test"] or t["why"], f"{t['p']:.3g}" if t["p"] is not None else ""]
+        lines.append(f"| {setting.label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def sweep_sections(experiments: list[Run], predictions: Predictions = dvc_predictions
+                   ) -> list[str]:
+    """Markdown lines of every sweep with at least one experiment (none: no lines)."""
+    by_name = {run.name: run for run in experiments if run.name}
+    lines: list[str] = []
+    for sweep in SWEEPS.values():
+        for frozen in (False, True):
+            rows = {s.key: by_name.get(sweep.experiment(s.key, frozen)) for s in sweep.settings}
+            if any(rows.values()):
+                lines += sweep_table(sweep, frozen, rows, predictions)
+    if lines:
+        lines = ["", "## Sweeps (paper section 4.3)", "",
+                 "Macro P / R / F1 in % on the held-out test sample, mean ± sample std over "
+                 "the folds that ran (one fold: no ±), from the experiments `lttw sweep` "
+                 "queued. The paired test with one fold is McNemar's exact test on the "
+                 "held-out test texts; its discordant counts are the texts only the reference "
+                 "/ only the setting classifies right."] + lines
+    return lines

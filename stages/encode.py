@@ -1,0 +1,41 @@
+"""Stage `encode`: with train.freeze_encoder, the pretrained encoder's last hidden states of
+every sample text, once (they depend on the tokens and the encoder only, so a k, s, K or
+depth change never recomputes them); otherwise a record saying that nothing is cached."""
+
+import logging
+
+import torch
+
+from lttw import layout
+from lttw.io import atomic_dir, read_arrays, write_arrays, write_json
+from lttw.stage import run_stage
+from lttw.text.encoder import load_pretrained_encoder, resolve_encoder
+from lttw.text.encoder_states import RECORD, STATES, encoder_states
+
+log = logging.getLogger("lttw.encode")
+
+
+def main(settings):
+    with atomic_dir(layout.ENCODED_DIR) as tmp:
+        if not settings.train.freeze_encoder:
+            write_json(tmp / RECORD, {"frozen": False})
+            log.info("train.freeze_encoder is false: no encoder states to cache")
+            return
+        encoder = load_pretrained_encoder(resolve_encoder(settings.model.encoder))
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        tokens = read_arrays(layout.tokens_file())
+        states = {split: encoder_states(encoder, tokens[f"{split}_input_ids"],
+                                        tokens[f"{split}_attention_mask"], device=device,
+                                        desc=f"encode {split}")
+                  for split in layout.SPLITS}
+        write_arrays(tmp / STATES, **states)
+        d = int(encoder.config.hidden_size)
+        write_json(tmp / RECORD, {"frozen": True, "hidden_size": d, "dtype": "float16",
+                                  "max_len": settings.model.max_len,
+                                  "rows": {s: len(a) for s, a in states.items()}})
+        log.info("encoder states of %s texts cached (%d wide, float16)",
+                 sum(len(a) for a in states.values()), d)
+
+
+if __name__ == "__main__":
+    run_stage(main, __doc__)
