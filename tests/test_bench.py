@@ -74,7 +74,7 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     timings = json.loads((project / "bench/results/run_stages.json").read_text())
     assert [r["stage"] for r in timings["stages"]] == [
-        "sample", "folds", "tokens", "counts@1", "nmf@1", "features@1", "train@1",
+        "sample", "folds", "tokens", "encode", "counts@1", "nmf@1", "features@1", "train@1",
         "evaluate@1", "summary"]
     summary = json.loads((project / "metrics/summary.json").read_text())
     assert summary["folds"] == [1] and 0 <= summary["test/f1_macro"]["mean"] <= 1

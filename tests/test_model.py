@@ -271,7 +271,7 @@ def test_last_block_at_position_0_only_is_exact(attention, depth, norm_first,
     ids, mask, factors = batch
     assert (mask == 0).any()
     ffn_rows: list[int] = []
-    hooks = [b.ffn.register_forward_hook(lambda _m, inp, _o: ffn_rows.append(inp[0].shape[1]))
+    hooks = [b.ffn[0].register_forward_hook(lambda _m, inp, _o: ffn_rows.append(inp[0].shape[1]))
              for b in model.blocks]
     with torch.no_grad():
         fast = model(ids, mask, factors)
@@ -329,3 +329,25 @@ def test_attention_weights_reproduce_the_module_output(kind):
     assert weights.shape == ((2, 3, 7, 7) if kind == "mha" else (2, 3, 7, 4))
     if kind == "mha":
         assert (weights[1, :, :, 5:] == 0).all()
+
+
+@pytest.mark.parametrize("kind", ["linformer", "mha"])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_first_only_trains_on_the_full_paths_random_stream(kind, norm_first):
+    """Issue 13.11: in training, the position-0 path draws every dropout mask as the full
+    path does (for all positions, then keeps position 0): the same output at position 0 and
+    the same random state afterwards, so switching it on changes no training trajectory."""
+    torch.manual_seed(0)
+    block = AttentionBlock(20, kind, heads=4, ffn_mult=4, dropout=0.3, max_seq=16,
+                           linformer_k=4, norm_first=norm_first).train()
+    x, mask = torch.randn(3, 11, 20), torch.ones(3, 11, dtype=torch.long)
+    mask[1, 7:] = 0
+    torch.manual_seed(5)
+    full = block(x, mask)[:, :1]
+    after_full = torch.rand(4)
+    torch.manual_seed(5)
+    first = block(x, mask, first_only=True)
+    after_first = torch.rand(4)
+    torch.testing.assert_close(first, full, rtol=0, atol=1e-5)
+    assert torch.equal(after_first, after_full)
+    assert not torch.equal(first, block.eval()(x, mask, first_only=True))  # dropout was on

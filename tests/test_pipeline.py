@@ -40,14 +40,22 @@ def test_changing_k_reruns_features_and_after_only(project):
     assert ran(out) == {"features@0", "train@0", "evaluate@0", "summary"}
 
 
+def test_a_setting_trained_before_is_restored_not_retrained(project):
+    """DVC's run-cache holds every stage, train included (its checkpoints are no output):
+    going back to k=2 (trained above) restores the fold's model and metrics."""
+    run(["dvc", "exp", "run", "-S", "model.k=3"], project)
+    out = run(["dvc", "exp", "run", "-S", "model.k=2"], project)
+    assert not {"features@0", "train@0", "evaluate@0"} & ran(out)
+    assert "Stage 'train@0' is cached - skipping run" in out
+
+
 def test_changing_rank_reruns_nmf_not_counts(project):
     out = run(["dvc", "exp", "run", "-S", "nmf.rank=2"], project)
     assert ran(out) == {"nmf@0", "features@0", "train@0", "evaluate@0", "summary"}
 
 
 def test_baseline_variant_keeps_factor_stages_cached(project):
-    # as in a queued experiment's fresh copy: no checkpoint folder yet (it is a declared
-    # output of train, which tfidf_linear must create too)
+    # as in a queued experiment's fresh copy: no checkpoint folder
     shutil.rmtree(project / "data" / "checkpoints")
     # a variant without latent factors: changing k must not retrain it
     run(["dvc", "exp", "run", "-S", "model.variant=tfidf_linear"], project)

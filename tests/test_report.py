@@ -144,7 +144,7 @@ def exp_data(variant: str, f1: dict[int, float], model: dict | None = None,
 
 def exp_show_document() -> list:
     """A recorded `dvc exp show --json`: the workspace (= the last experiment applied), the
-    baseline commit (LTTW) and five experiments, one of them failed (no metrics)."""
+    baseline commit (LTTW) and six experiments, one failed (no metrics), one running."""
     def exp(name: str, data: dict) -> dict:
         return {"revs": [{"rev": f"{name:0<40}", "name": name, "data": data}],
                 "name": name, "executor": None}
@@ -156,7 +156,10 @@ def exp_show_document() -> list:
              exp("lttw-m", m), exp("enc", exp_data("encoder", {0: 0.88})),
              exp("k32", exp_data("lttw", {0: 0.91}, {"k": 32})),
              exp("leam-sst2", exp_data("leam", {0: 0.70}, dataset="sst2")),
-             exp("broken", {"status": "Failed", "metrics": {}, "params": {}})]}]
+             exp("broken", {"status": "Failed", "metrics": {}, "params": {}}),
+             # still running: dvc shows the workspace's metrics under its name
+             {**exp("running", exp_data("encoder", {0: 0.50})),
+              "executor": {"state": "running", "name": "dvc-task", "local": {}}}]}]
 
 
 def test_runs_from_a_recorded_exp_show_document():

@@ -9,6 +9,7 @@ import yaml
 from scipy.stats import binomtest, ttest_rel
 
 from lttw.errors import UserError
+from lttw.evaluation import sweeps
 from lttw.evaluation.report import Run
 from lttw.evaluation.sweep_report import mcnemar, sweep_sections
 from lttw.evaluation.sweeps import SWEEPS, TABLE8, param_value, queue_commands, sweep_commands
@@ -39,7 +40,7 @@ def test_every_sweep_is_five_valid_settings_with_its_chosen_one():
     assert table6["25 (13 + 12)"] == (13, 12) and table6["20 (10 + 10)"] == (10, 10)
 
 
-def test_queue_commands_name_and_set_each_setting():
+def test_queue_commands_name_and_set_each_setting(monkeypatch):
     commands = queue_commands(SWEEPS["table7"], frozen=True, extra=["folds.run=[0,1]"])
     assert len(commands) == 5
     names = [c[c.index("-n") + 1] for c in commands]
@@ -55,11 +56,15 @@ def test_queue_commands_name_and_set_each_setting():
         queue_commands(SWEEPS["table7"], False, only=["k9s9"])
     with pytest.raises(UserError, match="unknown sweep 'table9'"):
         sweep_commands("table9", False, [], None, True, "/data")
+    monkeypatch.setattr(sweeps, "existing_experiments", lambda: set())
     run = sweep_commands("table6", False, [], ["ks20"], True, "/abs/datasets")
     assert assignments(run[0])["data.root"] == "/abs/datasets"
     assert run[-1][-3:] == ["exp", "run", "--run-all"]
     own = sweep_commands("table6", False, ["data.root=/mine"], ["ks20"], False, "/abs")
     assert assignments(own[0])["data.root"] == "/mine" and len(own) == 1
+    monkeypatch.setattr(sweeps, "existing_experiments", lambda: {"table6-ks20", "other"})
+    with pytest.raises(UserError, match=r"table6-ks20 exist already.*dvc exp remove table6-ks20`"):
+        sweep_commands("table6", False, [], None, True, "/abs")
 
 
 def fake_run(name: str, f1: dict[int, float]) -> Run:
@@ -128,3 +133,5 @@ def test_a_two_setting_grid_runs_through_the_queue_and_renders(tmp_path, tiny_en
     # the predictions were read from DVC's cache at the experiment's revision
     assert "McNemar exact" in rows["5 + 5"] or "the same texts right" in rows["5 + 5"]
     assert "| 15 + 15 | not run |" in table
+    again = run(["lttw", "sweep", "table7", "--frozen", "--only", "k5s5"], project, check=False)
+    assert "error: experiments table7-k5s5-frozen exist already" in again

@@ -19,6 +19,7 @@ import typer
 from typer.core import TyperGroup
 
 from lttw import layout
+from lttw.console import console, print_predictions
 from lttw.errors import UserError
 
 EXIT_USER_ERROR = 2
@@ -74,12 +75,6 @@ def _examples(*commands: str) -> str:
     return "\n\n".join(["Examples:", *(f"`{c}`" for c in commands)])
 
 
-def _console(stderr: bool = False):
-    from rich.console import Console
-
-    return Console(stderr=stderr)
-
-
 def _model_dir(model: Path | None, params: Path) -> Path:
     if model is not None:
         return model
@@ -130,7 +125,7 @@ def predict(
         predictor = _load(model, params, device.value)
         probs = predictor.predict_proba(list(texts), batch_size)
         best = probs.argmax(axis=1)
-        _print_predictions(list(texts), [predictor.classes[i] for i in best],
+        print_predictions(list(texts), [predictor.classes[i] for i in best],
                            probs[range(len(texts)), best].tolist())
         return
     from lttw.inference import batch_predict as bp
@@ -148,30 +143,7 @@ def predict(
                                 predictor.classes, with_text=not no_text)
     bp.write_frames([frame], out)
     if out != bp.STDOUT:
-        _print_predictions(list(texts), frame["label"].tolist(), frame["prob"].tolist())
-
-
-def _print_predictions(texts: list[str], labels: list[str], probs: list[float]) -> None:
-    """A table of text / label / prob that fits the terminal: the label and the probability
-    are always shown in full, the text is cut (…) to the room left."""
-    from rich.cells import cell_len
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = _console()
-    label_width = max(cell_len("label"), *(cell_len(label) for label in labels))
-    prob_width = len("0.0000")
-    room = console.width - label_width - prob_width - 10  # 4 borders + 3 x 2 padding
-    table = Table()
-    table.add_column("text", overflow="ellipsis", no_wrap=True, max_width=max(8, min(60, room)))
-    if room >= 8:
-        table.add_column("label", no_wrap=True, min_width=label_width)
-    else:  # a label wider than the terminal: wrapped over lines, still whole
-        table.add_column("label", overflow="fold")
-    table.add_column("prob", justify="right", no_wrap=True, min_width=prob_width)
-    for text, label, prob in zip(texts, labels, probs):
-        table.add_row(escape(text), escape(label), f"{prob:.4f}")
-    console.print(table)
+        print_predictions(list(texts), frame["label"].tolist(), frame["prob"].tolist())
 
 
 @app.command(epilog=_examples('lttw explain "Stocks rally as oil prices fall"',
@@ -190,7 +162,7 @@ def explain(
     if as_json:
         typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        render(doc, _console())
+        render(doc, console())
 
 
 class Sampling(str, Enum):
@@ -224,7 +196,7 @@ def data_check(
         settings = settings.model_copy(update={"data": settings.data.model_copy(
             update={"sampling": sampling.value})})
     check = check_dataset(settings, path, text_column, label_column)
-    render(check, _console())
+    render(check, console())
     if check.problems:
         raise UserError(f"{len(check.problems)} problem(s): " + "; ".join(check.problems))
 
@@ -244,7 +216,7 @@ def data_list(
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     else:
-        render_list(rows, root, _console())
+        render_list(rows, root, console())
 
 
 @app.command(epilog=_examples("lttw export --model models/fold_0 --out exported/lttw-ag-news"))

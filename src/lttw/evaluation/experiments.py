@@ -57,6 +57,9 @@ def _rows(doc: list) -> Iterator[tuple[str, dict, dict]]:
             continue
         yield "commit", row, row.get("data") or {}
         for group in row.get("experiments") or []:
+            state = ((group or {}).get("executor") or {}).get("state")
+            if state not in (None, "success"):  # queued, running or failed: no results yet
+                continue
             for rev in (group or {}).get("revs") or []:
                 yield "exp", rev or {}, (rev or {}).get("data") or {}
 

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from lttw.evaluation.report import PART, Run, _pct, paired_test
+from lttw.evaluation.report import DATASET_NAMES, PART, Run, _pct, paired_test
 from lttw.evaluation.sweeps import SWEEPS, Sweep
 
 log = logging.getLogger("lttw.report")
@@ -79,7 +79,8 @@ def compare(reference: Run, other: Run, predictions: Predictions) -> dict:
 
 
 def _datasets(rows: dict[str, Run | None]) -> str:
-    names = sorted({run.dataset for run in rows.values() if run is not None})
+    names = sorted({DATASET_NAMES.get(run.dataset, run.dataset) for run in rows.values()
+                    if run is not None})
     return ", ".join(names)
 
 

@@ -147,9 +147,21 @@ def sweep_commands(name: str, frozen: bool, extra: list[str], only: list[str] | 
     if not any(a.startswith("data.root=") for a in extra):
         extra = [*extra, f"data.root={data_root}"]
     commands = queue_commands(get_sweep(name), frozen, extra, only)
+    taken = sorted(set(c[c.index("-n") + 1] for c in commands) & existing_experiments())
+    if taken:
+        raise UserError(f"experiments {', '.join(taken)} exist already for this commit; "
+                        f"remove them first (`dvc exp remove {' '.join(taken)}`)")
     if run:
         commands.append([sys.executable, "-m", "dvc", "exp", "run", "--run-all"])
     return commands
+
+
+def existing_experiments(cwd: str = ".") -> set[str]:
+    """Names of the experiments of the current commit (``dvc exp list --name-only``;
+    none where dvc cannot tell)."""
+    proc = subprocess.run([sys.executable, "-m", "dvc", "exp", "list", "--name-only"],
+                          cwd=cwd, capture_output=True, text=True)
+    return set(proc.stdout.split()) if proc.returncode == 0 else set()
 
 
 def run_commands(commands: list[list[str]], cwd: str = ".") -> None:

@@ -23,6 +23,23 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def dropout_at_first(x: torch.Tensor, p: float, training: bool, length: int,
+                     dim: int = 1) -> torch.Tensor:
+    """Dropout of ``x``, the position-0 slice (size 1 along ``dim``) of a ``length``-position
+    tensor, exactly as dropout of the whole tensor treats that slice: the noise is drawn for
+    all ``length`` positions (the same random numbers, in the same order, as
+    ``F.dropout``) and its position-0 slice kept. The ``first_only`` path thus trains on the
+    same random stream as the full one, not merely an equally random one."""
+    if not training or p == 0.0:
+        return x
+    if p >= 1.0:
+        return x * 0.0
+    shape = list(x.shape)
+    shape[dim] = length
+    noise = x.new_empty(shape).bernoulli_(1 - p).narrow(dim, 0, 1)
+    return x * noise.div_(1 - p)
+
+
 class _SelfAttention(nn.Module):
     """Q/K/V and output projections shared by both attention kinds."""
 
@@ -47,18 +64,24 @@ class _SelfAttention(nn.Module):
         b, _, n, _ = x.shape
         return self.out(x.transpose(1, 2).reshape(b, n, self.heads * self.head_dim))
 
-    def _attend(self, q, k, v, attn_mask=None, output_attentions: bool = False
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _attend(self, q, k, v, attn_mask=None, output_attentions: bool = False,
+                queries_of: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(output (B, h, n_q, dh), weights (B, h, n_q, n_k) or None). ``attn_mask`` is
-        boolean, True = attend."""
+        boolean, True = attend. ``queries_of``: ``q`` is position 0 of that many queries
+        (``first_only``); in training its attention dropout is drawn as for all of them."""
         p = self.dropout if self.training else 0.0
-        if not output_attentions:
+        first_dropout = queries_of is not None and p > 0
+        if not output_attentions and not first_dropout:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p), None
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
         if attn_mask is not None:
             scores = scores.masked_fill(~attn_mask, float("-inf"))
         weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
-        return F.dropout(weights, p) @ v, weights
+        if first_dropout:  # as SDPA's dropout of the (B, h, queries_of, n_k) weights draws it
+            dropped = dropout_at_first(weights, p, True, queries_of, dim=2)
+        else:
+            dropped = F.dropout(weights, p)
+        return dropped @ v, (weights if output_attentions else None)
 
 
 class MultiHeadSelfAttention(_SelfAttention):
@@ -70,7 +93,8 @@ class MultiHeadSelfAttention(_SelfAttention):
         q = self._split(self.query(x[:, :1] if first_only else x))  # (B, h, n_q, dh)
         k, v = self._split(self.key(x)), self._split(self.value(x))  # (B, h, n, dh)
         keep = attention_mask[:, None, None, :].bool()            # (B, 1, 1, n) True = attend
-        out, weights = self._attend(q, k, v, keep, output_attentions)  # scores (B, h, n_q, n)
+        out, weights = self._attend(q, k, v, keep, output_attentions,
+                                    x.shape[1] if first_only else None)  # (B, h, n_q, n)
         return (self._merge(out), weights) if output_attentions else self._merge(out)
 
 
@@ -107,7 +131,8 @@ class LinformerSelfAttention(_SelfAttention):
         v = torch.einsum("kn,bni->bki", f.to(x.dtype), self.value(x) * keep)  # (B, K, h*dh)
         q = self._split(self.query(x[:, :1] if first_only else x))            # (B, h, n_q, dh)
         out, weights = self._attend(q, self._split(k), self._split(v),
-                                    output_attentions=output_attentions)     # (B, h, n_q, K)
+                                    output_attentions=output_attentions,
+                                    queries_of=n if first_only else None)    # (B, h, n_q, K)
         return (self._merge(out), weights) if output_attentions else self._merge(out)
 
     def token_relevance(self, weights: torch.Tensor, attention_mask: torch.Tensor
@@ -151,12 +176,16 @@ class AttentionBlock(nn.Module):
         h = self.norm1(x) if self.norm_first else x
         attended = self.attn(h, attention_mask, first_only, output_attentions)
         attended, weights = attended if output_attentions else (attended, None)
-        if first_only:
-            x = x[:, :1]
+        drop, ffn = self.drop, self.ffn
+        if first_only:  # dropout drawn as for all n positions: the full path's random stream
+            n, x = x.shape[1], x[:, :1]
+            drop = lambda t: dropout_at_first(t, self.drop.p, self.training, n)  # noqa: E731
+            ffn = lambda t: self.ffn[3](dropout_at_first(  # noqa: E731
+                self.ffn[1](self.ffn[0](t)), self.ffn[2].p, self.training, n))
         if self.norm_first:
-            x = x + self.drop(attended)
-            x = x + self.drop(self.ffn(self.norm2(x)))
+            x = x + drop(attended)
+            x = x + drop(ffn(self.norm2(x)))
         else:
-            x = self.norm1(x + self.drop(attended))
-            x = self.norm2(x + self.drop(self.ffn(x)))
+            x = self.norm1(x + drop(attended))
+            x = self.norm2(x + drop(ffn(x)))
         return (x, weights) if output_attentions else x

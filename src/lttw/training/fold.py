@@ -95,8 +95,8 @@ def _train_on_texts(settings, fold: int, inputs) -> dict:
         live.log_metric("epoch_time_s", fit_s)  # one point, so the plots folder exists
     log_epoch(live, [row])
     _write_outputs(settings, fold, inputs, model, summary, live)
-    # the checkpoint folder is a declared output of the stage; a one-pass fit has nothing to
-    # resume, so it only records that this run is complete (a fresh checkout has no folder)
+    # a one-pass fit has nothing to resume: the checkpoint folder only records that this
+    # run is complete
     Checkpointer(layout.checkpoint_dir(fold), key).mark_complete()
     return summary
 
