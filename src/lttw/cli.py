@@ -1,6 +1,6 @@
 """The ``lttw`` command line: what DVC does not do (predict, explain, check data, export,
-report). A thin layer: each command parses its options and calls the library
-(``batch_predict``, ``explain``, ``datacheck``, ``report``).
+report, sweeps). A thin layer: each command parses its options and calls the library
+(``batch_predict``, ``explain``, ``datacheck``, ``report``, ``sweeps``).
 
 User errors (``UserError`` and its subclasses, a missing user file) print one line
 ``error: ...`` on stderr and exit with code 2, from one place: ``_Group.invoke``.
@@ -59,7 +59,7 @@ def _typer(help_text: str) -> typer.Typer:
                        pretty_exceptions_show_locals=False, rich_markup_mode="markdown")
 
 
-app = _typer("LTTW text classifier: predict, explain, check data, export, report. "
+app = _typer("LTTW text classifier: predict, explain, check data, export, report, sweep. "
              "Training and evaluation run through DVC (`dvc repro`).")
 data_app = _typer("Check a dataset, list the known ones.")
 app.add_typer(data_app, name="data")
