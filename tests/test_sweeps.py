@@ -135,3 +135,26 @@ def test_a_two_setting_grid_runs_through_the_queue_and_renders(tmp_path, tiny_en
     assert "| 15 + 15 | not run |" in table
     again = run(["lttw", "sweep", "table7", "--frozen", "--only", "k5s5"], project, check=False)
     assert "error: experiments table7-k5s5-frozen exist already" in again
+
+
+def test_cli_passes_the_datasets_root_as_written_or_made_absolute(tmp_path, monkeypatch):
+    """A symbolic link in an absolute data.root stays as written (the same parameter value,
+    so `sample` stays cached); a relative one is made absolute, links unresolved."""
+    from typer.testing import CliRunner
+
+    from lttw.cli import app
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    seen: list[list[str]] = []
+    monkeypatch.setattr(sweeps, "run_commands", lambda commands: seen.extend(commands))
+    monkeypatch.setattr(sweeps, "existing_experiments", lambda: set())
+    monkeypatch.chdir(tmp_path)
+    for root, expected in ((str(tmp_path / "link"), str(tmp_path / "link")),
+                           ("link/../link", str(tmp_path / "link"))):
+        (tmp_path / "params.yaml").write_text(yaml.safe_dump({"data": {"root": root}}))
+        seen.clear()
+        result = CliRunner().invoke(app, ["sweep", "table7", "--only", "k5s5", "--no-run"])
+        assert result.exit_code == 0, result.output
+        assert len(seen) == 1 and assignments(seen[0])["data.root"] == expected

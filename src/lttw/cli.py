@@ -306,8 +306,13 @@ def sweep(
     from lttw.evaluation.sweeps import run_commands, sweep_commands
     from lttw.settings import read_settings
 
-    root = Path(read_settings(params).data.root)
-    commands = sweep_commands(name, frozen, list(assignments or []), only, run, root.resolve())
+    import os
+
+    # as written when absolute (the same parameter value: `sample` stays cached); else made
+    # absolute without resolving symbolic links, which would change it just the same
+    root = read_settings(params).data.root
+    root = root if os.path.isabs(root) else os.path.abspath(root)
+    commands = sweep_commands(name, frozen, list(assignments or []), only, run, root)
     run_commands(commands)
     typer.echo(f"{len(commands) - run} experiments of {name} "
                + ("ran; `lttw report` renders them" if run else "queued"))
