@@ -56,20 +56,21 @@ def _lr(value: float) -> str:
 
 
 def _sweeps() -> dict[str, Sweep]:
-    ks = lambda k, s: {"model.k": k, "model.s": s}  # noqa: E731
+    def ks(rows, key, label):  # settings of model.k / model.s from (k, s, paper) rows
+        return tuple(Setting(key(k, s), label(k, s), {"model.k": k, "model.s": s}, paper)
+                     for k, s, paper in rows)
+
     sweeps = [
-        Sweep("table6", "Table 6: number of latent factors (k + s)", "k + s", (
-            Setting("ks30", "30 (15 + 15)", ks(15, 15), (93.46, 93.44, 93.41)),
-            Setting("ks25", "25 (13 + 12)", ks(13, 12), (93.58, 93.52, 93.53)),
-            Setting("ks20", "20 (10 + 10)", ks(10, 10), (93.65, 93.62, 93.64)),
-            Setting("ks15", "15 (8 + 7)", ks(8, 7), (93.36, 93.34, 93.33)),
-            Setting("ks10", "10 (5 + 5)", ks(5, 5), (93.05, 93.02, 93.03))), "ks20"),
-        Sweep("table7", "Table 7: top k + bottom s latent factors", "k + s", (
-            Setting("k15s15", "15 + 15", ks(15, 15), (93.08, 93.06, 93.03)),
-            Setting("k15s5", "15 + 5", ks(15, 5), (93.60, 93.58, 93.58)),
-            Setting("k10s10", "10 + 10", ks(10, 10), (93.73, 93.73, 93.70)),
-            Setting("k5s15", "5 + 15", ks(5, 15), (93.38, 93.36, 93.37)),
-            Setting("k5s5", "5 + 5", ks(5, 5), (93.36, 93.34, 93.33))), "k10s10"),
+        Sweep("table6", "Table 6: number of latent factors (k + s)", "k + s", ks((
+            (15, 15, (93.46, 93.44, 93.41)), (13, 12, (93.58, 93.52, 93.53)),
+            (10, 10, (93.65, 93.62, 93.64)), (8, 7, (93.36, 93.34, 93.33)),
+            (5, 5, (93.05, 93.02, 93.03))),
+            lambda k, s: f"ks{k + s}", lambda k, s: f"{k + s} ({k} + {s})"), "ks20"),
+        Sweep("table7", "Table 7: top k + bottom s latent factors", "k + s", ks((
+            (15, 15, (93.08, 93.06, 93.03)), (15, 5, (93.60, 93.58, 93.58)),
+            (10, 10, (93.73, 93.73, 93.70)), (5, 15, (93.38, 93.36, 93.37)),
+            (5, 5, (93.36, 93.34, 93.33))),
+            lambda k, s: f"k{k}s{s}", lambda k, s: f"{k} + {s}"), "k10s10"),
         Sweep("table8-depth", "Table 8: depth (attention blocks)", "depth", tuple(
             Setting(f"depth{d}", str(d), {"model.depth": d}, paper) for d, paper in (
                 (1, (93.73, 93.71, 93.70)), (2, (93.47, 93.44, 93.43)),

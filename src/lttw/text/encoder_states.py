@@ -50,23 +50,19 @@ def encoder_states(encoder: torch.nn.Module, input_ids: np.ndarray, attention_ma
     return out
 
 
-def frozen_states(folder: str | Path, splits, hidden_size: int | None = None
-                  ) -> dict[str, np.ndarray]:
+def frozen_states(folder: str | Path, splits) -> dict[str, np.ndarray]:
     """The cached states of ``splits`` in ``folder`` (the encode stage's output), checked:
-    computed (train.freeze_encoder was true when the stage ran) and of the expected width."""
+    computed (train.freeze_encoder was true when the stage ran) and present for each split.
+    Their width is checked against the model where it is built (``freeze_encoder``)."""
     folder = Path(folder)
     record_path = folder / RECORD
     if not record_path.is_file():
         raise UserError(f"{record_path}: not found; run the encode stage (`dvc repro encode`)")
-    record = read_json(record_path)
-    if not record.get("frozen"):
+    if not read_json(record_path).get("frozen"):
         raise UserError(f"{record_path}: no encoder states were cached (the encode stage ran "
                         "with train.freeze_encoder: false); rerun it (`dvc repro encode`)")
     states = read_arrays(folder / STATES)
     missing = [s for s in splits if s not in states]
     if missing:
         raise UserError(f"{folder / STATES}: no states for {', '.join(missing)}")
-    if hidden_size is not None and record.get("hidden_size") != hidden_size:
-        raise UserError(f"{folder / STATES}: states of width {record.get('hidden_size')}, but "
-                        f"the encoder's hidden size is {hidden_size}; rerun the encode stage")
     return {s: states[s] for s in splits}
