@@ -1,7 +1,8 @@
 """Start-up of the command line (issue 13.7), guarded without timing: `lttw --help` imports
 none of torch / transformers / pandas, and `lttw predict TEXT` imports neither pandas nor
-scikit-learn's model selection nor the pipeline's data side. The timing itself is
-`bench/cli_startup.py`."""
+scikit-learn's model selection nor the pipeline's data side, nor transformers (a BERT folder
+loads as ``PlainBert`` + ``WordPieceFile``), nor ``torch._dynamo`` (1 s to import). The
+timing itself is `bench/cli_startup.py`."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def test_predict_text_imports_no_tables_or_data_side(tmp_path, tiny_encoder_dir)
     folder = build_model_folder(tmp_path / "model", tiny_encoder_dir)
     modules = imported_by("predict", "a good movie", "--model", str(folder))
     assert "torch" in modules  # it did predict
-    unwanted = ["pandas", "pyarrow", "sklearn.model_selection", "lttw.data.fold_inputs",
+    unwanted = ["transformers", "torch._dynamo", "pandas", "pyarrow", "sklearn.model_selection",
+                "lttw.data.fold_inputs",
                 "lttw.data.folds", "lttw.training.loop", "lttw.inference.batch_predict"]
     assert not [m for m in unwanted if m in modules]

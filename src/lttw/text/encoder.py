@@ -134,11 +134,20 @@ def save_tokenizer(tokenizer, folder: str | os.PathLike) -> None:
 
 def load_saved_tokenizer(folder: str | os.PathLike):
     """A tokenizer saved in a model folder: local files only, no remote code; a damaged one
-    raises a UserError naming the folder."""
-    from transformers import AutoTokenizer
+    raises a UserError naming the folder. A BERT tokenizer with a ``tokenizer.json`` runs on
+    the ``tokenizers`` library alone (``tokens.WordPieceFile``, no transformers import)."""
+    from lttw.text.tokens import WordPieceFile
 
     if not Path(folder).is_dir():
         raise FileNotFoundError(2, "no tokenizer folder here", str(folder))
+    try:
+        fast = WordPieceFile.load(folder)
+    except Exception as err:  # tokenizers raises a bare Exception for a damaged file
+        raise UserError(f"{folder}: not a readable tokenizer ({_first_line(err)})") from None
+    if fast is not None:
+        return fast
+    from transformers import AutoTokenizer
+
     try:
         with _quiet_transformers():
             return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False,
@@ -200,7 +209,14 @@ def encoder_config_dict(model) -> dict[str, Any]:
 
 
 def encoder_from_config(config_dict: dict[str, Any]):
-    """The encoder architecture with random weights: no hub, no files."""
+    """The encoder architecture with random weights: no hub, no files. A BERT encoder is
+    built in plain torch (``plain_bert.PlainBert``: same parameters, same function, and no
+    transformers import, which takes longer than the rest of ``lttw predict``); any other
+    architecture through transformers."""
+    from lttw.text import plain_bert
+
+    if plain_bert.supports(config_dict):
+        return plain_bert.PlainBert(config_dict)
     from transformers import AutoConfig, AutoModel
 
     cfg = dict(config_dict)

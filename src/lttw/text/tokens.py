@@ -1,18 +1,65 @@
 """Encoder tokenisation, done once per sample in its own stage (it depends on the encoder and
-``model.max_len`` only, so changing k, s or rank never re-tokenises)."""
+``model.max_len`` only, so changing k, s or rank never re-tokenises), and ``WordPieceFile``:
+a saved BERT tokenizer run by the ``tokenizers`` library alone, without importing
+transformers (``lttw predict``'s start-up)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from lttw.progress import progress as progress_bar
 
+#: tokenizer classes whose whole pipeline is their ``tokenizer.json`` (transformers writes it
+#: from the backend it runs, and rebuilds the same one from ``tokenizer_config.json``)
+_BERT_CLASSES = {"BertTokenizer", "BertTokenizerFast"}
+
+
+class WordPieceFile:
+    """A BERT tokenizer folder's ``tokenizer.json`` through ``tokenizers.Tokenizer``: the same
+    ids as transformers' ``BertTokenizer`` from that folder (``tests/test_plain_bert.py``)."""
+
+    def __init__(self, tokenizer, pad_token: str):
+        self.tokenizer = tokenizer
+        self.pad_token = pad_token
+        self.pad_token_id = tokenizer.token_to_id(pad_token) or 0
+
+    @classmethod
+    def load(cls, folder: str | Path) -> "WordPieceFile | None":
+        """The folder's tokenizer, or None where it is not a BERT tokenizer with a
+        ``tokenizer.json`` (load it with transformers then)."""
+        from tokenizers import Tokenizer
+
+        folder = Path(folder)
+        config_path, json_path = folder / "tokenizer_config.json", folder / "tokenizer.json"
+        if not (config_path.is_file() and json_path.is_file()):
+            return None
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        if not isinstance(config, dict) or config.get("tokenizer_class") not in _BERT_CLASSES:
+            return None
+        pad = config.get("pad_token", "[PAD]")
+        pad = pad.get("content", "[PAD]") if isinstance(pad, dict) else str(pad)
+        return cls(Tokenizer.from_file(str(json_path)), pad)
+
+    def encode_padded(self, texts: list[str], max_len: int) -> tuple[list, list]:
+        """Token ids and attention masks, [CLS] ... [SEP], truncated and padded to max_len."""
+        self.tokenizer.enable_truncation(max_len)
+        self.tokenizer.enable_padding(length=max_len, pad_id=self.pad_token_id,
+                                      pad_token=self.pad_token)
+        encodings = self.tokenizer.encode_batch(texts)
+        return [e.ids for e in encodings], [e.attention_mask for e in encodings]
+
+    def convert_ids_to_tokens(self, ids: Sequence[int]) -> list[str]:
+        return [self.tokenizer.id_to_token(int(i)) for i in ids]
+
 
 def encode_texts(tokenizer, texts: Sequence[str], max_len: int, batch_size: int = 2048,
                  progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids and attention masks, padded / truncated to ``max_len``.
+    """Token ids and attention masks, padded / truncated to ``max_len``, with a transformers
+    tokenizer or a ``WordPieceFile``.
 
     Returns ``input_ids`` (n, max_len) int32 and ``attention_mask`` (n, max_len) int8.
     """
@@ -24,8 +71,12 @@ def encode_texts(tokenizer, texts: Sequence[str], max_len: int, batch_size: int 
     for start in progress_bar(range(0, n, batch_size), desc="tokenise", unit="batch",
                               disable=not progress or n <= batch_size):
         chunk = list(texts[start:start + batch_size])
-        enc = tokenizer(chunk, max_length=max_len, truncation=True, padding="max_length",
-                        return_attention_mask=True)
-        ids[start:start + len(chunk)] = np.asarray(enc["input_ids"], dtype=np.int32)
-        mask[start:start + len(chunk)] = np.asarray(enc["attention_mask"], dtype=np.int8)
+        if isinstance(tokenizer, WordPieceFile):
+            chunk_ids, chunk_mask = tokenizer.encode_padded(chunk, max_len)
+        else:
+            enc = tokenizer(chunk, max_length=max_len, truncation=True, padding="max_length",
+                            return_attention_mask=True)
+            chunk_ids, chunk_mask = enc["input_ids"], enc["attention_mask"]
+        ids[start:start + len(chunk)] = np.asarray(chunk_ids, dtype=np.int32)
+        mask[start:start + len(chunk)] = np.asarray(chunk_mask, dtype=np.int8)
     return ids, mask
