@@ -60,6 +60,9 @@ def _sweeps() -> dict[str, Sweep]:
         return tuple(Setting(key(k, s), label(k, s), {"model.k": k, "model.s": s}, paper)
                      for k, s, paper in rows)
 
+    def single(prefix, param, rows):  # settings of one parameter from (value, paper) rows
+        return tuple(Setting(f"{prefix}{v}", str(v), {param: v}, paper) for v, paper in rows)
+
     sweeps = [
         Sweep("table6", "Table 6: number of latent factors (k + s)", "k + s", ks((
             (15, 15, (93.46, 93.44, 93.41)), (13, 12, (93.58, 93.52, 93.53)),
@@ -71,18 +74,18 @@ def _sweeps() -> dict[str, Sweep]:
             (10, 10, (93.73, 93.73, 93.70)), (5, 15, (93.38, 93.36, 93.37)),
             (5, 5, (93.36, 93.34, 93.33))),
             lambda k, s: f"k{k}s{s}", lambda k, s: f"{k} + {s}"), "k10s10"),
-        Sweep("table8-depth", "Table 8: depth (attention blocks)", "depth", tuple(
-            Setting(f"depth{d}", str(d), {"model.depth": d}, paper) for d, paper in (
+        Sweep("table8-depth", "Table 8: depth (attention blocks)", "depth",
+              single("depth", "model.depth", (
                 (1, (93.73, 93.71, 93.70)), (2, (93.47, 93.44, 93.43)),
                 (3, (92.82, 92.81, 92.78)), (4, (93.32, 93.22, 93.24)),
                 (5, (92.80, 92.76, 92.76)))), "depth1"),
-        Sweep("table8-K", "Table 8: Linformer K", "K", tuple(
-            Setting(f"K{k}", str(k), {"model.linformer_k": k}, paper) for k, paper in (
+        Sweep("table8-K", "Table 8: Linformer K", "K",
+              single("K", "model.linformer_k", (
                 (8, (92.80, 92.76, 92.76)), (16, (93.22, 93.17, 93.17)),
                 (32, (93.73, 93.71, 93.70)), (64, (93.00, 92.98, 92.96)),
                 (128, (93.12, 93.10, 93.09)))), "K32"),
-        Sweep("table8-batch", "Table 8: batch size", "batch", tuple(
-            Setting(f"batch{b}", str(b), {"train.batch_size": b}, paper) for b, paper in (
+        Sweep("table8-batch", "Table 8: batch size", "batch",
+              single("batch", "train.batch_size", (
                 (16, (93.02, 92.92, 92.96)), (32, (93.13, 93.15, 93.14)),
                 (64, (93.69, 93.62, 93.62)), (128, (93.73, 93.71, 93.70)),
                 (256, (93.21, 93.14, 93.16)))), "batch128"),
