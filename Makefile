@@ -60,7 +60,7 @@ SWEEP ?=
 table6 table7: install
 	. $(BIN)/activate && lttw sweep $@ $(SWEEP) && lttw report
 table8: install
-	. $(BIN)/activate && for s in $$(python -c 'from lttw.evaluation.sweeps import TABLE8; print(*TABLE8)'); do \
+	. $(BIN)/activate && for s in $$(python -c 'from lttw.reporting.sweeps import TABLE8; print(*TABLE8)'); do \
 	  lttw sweep $$s $(SWEEP) || exit 1; done && lttw report
 
 # Chinese text (issue 12): THUCNews news titles at a CPU profile (8,000 train titles, one fold,

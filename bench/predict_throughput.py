@@ -41,7 +41,7 @@ CLASSES = ["World", "Sports", "Business", "Sci/Tech"]
 
 
 def default_encoder_dir() -> str:
-    from lttw.text.encoder import DEFAULT_ENCODER, resolve_encoder
+    from lttw.encoder.pretrained import DEFAULT_ENCODER, resolve_encoder
 
     folder = resolve_encoder(DEFAULT_ENCODER)
     if not Path(folder).is_dir():
@@ -81,7 +81,7 @@ def build_synthetic_folder(folder: Path, encoder_dir: str, variant: str, max_len
     from lttw import models  # noqa: F401  (registers the variants)
     from lttw.models.bundle import FACTORS, META, TOKENIZER, write_model_folder
     from lttw.factors.counts import normalise_rows, save_counts, word_label_counts
-    from lttw.text.encoder import load_encoder_config, load_tokenizer
+    from lttw.encoder.pretrained import load_encoder_config, load_tokenizer
     from lttw.factors.nmf import latent_factors, save_factors
     from lttw.io import read_json, write_json
     from lttw.models.lttw import LTTWClassifier, LTTWConfig
@@ -134,9 +134,9 @@ def sync(device: str) -> None:
 def measure(folder: Path, texts: list[str], device: str, batch_size: int) -> dict:
     """texts/s end to end, and the three parts timed on their own."""
     from lttw.inference.predict import Predictor
-    from lttw.text.tokens import encode_texts
+    from lttw.encoder.tokens import encode_texts
     from lttw.data.batching import Batchable
-    from lttw.models.forward import predict_proba
+    from lttw.models.trained import predict_proba
 
     p = Predictor.load(folder, device=device)
     p.predict_proba(texts[:batch_size], batch_size)  # warm-up (allocator, kernels, caches)
@@ -223,7 +223,7 @@ def main(argv=None) -> dict:
             raise SystemExit(f"{folder}: not a trained model folder; run the pipeline, pass "
                              "--model DIR, or use --synthetic")
     try:
-        from lttw.text.encoder import load_tokenizer
+        from lttw.encoder.pretrained import load_tokenizer
         from lttw.io import read_json, write_json
 
         meta = read_json(folder / "lttw.json")

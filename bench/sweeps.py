@@ -19,8 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from lttw.evaluation.experiments import experiment_runs
-from lttw.evaluation.sweeps import get_sweep
+from lttw.reporting.experiments import experiment_runs
+from lttw.reporting.sweeps import get_sweep
 
 RESULTS = Path(__file__).parent / "results" / "sweeps.json"
 

@@ -9,8 +9,8 @@ import torch
 from lttw import layout
 from lttw.io import atomic_dir, read_arrays, write_arrays, write_json
 from lttw.stage import run_stage
-from lttw.text.encoder import load_pretrained_encoder, resolve_encoder
-from lttw.text.encoder_states import RECORD, STATES, encoder_states
+from lttw.encoder.pretrained import load_pretrained_encoder, resolve_encoder
+from lttw.encoder.states import RECORD, STATES, encoder_states
 
 log = logging.getLogger("lttw.encode")
 

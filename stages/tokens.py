@@ -5,10 +5,10 @@ import logging
 import pandas as pd
 
 from lttw import layout
-from lttw.text.encoder import check_max_len, load_tokenizer, resolve_encoder, save_tokenizer
+from lttw.encoder.pretrained import check_max_len, load_tokenizer, resolve_encoder, save_tokenizer
 from lttw.io import atomic_dir, write_arrays
 from lttw.stage import run_stage
-from lttw.text.tokens import encode_texts
+from lttw.encoder.tokens import encode_texts
 
 log = logging.getLogger("lttw.tokens")
 

@@ -10,7 +10,7 @@ import torch
 
 import lttw.models  # noqa: F401  (registers every variant)
 from lttw.models import registry
-from lttw.text.encoder import load_pretrained_encoder, load_tokenizer
+from lttw.encoder.pretrained import load_pretrained_encoder, load_tokenizer
 from lttw.settings import ModelSettings
 from lttw.models.tfidf import TfidfLinear, fit_tfidf_linear
 

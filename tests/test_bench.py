@@ -93,7 +93,7 @@ def test_gpu_sh_packs_minilm_in_fp16_that_loads_as_fp32(tmp_path):
     lttw loads as a float32 encoder giving the original's outputs to fp16 precision."""
     import subprocess
 
-    from lttw.text.encoder import DEFAULT_ENCODER, load_pretrained_encoder, resolve_encoder
+    from lttw.encoder.pretrained import DEFAULT_ENCODER, load_pretrained_encoder, resolve_encoder
 
     original = Path(resolve_encoder(DEFAULT_ENCODER))
     if not (original / "model.safetensors").is_file():

@@ -1,4 +1,4 @@
-"""One classifier interface (``lttw.models.forward``) for every variant: predicting no rows
+"""One classifier interface (``lttw.models.trained``) for every variant: predicting no rows
 gives a (0, p) array whichever the variant, a save / load round trip keeps the predictions,
 and inference predicts without the training loop."""
 
@@ -12,7 +12,7 @@ import lttw.models  # noqa: F401  (registers every variant)
 from lttw.data.batching import Batchable
 from lttw.device import Runtime
 from lttw.models import registry
-from lttw.models.forward import (TEXTS, load_classifier, predict_proba, reads,
+from lttw.models.trained import (TEXTS, load_classifier, predict_proba, reads,
                                  save_classifier, variant_reads)
 from lttw.models.tfidf import fit_tfidf_linear
 from lttw.settings import ModelSettings

@@ -16,8 +16,8 @@ from tiny_project import git_commit, make_tiny_project, ran, run
 
 from lttw.errors import UserError
 from lttw.settings import SettingsError, settings_from_dict
-from lttw.text.encoder import load_pretrained_encoder
-from lttw.text.encoder_states import encoder_states, frozen_states
+from lttw.encoder.pretrained import load_pretrained_encoder
+from lttw.encoder.states import encoder_states, frozen_states
 
 
 def test_states_are_the_encoders_output_zero_at_padding(tiny_encoder_dir):
@@ -79,7 +79,7 @@ def test_frozen_run_caches_states_and_keeps_the_encoder(project, tiny_encoder_di
     # the trained folder's encoder is the pretrained one, untouched
     from lttw.inference.predict import predict_cached_parts
     from lttw.data.fold_inputs import load_fold_inputs, load_tensors
-    from lttw.models.forward import load_classifier, predict_proba
+    from lttw.models.trained import load_classifier, predict_proba
     from lttw.device import make_runtime
     from lttw.settings import read_settings
 

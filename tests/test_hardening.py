@@ -807,7 +807,7 @@ def test_nmf_rank_larger_than_vocabulary(stage_runs):
 
 
 def test_max_len_beyond_encoder_positions(stage_runs, tiny_encoder_dir):
-    from lttw.text.encoder import check_max_len
+    from lttw.encoder.pretrained import check_max_len
 
     ran = stage_runs["model.max_len > encoder positions"]
     line = ran.error_line()

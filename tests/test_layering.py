@@ -12,7 +12,8 @@ import pytest
 from test_stage_deps import LIB, _imports
 
 #: lowest first: a subpackage may import the ones before it, never the ones after it
-LAYERS = ["evaluation", "text", "models", "data", "factors", "training", "inference"]
+LAYERS = ["evaluation", "encoder", "text", "models", "data", "factors", "training", "inference",
+          "checks", "reporting"]
 ENTRY_POINTS = {"cli.py"}  # may import anything
 
 
@@ -92,7 +93,7 @@ def test_one_list_of_variants():
     import subprocess
     import sys
 
-    from lttw.evaluation.report import VARIANTS as REPORT_ROWS
+    from lttw.reporting.report import VARIANTS as REPORT_ROWS
     from lttw.settings import BASELINES, NON_NEURAL_VARIANTS, VARIANTS
 
     code = ("import json; from lttw.models.registry import MODEL_REGISTRY; "

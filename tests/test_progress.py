@@ -48,7 +48,7 @@ def test_terminal_keeps_tqdm_redraws():
 
 def test_tokenisation_progress_goes_through_the_helper(capsys):
     """`encode_texts(progress=True)` in a log: lines, not redraws."""
-    from lttw.text.tokens import encode_texts
+    from lttw.encoder.tokens import encode_texts
 
     class Tokenizer:
         pad_token_id = 0

@@ -11,7 +11,7 @@ import yaml
 from scipy.stats import ttest_rel, wilcoxon
 from typer.testing import CliRunner
 
-from lttw.evaluation import report
+from lttw.reporting import report
 from lttw.cli import app
 
 
@@ -163,7 +163,7 @@ def exp_show_document() -> list:
 
 
 def test_runs_from_a_recorded_exp_show_document():
-    from lttw.evaluation.experiments import runs_from_exp_show
+    from lttw.reporting.experiments import runs_from_exp_show
 
     runs = runs_from_exp_show(exp_show_document())
     assert [(r.dataset, r.variant, r.sources[0]) for r in runs] == [
@@ -176,7 +176,7 @@ def test_report_lists_every_experiment(tmp_path, monkeypatch):
     """Issue 17.5: after several `dvc exp run`, every variant that ran has its row; a second
     LTTW run on the same fold is named after its experiment; sections only for datasets
     that have runs; the workspace (the last experiment applied) counts once."""
-    from lttw.evaluation import experiments
+    from lttw.reporting import experiments
 
     workspace = exp_show_document()[0]["data"]
     for name, entry in workspace["metrics"].items():  # the files dvc read them from

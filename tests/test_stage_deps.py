@@ -95,4 +95,4 @@ def test_stage_declares_library_code_by_subpackage_and_nothing_it_does_not_run(n
 
 def test_closure_follows_function_level_and_relative_imports():
     found = {p.name for p in closure(REPO / "stages" / "train.py")}
-    assert {"loop.py", "models", "attention.py", "encoder.py"} <= found
+    assert {"loop.py", "models", "attention.py", "pretrained.py"} <= found

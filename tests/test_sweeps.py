@@ -9,10 +9,10 @@ import yaml
 from scipy.stats import binomtest, ttest_rel
 
 from lttw.errors import UserError
-from lttw.evaluation import sweeps
-from lttw.evaluation.report import Run
-from lttw.evaluation.sweep_report import mcnemar, sweep_sections
-from lttw.evaluation.sweeps import SWEEPS, TABLE8, param_value, queue_commands, sweep_commands
+from lttw.reporting import sweeps
+from lttw.reporting.report import Run
+from lttw.reporting.sweep_report import mcnemar, sweep_sections
+from lttw.reporting.sweeps import SWEEPS, TABLE8, param_value, queue_commands, sweep_commands
 from lttw.settings import settings_from_dict
 
 

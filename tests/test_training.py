@@ -187,7 +187,7 @@ def test_predict_proba_matches_untrimmed_row_order(tiny_encoder_dir):
 
 
 def training_predict(model, data, batch_size):
-    from lttw.models.forward import predict_proba
+    from lttw.models.trained import predict_proba
 
     return predict_proba(model, data, CPU, batch_size)
 

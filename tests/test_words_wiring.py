@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from sklearn.feature_extraction.text import CountVectorizer
 
-from lttw.data.check import check_dataset
+from lttw.checks.dataset import check_dataset
 from lttw.factors.counts import choose_splitter, corpus_counts, word_label_counts
 from lttw.factors.features import latent_factor_tensor
 from lttw.inference.predict import model_words

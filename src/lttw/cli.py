@@ -188,7 +188,7 @@ def data_check(
     """Validate a dataset and show what the `sample` stage would draw from it with the sizes
     in --params. Exit code 2 when the pipeline would drop rows or cannot draw a size; the
     message then names every unmet size and sizes that fit together."""
-    from lttw.data.check import check_dataset, render
+    from lttw.checks.dataset import check_dataset, render
     from lttw.settings import read_settings
 
     settings = read_settings(params)
@@ -208,7 +208,7 @@ def data_list(
 ) -> None:
     """The known datasets: local copy under data.root (present / missing, rows per split,
     complete or partial) and the Hugging Face dataset read when online."""
-    from lttw.data.check import list_datasets, render_list
+    from lttw.checks.dataset import list_datasets, render_list
     from lttw.settings import read_settings
 
     root = read_settings(params).data.root
@@ -270,9 +270,9 @@ def report(
     the paper's, and paired tests; then each paper sweep that has experiments (`lttw sweep`)
     as the paper's table."""
     from lttw.io import atomic_path
-    from lttw.evaluation.experiments import experiment_runs
-    from lttw.evaluation.report import collect_runs, render
-    from lttw.evaluation.sweep_report import sweep_sections
+    from lttw.reporting.experiments import experiment_runs
+    from lttw.reporting.report import collect_runs, render
+    from lttw.reporting.sweep_report import sweep_sections
 
     exps = experiment_runs(".", all_commits) if experiments else []
     text = render(collect_runs(layout.METRICS_DIR, params, list(runs or []), exps))
@@ -303,7 +303,7 @@ def sweep(
     """Queue one DVC experiment per setting of a paper sweep (`dvc exp run --queue -n
     NAME-KEY[-frozen] -S ...`, all on this commit's samples, folds and factors) and run
     them; then `lttw report` renders the sweep next to the paper's table."""
-    from lttw.evaluation.sweeps import run_commands, sweep_commands
+    from lttw.reporting.sweeps import run_commands, sweep_commands
     from lttw.settings import read_settings
 
     import os

@@ -1,1 +1,1 @@
-"""Datasets: reading tables, class-balanced sampling, folds, checks, and the batches of one fold's model inputs (paper 3.1)."""
+"""Datasets: reading tables, class-balanced sampling, folds, and the batches of one fold's model inputs (paper 3.1)."""

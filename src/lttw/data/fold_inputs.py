@@ -70,7 +70,7 @@ def load_tensors(inputs: FoldInputs, fold: int, words=None,
     factors = read_arrays(layout.features_file(fold))
     states = {}
     if frozen_encoder:
-        from lttw.text.encoder_states import frozen_states
+        from lttw.encoder.states import frozen_states
 
         states = frozen_states(layout.ENCODED_DIR, layout.SPLITS)
     out = {}

@@ -1,1 +1,1 @@
-"""Metrics as the paper reports them, and the report that compares runs with the paper's tables."""
+"""Metrics as the paper reports them (macro P / R / F1, confusion counts, fold summaries)."""

@@ -140,7 +140,7 @@ def factor_section(predictor, text: str) -> dict | None:
 def _attentions(predictor, text: str) -> tuple[torch.Tensor, tuple, list[str]]:
     """The attention mask of the blocks' input (B=1, n), every block's weights, and the
     tokens of one text (an LTTW model with attention blocks)."""
-    from lttw.text.tokens import encode_texts
+    from lttw.encoder.tokens import encode_texts
 
     ids, mask = encode_texts(predictor.tokenizer, [text], predictor.meta["max_len"])
     f = predictor.factors([text])

@@ -10,7 +10,7 @@ import numpy as np
 
 from lttw.models.bundle import META
 from lttw.io import read_json
-from lttw.models.forward import TEXTS, load_classifier, predict_proba, reads
+from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
 from lttw.settings import CountSettings, TrainSettings
 
 if TYPE_CHECKING:  # imported where used: `lttw predict` needs neither pandas nor sklearn
@@ -107,7 +107,7 @@ class Predictor:
         if reads(model) == TEXTS:
             return cls(folder, meta, classes, model)
         from lttw.device import make_runtime
-        from lttw.text.encoder import load_saved_tokenizer
+        from lttw.encoder.pretrained import load_saved_tokenizer
 
         lookup = None
         if meta.get("with_factors"):  # imported here: scikit-learn only where it is needed
@@ -135,7 +135,7 @@ class Predictor:
         """What the model reads: the texts themselves, or their tokens and factor rows."""
         if reads(self.model) == TEXTS:
             return texts
-        from lttw.text.tokens import encode_texts
+        from lttw.encoder.tokens import encode_texts
         from lttw.data.batching import Batchable
 
         if self.words is not None:

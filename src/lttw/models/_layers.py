@@ -75,14 +75,14 @@ def require_encoder_path(encoder_path: str | None, settings) -> str:
     """The resolved encoder folder / name; resolved from ``model.encoder`` when not given."""
     if encoder_path:
         return str(encoder_path)
-    from lttw.text.encoder import resolve_encoder
+    from lttw.encoder.pretrained import resolve_encoder
 
     return resolve_encoder(settings.encoder)
 
 
 def pretrained_encoder(encoder_path: str):
     """(encoder, its config as a JSON-able dict) for an encoder-backed variant."""
-    from lttw.text.encoder import encoder_config_dict, load_pretrained_encoder
+    from lttw.encoder.pretrained import encoder_config_dict, load_pretrained_encoder
 
     encoder = load_pretrained_encoder(encoder_path)
     return encoder, encoder_config_dict(encoder)
@@ -92,7 +92,7 @@ def build_encoder(config_dict: dict, encoder: nn.Module | None = None) -> nn.Mod
     """The given (pretrained) encoder, or a randomly initialised one of that config."""
     if encoder is not None:
         return encoder
-    from lttw.text.encoder import encoder_from_config
+    from lttw.encoder.pretrained import encoder_from_config
 
     return encoder_from_config(config_dict)
 
@@ -109,7 +109,7 @@ def word_embedding_init(encoder_path: str,
     random and pretrained runs differ only in their initialisation); with ``pretrained`` the
     weight is a copy of the encoder's input word embeddings (rows for ids the encoder lacks,
     e.g. added tokens, are left to the layer's random init)."""
-    from lttw.text.encoder import load_pretrained_encoder, load_tokenizer
+    from lttw.encoder.pretrained import load_pretrained_encoder, load_tokenizer
 
     weight = load_pretrained_encoder(encoder_path).get_input_embeddings().weight.detach()
     vocab = max(len(load_tokenizer(encoder_path)), weight.shape[0])

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from lttw.models.attention import AttentionBlock
-from lttw.text.encoder import (check_max_len, encoder_config_dict, encoder_from_config,
+from lttw.encoder.pretrained import (check_max_len, encoder_config_dict, encoder_from_config,
                        load_pretrained_encoder, resolve_encoder)
 from lttw.errors import UserError
 from lttw.settings import ATTENTIONS, FUSIONS

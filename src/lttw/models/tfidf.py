@@ -68,7 +68,7 @@ class VectorizerSettings:
 
 class TfidfLinear:
     """A fitted TF-IDF + linear model, held as plain arrays. It reads raw texts
-    (``forward.reads``): the same interface as the torch classifiers otherwise."""
+    (``trained.reads``): the same interface as the torch classifiers otherwise."""
 
     reads = "texts"
 

@@ -1,2 +1,1 @@
-"""From raw text to encoder inputs: the pretrained encoder's resolution and tokenizer
-(``model.encoder``), and tokenisation of the samples."""
+"""Words: the word-splitting rule (``words.splitter``), word ids and pretrained word vectors."""

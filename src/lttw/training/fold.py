@@ -1,7 +1,7 @@
 """Train one fold's classifier (the ``train`` stage's work): read the fold's inputs, fit the
 ``model.variant`` (a torch classifier with the training loop, or ``tfidf_linear`` in one
 pass), write the self-contained model folder, ``metrics/train/fold_N.json`` and the dvclive
-curves. Both kinds go through the same steps; only the fit differs (``forward.reads``).
+curves. Both kinds go through the same steps; only the fit differs (``trained.reads``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from lttw.data.fold_inputs import factor_shape, load_fold_inputs, load_tensors
 from lttw.evaluation.metrics import classification_metrics
 from lttw.io import atomic_dir, write_json
 from lttw.models.bundle import write_model_folder
-from lttw.models.forward import TEXTS, predict_proba, save_classifier, variant_reads
+from lttw.models.trained import TEXTS, predict_proba, save_classifier, variant_reads
 from lttw.settings import check_batch_size
 from lttw.text.words import read_rule
 from lttw.training.checkpoint import Checkpointer, can_resume
@@ -108,7 +108,7 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
     from lttw import models  # noqa: F401  (registers the variants)
     from lttw.device import make_runtime
     from lttw.models.registry import MODEL_REGISTRY
-    from lttw.text.encoder import resolve_encoder
+    from lttw.encoder.pretrained import resolve_encoder
     from lttw.training.loop import train_classifier
 
     torch.manual_seed(settings.seed)

@@ -27,7 +27,7 @@ from lttw.data.batching import Batchable, epoch_order
 from lttw.device import Runtime
 from lttw.evaluation.metrics import classification_metrics
 from lttw.progress import progress
-from lttw.models.forward import predict_proba
+from lttw.models.trained import predict_proba
 from lttw.settings import TrainSettings
 from lttw.training.checkpoint import Checkpointer
 from lttw.training.live import log_epoch, log_steps, trim_history

@@ -18,8 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-from lttw.evaluation.report import DATASET_NAMES, PART, Run, _pct, paired_test
-from lttw.evaluation.sweeps import SWEEPS, Sweep
+from lttw.reporting.report import DATASET_NAMES, PART, Run, _pct, paired_test
+from lttw.reporting.sweeps import SWEEPS, Sweep
 
 log = logging.getLogger("lttw.report")
 

@@ -136,7 +136,7 @@ def load_saved_tokenizer(folder: str | os.PathLike):
     """A tokenizer saved in a model folder: local files only, no remote code; a damaged one
     raises a UserError naming the folder. A BERT tokenizer with a ``tokenizer.json`` runs on
     the ``tokenizers`` library alone (``tokens.WordPieceFile``, no transformers import)."""
-    from lttw.text.tokens import WordPieceFile
+    from lttw.encoder.tokens import WordPieceFile
 
     if not Path(folder).is_dir():
         raise FileNotFoundError(2, "no tokenizer folder here", str(folder))
@@ -213,7 +213,7 @@ def encoder_from_config(config_dict: dict[str, Any]):
     built in plain torch (``plain_bert.PlainBert``: same parameters, same function, and no
     transformers import, which takes longer than the rest of ``lttw predict``); any other
     architecture through transformers."""
-    from lttw.text import plain_bert
+    from lttw.encoder import plain_bert
 
     if plain_bert.supports(config_dict):
         return plain_bert.PlainBert(config_dict)

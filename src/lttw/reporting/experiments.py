@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from lttw import layout
-from lttw.evaluation.report import Run, make_run
+from lttw.reporting.report import Run, make_run
 
 log = logging.getLogger("lttw.report")
 

@@ -256,7 +256,7 @@ def render(runs: list[Run]) -> str:
 def collect_runs(workspace: str | Path, params: str | Path | None,
                  extra: list[Path], experiments: list[Run] | None = None) -> list[Run]:
     """The workspace's run (when its summary exists), then the DVC experiments' runs
-    (``lttw.evaluation.experiments``), then the extra run folders; a run seen twice (the
+    (``lttw.reporting.experiments``), then the extra run folders; a run seen twice (the
     workspace holds the last experiment applied) counts once, see ``distinct_runs``."""
     runs = []
     if (Path(workspace) / "summary.json").is_file():

@@ -26,7 +26,7 @@ from lttw.data.sample_sizes import (fitting_sizes, pool_quotas, pools_of, shortf
 from lttw.data.sampling import draw_samples, per_class_sizes
 from lttw.data.tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, ColumnError
 from lttw.settings import DataSettings, Settings
-from lttw.data.check_words import render_word_splitting, word_splitting
+from lttw.checks.word_splitting import render_word_splitting, word_splitting
 
 
 DROPPED_EMPTY = "rows with an empty or missing text (dropped by sample)"
