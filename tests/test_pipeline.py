@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from test_stage_params import TRACER, undeclared_reads
 from tiny_project import git_commit, make_tiny_project, ran, run
 
 pytestmark = pytest.mark.slow
@@ -20,7 +21,14 @@ def project(tmp_path_factory, tiny_encoder_dir) -> Path:
 
 
 def test_repro_runs_every_stage_then_nothing(project):
-    out = run(["dvc", "repro"], project)
+    """...and every stage reads only parameters its dvc.yaml entry declares (traced)."""
+    trace = project.parent / "param_trace"
+    out = run(["dvc", "repro"], project,
+              extra_env={"PYTHONPATH": str(TRACER), "LTTW_PARAM_TRACE": str(trace)})
+    assert {t.stem for t in trace.glob("*.json")} == {
+        "sample", "folds", "tokens", "encode", "counts@0", "nmf@0", "features@0", "train@0",
+        "evaluate@0", "summary"}
+    assert undeclared_reads(trace) == {}, "stages read parameters dvc.yaml does not declare"
     assert ran(out) == {"sample", "folds", "tokens", "encode", "counts@0", "nmf@0",
                         "features@0", "train@0", "evaluate@0", "summary"}
     summary = json.loads((project / "metrics/summary.json").read_text())

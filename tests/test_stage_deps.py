@@ -49,6 +49,11 @@ def _imports(path: Path) -> set[Path]:
             target = _module_file(name, as_folder)
             if target is not None:
                 found.add(target)
+    if "pkgutil.iter_modules(__path__)" in path.read_text():  # imports all its modules
+        found.add(path.parent)
+    # importing lttw.a.b runs lttw/a/__init__.py first
+    found |= {t.parent / "__init__.py" for t in list(found)
+              if t.is_file() and t.parent != LIB and t.name != "__init__.py"}
     return found
 
 
@@ -81,16 +86,49 @@ def test_stage_declares_the_library_code_it_runs(name):
     assert not missing, f"stage {name}: add to its deps in dvc.yaml: {missing}"
 
 
+def _modules_under(dep: Path) -> set[Path]:
+    """The library modules a declared dependency stands for (a folder: all of its modules)."""
+    files = sorted(dep.rglob("*.py")) if dep.is_dir() else [dep]
+    return {f for f in files if f.name not in EXEMPT}
+
+
+def _runs(needed: set[Path], module: Path) -> bool:
+    return module in needed or module.parent in needed  # ``from lttw import pkg``: all of it
+
+
 @pytest.mark.parametrize("name", sorted(_stages()))
-def test_stage_declares_library_code_by_subpackage_and_nothing_it_does_not_run(name):
-    """Library deps are subpackage folders (or top-level modules), each one the stage runs:
-    a module edit reruns exactly the stages that run its subpackage."""
+def test_stage_declares_no_library_code_it_does_not_run(name):
+    """Every library module under a stage's declared code dependencies is one the stage
+    imports (directly or through others): editing code that a stage does not run (a report,
+    a sweep, a data check) reruns nothing. Subpackage folders where the stage runs all of
+    them, single modules otherwise."""
     spec = _stages()[name]
     needed = closure(REPO / spec["cmd"].split()[1])
     for dep in (REPO / d for d in spec["deps"] if isinstance(d, str) and d.startswith("src/")):
-        assert dep.parent == LIB, f"stage {name}: {dep.relative_to(REPO)}: list its subpackage"
-        assert any(p == dep or p.is_relative_to(dep) for p in needed), \
-            f"stage {name}: {dep.relative_to(REPO)} is not run by the stage; drop it from deps"
+        assert dep.exists(), f"stage {name}: {dep.relative_to(REPO)} does not exist"
+        unused = sorted(str(m.relative_to(REPO)) for m in _modules_under(dep)
+                        if not _runs(needed, m))
+        assert not unused, (f"stage {name}: {dep.relative_to(REPO)} holds code the stage does "
+                            f"not run: {unused}; list only the modules it runs")
+
+
+def test_the_check_sees_an_unused_module(tmp_path, monkeypatch):
+    """The rule is live: a declared folder with a module the stage never imports fails."""
+    fake = tmp_path / "src" / "lttw"
+    (fake / "pkg").mkdir(parents=True)
+    (fake / "pkg" / "__init__.py").write_text("")
+    (fake / "pkg" / "used.py").write_text("")
+    (fake / "pkg" / "report.py").write_text("")
+    (tmp_path / "stages").mkdir()
+    (tmp_path / "stages" / "one.py").write_text("from lttw.pkg.used import f\n")
+    monkeypatch.setattr(__import__(__name__), "REPO", tmp_path)
+    monkeypatch.setattr(__import__(__name__), "LIB", fake)
+    stages = {"one": {"cmd": "python stages/one.py", "deps": ["src/lttw/pkg"]}}
+    monkeypatch.setattr(__import__(__name__), "_stages", lambda: stages)
+    with pytest.raises(AssertionError, match="report.py"):
+        test_stage_declares_no_library_code_it_does_not_run("one")
+    stages["one"]["deps"] = ["src/lttw/pkg/used.py"]
+    test_stage_declares_no_library_code_it_does_not_run("one")
 
 
 def test_closure_follows_function_level_and_relative_imports():

@@ -38,8 +38,9 @@ def env() -> dict:
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 
 
-def run(args: list[str] | str, cwd: Path, check: bool = True) -> str:
-    proc = subprocess.run(args, cwd=cwd, env=env(), capture_output=True, text=True,
+def run(args: list[str] | str, cwd: Path, check: bool = True, extra_env: dict | None = None) -> str:
+    proc = subprocess.run(args, cwd=cwd, env={**env(), **(extra_env or {})},
+                          capture_output=True, text=True,
                           shell=isinstance(args, str))
     out = proc.stdout + proc.stderr
     if check:

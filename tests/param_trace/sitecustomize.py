@@ -1,0 +1,60 @@
+"""Test-only start-up hook: records which parameters a pipeline stage reads.
+
+Python imports this module at start-up when this folder is on PYTHONPATH. When
+LTTW_PARAM_TRACE names a folder and the program is a ``stages/*.py`` script, every read of
+a settings field inside the stage's ``main`` (``settings.nmf.rank``, including reads inside
+the settings' own properties and in library code handed a settings group) is recorded, and
+the sorted dotted names are written to ``<LTTW_PARAM_TRACE>/<stage>[@fold].json``.
+``tests/test_stage_params.py`` compares them with each stage's ``params:`` in dvc.yaml.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+_OUT = os.environ.get("LTTW_PARAM_TRACE")
+_SCRIPT = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+
+if _OUT and _SCRIPT is not None and _SCRIPT.parent.name == "stages":
+    from pydantic import BaseModel
+
+    from lttw import settings as _settings
+    from lttw import stage as _stage
+
+    _paths: dict[int, str] = {}
+    _reads: set[str] = set()
+    _original_getattribute = _settings._Group.__getattribute__
+
+    def _traced(self, name):
+        prefix = _paths.get(id(self))
+        value = _original_getattribute(self, name)
+        if prefix is not None and name in type(self).model_fields \
+                and not isinstance(value, BaseModel):
+            _reads.add(prefix + name)
+        return value
+
+    def _walk(group, prefix: str) -> None:
+        _paths[id(group)] = prefix
+        for name in type(group).model_fields:
+            value = _original_getattribute(group, name)
+            if isinstance(value, BaseModel):
+                _walk(value, f"{prefix}{name}.")
+
+    _original_run_stage = _stage.run_stage
+
+    def run_stage(main, description, per_fold=False, argv=None):
+        def traced_main(settings, *fold):
+            _walk(settings, "")
+            _settings._Group.__getattribute__ = _traced
+            try:
+                main(settings, *fold)
+            finally:
+                _settings._Group.__getattribute__ = _original_getattribute
+                name = _SCRIPT.stem + "".join(f"@{f}" for f in fold)
+                Path(_OUT).mkdir(parents=True, exist_ok=True)
+                (Path(_OUT) / f"{name}.json").write_text(json.dumps(sorted(_reads)))
+
+        return _original_run_stage(traced_main, description, per_fold, argv)
+
+    _stage.run_stage = run_stage
