@@ -2,7 +2,7 @@
 
 from lttw import layout
 from lttw.factors.counts import load_counts, normalise_rows
-from lttw.factors.nmf import factor_metrics, latent_factors, save_factors
+from lttw.factors.nmf import factor_metrics, latent_factors, resolve_rank, save_factors
 from lttw.io import atomic_dir, write_json
 from lttw.stage import run_stage
 
@@ -10,7 +10,8 @@ from lttw.stage import run_stage
 def main(settings, fold):
     counts, _ = load_counts(layout.counts_dir(fold))
     V = normalise_rows(counts)
-    factors = latent_factors(V, settings.nmf.rank, settings.nmf, settings.seed)
+    rank = resolve_rank(settings.nmf.rank, V.shape[1])  # the metrics JSON records it
+    factors = latent_factors(V, rank, settings.nmf, settings.seed)
     with atomic_dir(layout.nmf_dir(fold)) as tmp:
         save_factors(tmp, factors)
     write_json(layout.nmf_metrics(fold), factor_metrics(V, factors))

@@ -56,6 +56,26 @@ def test_rank_above_n_labels_warns_and_falls_back(V, caplog):
     assert "number of labels (6)" in caplog.text and "init=random" in caplog.text
 
 
+@pytest.mark.parametrize("n_labels, rank", [(4, 5), (6, 6), (10, 10)])
+def test_auto_rank_is_the_classes_but_at_least_the_papers(n_labels, rank, caplog):
+    from lttw.factors.nmf import resolve_rank
+
+    with caplog.at_level(logging.INFO, logger="lttw.factors"):
+        assert resolve_rank("auto", n_labels) == rank
+    assert f"nmf.rank=auto: {n_labels} classes -> rank {rank}" in caplog.text
+    assert resolve_rank(3, n_labels) == 3  # a number stays
+
+
+def test_rank_setting_is_auto_or_a_number():
+    from lttw.settings import SettingsError, settings_from_dict
+
+    assert NMFSettings().rank == "auto"
+    assert settings_from_dict({"nmf": {"rank": 7}}).nmf.rank == 7
+    for bad in (0, "five"):
+        with pytest.raises(SettingsError, match="nmf.rank"):
+            settings_from_dict({"nmf": {"rank": bad}})
+
+
 def test_rank_below_n_labels_warns(V, caplog):
     with caplog.at_level(logging.WARNING, logger="lttw.factors"):
         latent_factors(V, 5, NMFSettings(max_iter=20), random_state=0)

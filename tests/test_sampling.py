@@ -193,7 +193,7 @@ def test_sample_stage_reports_every_unmet_size_at_once(questions, tmp_path):
 
 
 def test_data_check_one_problem_with_sizes_that_fit_and_rank_note(questions, tmp_path):
-    params = _params(tmp_path, questions, DEFAULT_SIZES)
+    params = _params(tmp_path, questions, DEFAULT_SIZES, nmf={"rank": 5})
     result = invoke("data", "check", "questions", "--params", params)
     line = assert_user_error(result)
     assert line.startswith("error: 1 problem(s): ")
@@ -205,7 +205,7 @@ def test_data_check_one_problem_with_sizes_that_fit_and_rank_note(questions, tmp
 
 def test_data_check_fitting_sizes_pass_and_folds_are_checked(questions, tmp_path):
     fitting = {"train_size": 516, "test_size": 30, "predict_size": 24}
-    params = _params(tmp_path, questions, fitting, nmf={"rank": 6})
+    params = _params(tmp_path, questions, fitting)  # nmf.rank: auto -> 6 for 6 classes
     result = invoke("data", "check", "questions", "--params", params)
     assert result.exit_code == 0, result.output
     assert "ok: the sample stage" in result.stdout and "nmf.rank" not in result.stdout

@@ -9,7 +9,7 @@ valid range, before any stage does work.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 import annotated_types
 import yaml
@@ -95,7 +95,9 @@ class CountSettings(_Group):
 
 
 class NMFSettings(_Group):
-    rank: int = Field(5, ge=1, le=1000)
+    # auto: the number of classes where that is above the paper's 5, else 5
+    # (lttw.factors.nmf.resolve_rank)
+    rank: Annotated[int, Field(ge=1, le=1000)] | Literal["auto"] = "auto"
     max_iter: int = Field(400, ge=1)
     init: Literal["nndsvd", "nndsvda", "nndsvdar", "random"] = "nndsvda"
     tol: float = Field(1e-4, gt=0)
@@ -181,6 +183,9 @@ class TrainSettings(_Group):
     warmup_ratio: float = Field(0.06, ge=0, lt=1)
     grad_clip: float = Field(1.0, ge=0)  # 0 disables clipping
     patience: int = Field(2, ge=0)  # epochs without validation gain before stopping (0: never)
+    # at the planned end, an epoch that raised validation F1 by at least this over the best
+    # before it means "still rising": training goes on, one epoch at a time, up to max_epochs
+    min_gain: float = Field(0.01, ge=0, le=1)
     max_steps: int = Field(0, ge=0)  # 0: no cap (tests use a small cap)
     log_every: int = Field(20, ge=1)
     num_threads: int = Field(0, ge=0)  # 0: torch's default

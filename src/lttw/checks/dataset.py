@@ -20,6 +20,7 @@ import pandas as pd
 
 from lttw.data.datasets import KNOWN_DATASETS, Dataset, load_dataset
 from lttw.errors import DataError
+from lttw.factors.nmf import resolve_rank
 from lttw.layout import SPLITS
 from lttw.data.sample_sizes import (fitting_sizes, pool_quotas, pools_of, shortfalls,
                                     sizes_of)
@@ -138,7 +139,7 @@ def column_fix(err: ColumnError) -> str:
 
 def factor_notes(settings: Settings, n_classes: int) -> list[str]:
     """Settings that make weak latent factors for this many classes."""
-    rank = settings.nmf.rank
+    rank = resolve_rank(settings.nmf.rank, n_classes)
     if rank >= n_classes:
         return []
     return [f"nmf.rank={rank} is below the number of classes ({n_classes}): the factors cannot "

@@ -22,6 +22,8 @@ from lttw.settings import NMFSettings
 log = logging.getLogger("lttw.factors")
 
 FACTORS_FILE = "latent_factors.safetensors"
+#: the paper's rank (AG News, 4 classes); ``nmf.rank: auto`` never goes below it
+PAPER_RANK = 5
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,16 @@ class LatentFactors:
     @property
     def rank(self) -> int:
         return int(self.word_factors.shape[1])
+
+
+def resolve_rank(rank: int | str, n_labels: int) -> int:
+    """``nmf.rank`` as a number: ``auto`` is the number of classes where that is above
+    ``PAPER_RANK``, else ``PAPER_RANK`` (one factor per class at least; issue 26)."""
+    if rank != "auto":
+        return int(rank)
+    resolved = max(PAPER_RANK, n_labels)
+    log.info("nmf.rank=auto: %d classes -> rank %d", n_labels, resolved)
+    return resolved
 
 
 def check_rank(rank: int, n_words: int, n_labels: int) -> None:
