@@ -50,7 +50,7 @@ def build_model(encoder_dir, seed: int = 0) -> nn.Module:
 def train_settings(**kw) -> TrainSettings:
     base = dict(device="cpu", bf16=False, epochs=2, min_steps=0, batch_size=8, eval_batch_size=16,
                 lr=1e-3, head_lr=3e-3, warmup_ratio=0.1, patience=0, log_every=1,
-                distributed="off")
+                distributed="off", min_gain=1.0)  # min_gain 1: never past the plan
     return TrainSettings(**{**base, **kw})
 
 
@@ -277,14 +277,76 @@ def test_still_rising_validation_f1_is_reported(tiny_encoder_dir, tmp_path, monk
     monkeypatch.setattr(loop, "_validate", lambda *a: next(scores))
     with caplog.at_level("WARNING", logger="lttw.train"):
         result = train_classifier(build_model(tiny_encoder_dir), TRAIN, VAL,
-                                  train_settings(epochs=4), seed=7, rt=CPU,
-                                  checkpoint_dir=tmp_path)
+                                  train_settings(epochs=4, max_epochs=4, min_gain=0.01),
+                                  seed=7, rt=CPU, checkpoint_dir=tmp_path)
     assert [r["val_f1_macro"] for r in result.history] == [0.4, 0.5, 0.45, 0.6]
-    assert result.val_f1_still_rising and "still rising" in caplog.text
+    assert result.val_f1_still_rising and "still rising" in caplog.text  # max_epochs: no more
     assert result.best_epoch == 3
     flat = loop.TrainResult(0, 0.5, 2, 12, [1, 1], 1.0, 2,
                             [{"epoch": 0, "val_f1_macro": 0.5}, {"epoch": 1, "val_f1_macro": 0.5}])
     assert not flat.val_f1_still_rising
+
+
+# ------------------------------------------------------------------ past the plan while rising
+
+
+def _scripted(monkeypatch, scores, snapshots=None):
+    """Validation F1 taken from ``scores``; ``snapshots`` gets each epoch's weights."""
+    from lttw.training import loop
+
+    scores = iter(scores)
+
+    def validate(model, *rest):
+        if snapshots is not None:
+            snapshots.append({k: v.clone() for k, v in model.state_dict().items()})
+        return next(scores)
+
+    monkeypatch.setattr(loop, "_validate", validate)
+
+
+def test_training_continues_while_rising_and_keeps_the_best_epoch(tiny_encoder_dir, tmp_path,
+                                                                  monkeypatch):
+    lrs, snapshots = [], []
+
+    class Recorder(StepCounter):
+        def log_metric(self, name, value):
+            super().log_metric(name, value)
+            if name == "train/lr":
+                lrs.append(value)
+
+    _scripted(monkeypatch, [0.4, 0.5, 0.6, 0.55], snapshots)
+    model = build_model(tiny_encoder_dir)
+    result = train_classifier(model, TRAIN, VAL, train_settings(min_gain=0.01, max_epochs=10),
+                              seed=7, rt=CPU, checkpoint_dir=tmp_path, live=Recorder())
+    # epochs 2 and 3 rose by 0.1 each: one epoch more each time; epoch 4 fell: stop there
+    assert result.epochs_run == result.epochs_planned == 4 and result.steps == 24
+    assert result.best_epoch == 2 and result.best_val_f1 == 0.6
+    best = snapshots[2]
+    assert all(torch.equal(v, best[k]) for k, v in model.state_dict().items())
+    assert not all(torch.equal(v, snapshots[3][k]) for k, v in model.state_dict().items())
+    # each added epoch decays to 0 from about 1/(epochs + 1) of the peak, as the last epoch of
+    # a plan one epoch longer would (1 warm-up step; lrs[i]: the rate after step i + 1)
+    peak = max(lrs)
+    assert lrs[11] == 0.0 and lrs[17] == 0.0 and lrs[23] == 0.0
+    assert lrs[12] == pytest.approx(peak * 5 / 17) and lrs[18] == pytest.approx(peak * 5 / 23)
+
+
+def test_a_gain_below_min_gain_ends_at_the_plan(tiny_encoder_dir, tmp_path, monkeypatch):
+    _scripted(monkeypatch, [0.4, 0.405])
+    result = train_classifier(build_model(tiny_encoder_dir), TRAIN, VAL,
+                              train_settings(min_gain=0.01), seed=7, rt=CPU,
+                              checkpoint_dir=tmp_path)
+    assert result.epochs_run == 2 and result.val_f1_still_rising and result.best_epoch == 1
+
+
+def test_rising_training_stops_at_max_epochs(tiny_encoder_dir, tmp_path, monkeypatch, caplog):
+    _scripted(monkeypatch, [0.1, 0.2, 0.3, 0.4])
+    with caplog.at_level("WARNING", logger="lttw.train"):
+        result = train_classifier(build_model(tiny_encoder_dir), TRAIN, VAL,
+                                  train_settings(min_gain=0.01, max_epochs=3), seed=7, rt=CPU,
+                                  checkpoint_dir=tmp_path)
+    assert result.epochs_run == 3 and result.best_epoch == 2
+    assert "raise train.max_epochs" in caplog.text
 
 
 # ------------------------------------------------------------------ resume: one history

@@ -8,6 +8,10 @@ Its steps: ``_set_up`` (optimiser, schedule over the planned steps, checkpoint r
 ``_run_epoch`` (the optimiser steps of one epoch), ``_end_epoch`` (validation, best weights,
 checkpoint, early stop). The budget adapts to the data (``plan_epochs``): at least
 ``train.epochs`` epochs and ``train.min_steps`` optimiser steps, at most ``train.max_epochs``.
+Where validation F1 is still rising at the planned end (the last epoch gained at least
+``train.min_gain`` over the best before it), training goes on one epoch at a time
+(``_extend``), up to ``train.max_epochs``, and the best epoch's weights are kept, as Hugging
+Face's early stopping with ``load_best_model_at_end`` does.
 """
 
 from __future__ import annotations
@@ -54,6 +58,12 @@ class TrainResult:
         return len(f1) >= 2 and f1[-1] > max(f1[:-1])
 
     @property
+    def last_gain(self) -> float:
+        """Validation F1 of the last epoch over the best before it (0.0 with one epoch)."""
+        f1 = [row["val_f1_macro"] for row in self.history]
+        return f1[-1] - max(f1[:-1]) if len(f1) >= 2 else 0.0
+
+    @property
     def resumed_epochs(self) -> list[int]:
         return [row["epoch"] for row in self.history if row.get("resumed")]
 
@@ -81,11 +91,17 @@ def _optimizer(model: nn.Module, cfg: TrainSettings, rt: Runtime) -> torch.optim
     return torch.optim.AdamW(groups, fused=rt.device.type == "cuda")
 
 
-def _schedule(optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.LambdaLR:
+def _schedule(optimizer, warmup: int, total: int | list[int]
+              ) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up, then linear decay to 0 at ``total`` steps; ``total`` may be a one-item
+    list that ``_extend`` raises (the decay then stretches to the new end from the step
+    where it is raised)."""
+    end = total if isinstance(total, list) else [total]
+
     def factor(step: int) -> float:  # linear warm-up, then linear decay to 0
         if step < warmup:
             return (step + 1) / max(1, warmup)
-        return max(0.0, (total - step) / max(1, total - warmup))
+        return max(0.0, (end[0] - step) / max(1, end[0] - warmup))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
@@ -108,6 +124,7 @@ class _Session:
     epochs: int
     total: int
     live: object = None
+    end: list = field(default_factory=list)  # [total]: the schedule's end, raised by _extend
 
     def save(self) -> None:
         self.ckpt.save(self.model, self.optimizer, self.scheduler, **self.state)
@@ -134,10 +151,15 @@ def _set_up(model, train: Batchable, cfg: TrainSettings, seed: int, rt: Runtime,
     total = steps_per_epoch * epochs
     if cfg.max_steps:
         total = min(total, cfg.max_steps)
-    scheduler = _schedule(optimizer, int(cfg.warmup_ratio * total), total)
+    warmup = int(cfg.warmup_ratio * total)  # of the plan: an extension does not move it
+    end = [total]
+    scheduler = _schedule(optimizer, warmup, end)
     every = {} if checkpoint_every_s is None else {"every_s": checkpoint_every_s}
     ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main, **every)
     state = {**_fresh_state(), **ckpt.restore(model, optimizer, scheduler)}
+    if state.get("extended_to"):  # a resumed run that had gone past its plan
+        epochs = state["extended_to"]
+        end[0] = total = state["extended_total"]
     if state["step_in_epoch"]:  # this epoch's own time and rows continue from the checkpoint
         state["resumed_epoch"] = state["epoch"]
     log.info("training plan: %d epochs of %d steps (%d steps; train.epochs %d, min_steps %d, "
@@ -146,7 +168,7 @@ def _set_up(model, train: Batchable, cfg: TrainSettings, seed: int, rt: Runtime,
     if live is not None:
         trim_history(live, state["step"], state["history"])  # nothing after the checkpoint
     return _Session(model, step_model, optimizer, scheduler, ckpt, state, cfg, rt, seed,
-                    steps_per_epoch, epochs, total, live)
+                    steps_per_epoch, epochs, total, live, end)
 
 
 def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: TrainSettings,
@@ -166,20 +188,53 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
     state = run.state
     bar = progress(total=run.total, initial=state["step"], desc="train", unit="step",
                    disable=not rt.is_main)
-    for epoch in range(state["epoch"], run.epochs):
+    epoch = state["epoch"]
+    while epoch < run.epochs or _extend(run, bar):
         if state["step"] >= run.total:
             break
         elapsed, seen = _run_epoch(run, train, epoch, bar)
         if _end_epoch(run, val, epoch, elapsed, seen):
             break
+        epoch += 1
     bar.close()
-    run.ckpt.load_best(model)
+    run.ckpt.load_best(model)  # the best epoch's weights, wherever the run stopped
     result = _result(run)
-    if result.val_f1_still_rising:
-        log.warning("validation macro-F1 was still rising at the last epoch run (%d of %d "
-                    "planned): more training would likely help (raise train.min_steps, "
-                    "train.epochs or train.max_epochs)", result.epochs_run, run.epochs)
+    if result.val_f1_still_rising and result.last_gain >= cfg.min_gain:
+        log.warning("validation macro-F1 was still rising at the last epoch run (%d, "
+                    "train.max_epochs %d): more training would likely help (raise "
+                    "train.max_epochs)", result.epochs_run, cfg.max_epochs)
+    elif result.val_f1_still_rising:
+        log.info("validation macro-F1 rose by %.4f at the last epoch, below train.min_gain "
+                 "%g: training stopped at its plan", result.last_gain, cfg.min_gain)
     return result
+
+
+def _extend(run: _Session, bar) -> bool:
+    """At the planned end: one epoch more where the last one raised validation F1 by at least
+    ``train.min_gain`` over the best before it, up to ``train.max_epochs`` (not past
+    ``train.max_steps``). The learning rate of an added epoch decays linearly from
+    1/(epochs + 1) of its peak to 0: the last epoch of a schedule planned one epoch longer."""
+    cfg, state = run.cfg, run.state
+    f1 = [row["val_f1_macro"] for row in state["history"]]
+    rising = len(f1) >= 2 and f1[-1] - max(f1[:-1]) >= cfg.min_gain
+    if not rising or run.epochs >= cfg.max_epochs or state["step"] < run.total \
+            or (cfg.max_steps and state["step"] >= cfg.max_steps):
+        return False
+    run.epochs += 1
+    run.total += run.steps_per_epoch
+    if cfg.max_steps:
+        run.total = min(run.total, cfg.max_steps)
+    run.end[0] = run.total
+    sched = run.scheduler  # the next step's learning rate, on the raised schedule
+    for group, base, factor in zip(run.optimizer.param_groups, sched.base_lrs, sched.lr_lambdas):
+        group["lr"] = base * factor(sched.last_epoch)
+    state.update(extended_to=run.epochs, extended_total=run.total)
+    bar.total = run.total
+    bar.refresh()
+    log.info("validation macro-F1 still rising (+%.4f >= train.min_gain %g): epoch %d "
+             "added (train.max_epochs %d)", f1[-1] - max(f1[:-1]), cfg.min_gain, run.epochs,
+             cfg.max_epochs)
+    return True
 
 
 def _result(run: _Session) -> TrainResult:
