@@ -6,9 +6,9 @@ import pandas as pd
 
 from lttw import layout
 from lttw.encoder.pretrained import check_max_len, load_tokenizer, resolve_encoder, save_tokenizer
-from lttw.io import atomic_dir, write_arrays
+from lttw.io import atomic_dir, read_json, write_arrays
 from lttw.stage import run_stage
-from lttw.encoder.tokens import encode_texts
+from lttw.encoder.tokens import coverage_warning, encode_texts, unknown_share
 
 log = logging.getLogger("lttw.tokens")
 
@@ -25,6 +25,12 @@ def main(settings):
         truncated = int((mask[:, -1] == 1).sum()) if len(mask) else 0
         log.info("%s: %d texts, %d truncated at max_len=%d", split, len(texts), truncated,
                  settings.model.max_len)
+    share, n = unknown_share(tokenizer, arrays["train_input_ids"], arrays["train_attention_mask"])
+    log.info("encoder coverage: %.1f%% of the train sample's %d tokens are [UNK]", 100 * share, n)
+    warning = coverage_warning(share, settings.model.encoder,
+                               read_json(layout.LABELS_JSON).get("language"))
+    if warning:
+        log.warning("%s", warning)
     with atomic_dir(layout.TOKENS_DIR) as tmp:
         write_arrays(tmp / layout.tokens_file().name, **arrays)
         save_tokenizer(tokenizer, tmp / layout.tokenizer_dir().name)  # same bytes everywhere

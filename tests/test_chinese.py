@@ -89,6 +89,8 @@ def words_json(project: Path) -> dict:
 def test_auto_resolves_to_jieba_and_predicts_chinese(project):
     out = run(["dvc", "repro"], project)
     assert "train@0" in ran(out) and "degenerate word splitting" not in out
+    # the tiny encoder has no CJK character: the tokens stage says so, naming model.encoder
+    assert "encoder coverage: 100% of the tokens are [UNK] with model.encoder=" in out
     rule = words_json(project)
     assert rule["splitter"] == "jieba" and "language 'zh'" in rule["reason"]
     vocabulary = json.loads((project / "data/counts/fold_0/vocabulary.json").read_text())

@@ -27,6 +27,7 @@ from lttw.data.sample_sizes import (fitting_sizes, pool_quotas, pools_of, shortf
 from lttw.data.sampling import draw_samples, per_class_sizes
 from lttw.data.tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, ColumnError
 from lttw.settings import DataSettings, Settings
+from lttw.checks.encoder_coverage import encoder_coverage, render_encoder_coverage
 from lttw.checks.word_splitting import render_word_splitting, word_splitting
 
 
@@ -45,6 +46,7 @@ class DataCheck:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     words: dict | None = None  # word_splitting(): the resolved rule, its reason, the quality
+    coverage: dict | None = None  # encoder_coverage(): the share of [UNK] tokens, a warning
 
 
 class _Collect(logging.Handler):
@@ -184,6 +186,7 @@ def check_dataset(settings: Settings, path_or_name: str, text_column: str | None
                                                                      len(dataset.classes)))))
     check.problems = problems(check)
     check.words = word_splitting(settings, dataset, data)
+    check.coverage = encoder_coverage(settings, dataset, data)
     folds = fold_note(check, settings.folds.n_folds)
     if folds:
         check.notes.append(folds)
@@ -287,6 +290,8 @@ def render(check: DataCheck, console) -> None:
         console.print(table)
     if check.words:
         render_word_splitting(check.words, console)
+    if check.coverage:
+        render_encoder_coverage(check.coverage, console)
     for note in check.notes:
         console.print(f"note: {escape(note)}")
     if not check.problems:

@@ -13,16 +13,26 @@ from lttw.text.words import degenerate_warning, make_splitter, splitting_quality
 WORD_SAMPLE = 2000
 
 
+def train_pool_texts(dataset: Dataset, data: DataSettings) -> list[str]:
+    """The texts of the pool the train sample is drawn from."""
+    pool = next(p for p in pools_of(dataset, data.use_splits) if "train" in p.splits)
+    return dataset.texts[dataset.rows_of(pool.source)].tolist()
+
+
+def evenly_spaced(texts: list[str], n: int = WORD_SAMPLE) -> list[str]:
+    """Up to ``n`` of ``texts``, evenly spaced."""
+    return texts[::max(1, len(texts) // n)][:n]
+
+
 def word_splitting(settings: Settings, dataset: Dataset, data: DataSettings) -> dict:
     """The rule ``words.splitter`` resolves to for this dataset (as the counts stage resolves
     it: the manifest's language, else the train pool's texts), why, how it splits the texts
     (``splitting_quality`` of up to ``WORD_SAMPLE`` of them) and a degenerate warning."""
-    pool = next(p for p in pools_of(dataset, data.use_splits) if "train" in p.splits)
-    texts = dataset.texts[dataset.rows_of(pool.source)].tolist()
+    texts = train_pool_texts(dataset, data)
     splitter, reason = make_splitter(settings.words.splitter, settings.counts.token_pattern,
                                      settings.counts.lowercase, texts=texts,
                                      language=dataset.language)
-    sample = texts[::max(1, len(texts) // WORD_SAMPLE)][:WORD_SAMPLE]
+    sample = evenly_spaced(texts)
     quality = splitting_quality(sample, splitter)
     return {"rule": splitter.rule, "reason": reason, "texts": quality.texts,
             "median_words": quality.median_words, "share_short": quality.share_short,

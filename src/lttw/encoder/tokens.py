@@ -80,3 +80,57 @@ def encode_texts(tokenizer, texts: Sequence[str], max_len: int, batch_size: int 
         ids[start:start + len(chunk)] = np.asarray(chunk_ids, dtype=np.int32)
         mask[start:start + len(chunk)] = np.asarray(chunk_mask, dtype=np.int8)
     return ids, mask
+
+
+# ---------------------------------------------------------------- encoder coverage (issue 26)
+
+#: warn when more than this share of the texts' tokens (special tokens aside) are unknown
+UNK_SHARE_WARN = 0.10
+#: an encoder that reads the language, for the hint (where the Hugging Face hub is reachable)
+LANGUAGE_ENCODERS = {"zh": "bert-base-chinese", "ja": "tohoku-nlp/bert-base-japanese-v3",
+                     "ko": "klue/bert-base"}
+MULTILINGUAL_ENCODER = "bert-base-multilingual-cased"
+#: offline: what reads such text without another encoder (README: choosing parameters)
+OFFLINE_OPTIONS = ("a local folder of an encoder that reads it as model.encoder, or "
+                   "model.variant=tfidf_linear (character n-grams for CJK text, no encoder)")
+
+
+def unknown_share(tokenizer, ids: np.ndarray, mask: np.ndarray) -> tuple[float, int]:
+    """Share of the real tokens (attention mask 1, special tokens aside) that are the
+    tokenizer's unknown token, and how many real tokens there were."""
+    if isinstance(tokenizer, WordPieceFile):
+        unk = tokenizer.tokenizer.token_to_id("[UNK]")
+        special = {i for i, token in tokenizer.tokenizer.get_added_tokens_decoder().items()
+                   if token.special}
+    else:
+        unk = tokenizer.unk_token_id
+        special = set(tokenizer.all_special_ids)
+    special.discard(unk)
+    real = (np.asarray(mask) == 1) & ~np.isin(ids, sorted(special))
+    n = int(real.sum())
+    if unk is None or n == 0:
+        return 0.0, n
+    return float((np.asarray(ids)[real] == unk).sum()) / n, n
+
+
+def coverage_warning(share: float, encoder: str, language: str | None,
+                     online: bool | None = None) -> str | None:
+    """A one-line warning naming ``model.encoder`` when more than ``UNK_SHARE_WARN`` of the
+    tokens are unknown, and what to do: an encoder for the language where the hub is
+    reachable (``online``; None: ask ``lttw.hub``), else the offline options; None when the
+    encoder reads the text."""
+    if share <= UNK_SHARE_WARN:
+        return None
+    if online is None:
+        from lttw.hub import offline_reason
+
+        online = offline_reason() is None
+    primary = (language or "").strip().lower().replace("_", "-").split("-")[0]
+    if online:
+        fix = (f"set model.encoder to one that reads this text, e.g. "
+               f"{LANGUAGE_ENCODERS.get(primary, MULTILINGUAL_ENCODER)}")
+    else:
+        fix = f"offline, use {OFFLINE_OPTIONS}"
+    return (f"encoder coverage: {share:.0%} of the tokens are [UNK] with model.encoder="
+            f"{encoder} (more than {UNK_SHARE_WARN:.0%}): it cannot read most of this text; "
+            f"{fix}")
