@@ -165,6 +165,32 @@ def test_tfidf_logistic_matches_sklearn(labels):
     np.testing.assert_allclose(ours, clf.predict_proba(vec.transform(queries)), atol=1e-10)
 
 
+ZH_CORPUS = ["球队赢得联赛冠军", "主场比赛球队获胜", "股票市场大涨", "基金股票收益", "新款手机发布", "手机芯片性能"]
+ZH_Y = [0, 0, 1, 1, 2, 2]
+
+
+def test_tfidf_on_cjk_text_chosen_by_auto_reads_characters(tmp_path):
+    """words.splitter auto -> jieba (or char): character 1-2-grams of the raw text, kept in
+    the saved folder; an explicit rule (auto False) keeps its words."""
+    from lttw.text.words import WordSplitter
+
+    jieba = WordSplitter("jieba")
+    model = fit_tfidf_linear(ZH_CORPUS, ZH_Y, 3, "svm", 0, words=jieba, auto=True)
+    assert model.settings.analyzer == "char" and model.settings.splitter == "jieba"
+    assert {"球", "球队", "队赢", "手机"} <= set(model.vocabulary)
+    assert model.predict(["冠军球队", "手机性能"]).tolist() == [0, 2]
+    model.save(tmp_path)
+    loaded = TfidfLinear.load(tmp_path)
+    assert loaded.settings.analyzer == "char"
+    assert np.array_equal(loaded.predict_proba(ZH_CORPUS), model.predict_proba(ZH_CORPUS))
+    explicit = fit_tfidf_linear(ZH_CORPUS, ZH_Y, 3, "svm", 0, words=jieba)
+    assert explicit.settings.analyzer == "word" and "球队" in explicit.vocabulary
+    assert "队赢" not in explicit.vocabulary
+    english = fit_tfidf_linear(CORPUS, CORPUS_Y, 4, "svm", 0, words=WordSplitter("regex"),
+                               auto=True)
+    assert english.settings.analyzer == "word"  # English keeps its words
+
+
 def test_tfidf_needs_two_labels():
     from lttw.errors import UserError
 

@@ -23,6 +23,9 @@ from lttw.errors import UserError
 from lttw.io import read_arrays, read_json, write_arrays, write_json
 from lttw.text.words import WordSplitter
 
+#: word-splitting rules of CJK text: tfidf_linear reads its characters where auto chose one
+CJK_RULES = ("jieba", "char")
+
 VARIANT = "tfidf_linear"
 CONFIG_NAME = "config.json"
 VOCAB_NAME = "vocabulary.json"
@@ -35,19 +38,25 @@ class VectorizerSettings:
 
     lowercase: bool = True
     token_pattern: str = r"(?u)\b\w\w+\b"
-    ngram_max: int = 2  # word n-grams 1..ngram_max
+    ngram_max: int = 2  # word (or character) n-grams 1..ngram_max
     min_df: int = 1
     max_features: int | None = 200_000
     sublinear_tf: bool = True
     # the pipeline's words.splitter rule (with lowercase and token_pattern above); None: plain
     # scikit-learn token_pattern splitting (folders saved before the rule was recorded)
     splitter: str | None = None
+    # word: n-grams of the words; char: n-grams of the raw text's characters (scikit-learn's
+    # analyzer="char", spaces and punctuation included), the default for CJK text
+    analyzer: str = "word"
 
     @classmethod
-    def for_words(cls, words: WordSplitter) -> "VectorizerSettings":
-        """The pipeline's recorded word-splitting rule, with word 1..ngram_max-grams."""
+    def for_words(cls, words: WordSplitter, auto: bool = False) -> "VectorizerSettings":
+        """The pipeline's recorded word-splitting rule, with word 1..ngram_max-grams; where
+        ``auto`` (``words.splitter: auto``) chose a CJK rule, character 1..ngram_max-grams
+        (THUCNews, 6,400 titles: 0.865 against 0.824 on jieba words; README)."""
+        chars = auto and words.rule in CJK_RULES
         return cls(lowercase=words.lowercase, token_pattern=words.token_pattern,
-                   splitter=words.rule)
+                   splitter=words.rule, analyzer="char" if chars else "word")
 
     def words(self) -> WordSplitter | None:
         if self.splitter is None:
@@ -60,6 +69,8 @@ class VectorizerSettings:
         words = self.words()
         split = {"lowercase": self.lowercase, "token_pattern": self.token_pattern} \
             if words is None else words.vectorizer_params()
+        if self.analyzer == "char":
+            split = {"lowercase": self.lowercase, "analyzer": "char"}
         return TfidfVectorizer(**split, ngram_range=(1, self.ngram_max), min_df=self.min_df,
                                max_features=None if vocabulary else self.max_features,
                                sublinear_tf=self.sublinear_tf, vocabulary=vocabulary,
@@ -132,13 +143,15 @@ class TfidfLinear:
 def fit_tfidf_linear(texts: Sequence[str], labels: Sequence[int], n_labels: int,
                      linear_model: str = "logistic", random_state: int = 0,
                      settings: VectorizerSettings | None = None,
-                     words: WordSplitter | None = None) -> TfidfLinear:
+                     words: WordSplitter | None = None, auto: bool = False) -> TfidfLinear:
     """Fit the vectoriser and the linear model on the training texts (ints in 0..n_labels-1),
-    texts split by ``words`` (the pipeline's recorded rule) unless ``settings`` says how."""
+    texts split by ``words`` (the pipeline's recorded rule; ``auto``: chosen by
+    ``words.splitter: auto``, see ``VectorizerSettings.for_words``) unless ``settings`` says
+    how."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.svm import LinearSVC
 
-    settings = settings or (VectorizerSettings.for_words(words) if words is not None
+    settings = settings or (VectorizerSettings.for_words(words, auto) if words is not None
                             else VectorizerSettings())
     y = np.asarray(labels, dtype=np.int64)
     classes = np.unique(y)

@@ -79,7 +79,8 @@ def _train_on_texts(settings, fold: int, inputs) -> dict:
     t0 = time.perf_counter()
     model = fit_tfidf_linear(inputs.part_texts("train"), inputs.part_labels("train"),
                              inputs.n_labels, settings.model.linear_model, settings.seed,
-                             words=read_rule(layout.counts_dir(fold)))
+                             words=read_rule(layout.counts_dir(fold)),
+                             auto=settings.words.splitter == "auto")
     fit_s = time.perf_counter() - t0
     n_train = len(inputs.parts["train"])
     val_probs = predict_proba(model, inputs.part_texts("val"))
