@@ -63,9 +63,10 @@ table8: install
 	. $(BIN)/activate && for s in $$(python -c 'from lttw.reporting.sweeps import TABLE8; print(*TABLE8)'); do \
 	  lttw sweep $$s $(SWEEP) || exit 1; done && lttw report
 
-# Chinese text (issue 12): THUCNews news titles at a CPU profile (8,000 train titles, one fold,
-# max_len 48; words.splitter auto -> jieba from the manifest), every variant, LTTW-M, LTTW at
-# NMF rank 10 (ten topics), TF-IDF over characters with a linear SVM, and the BiLSTM on
+# Chinese text (issues 12, 26): THUCNews news titles at a CPU profile (8,000 train titles, one
+# fold, max_len 48; words.splitter auto -> jieba from the manifest), every variant at its
+# defaults, LTTW-M, LTTW and TF-IDF at the defaults before issue 26 (rank 5 and the planned
+# epochs only; jieba words and logistic regression), TF-IDF at 3,000 titles, and the BiLSTM on
 # characters initialised from the manifest's Tencent character vectors.
 ZH := -S data.dataset=thucnews -S data.train_size=8000 -S data.test_size=2000 \
 	-S data.predict_size=2000 -S model.max_len=48
@@ -74,9 +75,10 @@ chinese: install
 	. $(BIN)/activate && for v in tfidf_linear lttw encoder transformer bilstm_attention; do \
 	  $(QUEUE) -n zh-$$v $(ZH) -S model.variant=$$v || exit 1; done \
 	 && $(QUEUE) -n zh-lttw-m $(ZH) -S model.fusion=none \
-	 && $(QUEUE) -n zh-lttw-rank10 $(ZH) -S nmf.rank=10 \
-	 && $(QUEUE) -n zh-tfidf-char-svm $(ZH) -S model.variant=tfidf_linear -S words.splitter=char \
-	    -S model.linear_model=svm \
+	 && $(QUEUE) -n zh-lttw-rank5 $(ZH) -S nmf.rank=5 -S train.min_gain=1 \
+	 && $(QUEUE) -n zh-tfidf-jieba-logistic $(ZH) -S model.variant=tfidf_linear \
+	    -S words.splitter=jieba -S model.linear_model=logistic \
+	 && $(QUEUE) -n zh3k-tfidf_linear $(ZH) -S data.train_size=3000 -S model.variant=tfidf_linear \
 	 && $(QUEUE) -n zh-bilstm-charvec $(ZH) -S model.variant=bilstm_attention -S model.vocab=words \
 	    -S words.splitter=char \
 	 && dvc queue start && dvc queue logs --follow zh-bilstm-charvec; dvc exp show --only-changed
