@@ -213,6 +213,7 @@ def test_leam_label_regularizer_is_trained(tiny_encoder_dir, batch, tmp_path):
     data = Batchable(ids.to(torch.int32).repeat(8, 1), mask.to(torch.int8).repeat(8, 1), None,
                      LABELS.repeat(8))
     cfg = TrainSettings(device="cpu", bf16=False, epochs=1, min_steps=0, batch_size=5, lr=1e-2,
+                        head_lr=None,
                         patience=0, warmup_ratio=0.0, distributed="off")  # 8 steps, one epoch: last = best
     after = {}
     for weight in (1.0, 0.0):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from lttw.factors.counts import corpus_counts, normalise_rows, word_label_counts
-from lttw.factors.cross_fit import factors_given_labels, out_of_fold_factors
+from lttw.factors.cross_fit import out_of_fold_factors
+from lttw.factors.nmf import factors_given_labels
 from lttw.factors.nmf import latent_factors
 from lttw.factors.features import FactorLookup
 from lttw.settings import CountSettings, NMFSettings

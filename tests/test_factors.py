@@ -50,7 +50,7 @@ def test_rank_above_n_words_names_parameter():
 
 
 def test_rank_above_n_labels_warns_and_falls_back(V, caplog):
-    with caplog.at_level(logging.WARNING, logger="lttw.factors"):
+    with caplog.at_level(logging.WARNING, logger="lttw.factors.nmf"):
         f = latent_factors(V, 8, NMFSettings(), random_state=0)
     assert f.word_factors.shape == (V.shape[0], 8) and f.init == "random"
     assert "number of labels (6)" in caplog.text and "init=random" in caplog.text
@@ -60,7 +60,7 @@ def test_rank_above_n_labels_warns_and_falls_back(V, caplog):
 def test_auto_rank_is_the_classes_but_at_least_the_papers(n_labels, rank, caplog):
     from lttw.factors.nmf import resolve_rank
 
-    with caplog.at_level(logging.INFO, logger="lttw.factors"):
+    with caplog.at_level(logging.INFO, logger="lttw.factors.nmf"):
         assert resolve_rank("auto", n_labels) == rank
     assert f"nmf.rank=auto: {n_labels} classes -> rank {rank}" in caplog.text
     assert resolve_rank(3, n_labels) == 3  # a number stays
@@ -77,12 +77,12 @@ def test_rank_setting_is_auto_or_a_number():
 
 
 def test_rank_below_n_labels_warns(V, caplog):
-    with caplog.at_level(logging.WARNING, logger="lttw.factors"):
+    with caplog.at_level(logging.WARNING, logger="lttw.factors.nmf"):
         latent_factors(V, 5, NMFSettings(max_iter=20), random_state=0)
     assert "nmf.rank=5 is below the number of classes (6)" in caplog.text
     assert "set nmf.rank >= 6" in caplog.text
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="lttw.factors"):
+    with caplog.at_level(logging.WARNING, logger="lttw.factors.nmf"):
         latent_factors(V, 6, NMFSettings(max_iter=20), random_state=0)
     assert "below the number of classes" not in caplog.text
 

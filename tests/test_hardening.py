@@ -34,6 +34,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 import typing
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -603,7 +604,10 @@ def out_of_range_cases() -> list[tuple[str, object, str]]:
                for name, info in model.model_fields.items()]
     for group, name, info in fields:
         dotted = f"{group}.{name}" if group else name
-        bounds = _bounds(info.metadata)
+        union = typing.get_origin(info.annotation) in (typing.Union, types.UnionType)
+        members = [c for a in typing.get_args(info.annotation) if union
+                   for m in getattr(a, "__metadata__", ()) for c in getattr(m, "metadata", [m])]
+        bounds = _bounds(list(info.metadata) + members)  # nmf.rank: int in range | "auto"
         is_float = _is_float(info.annotation)
         step = 0.5 if is_float else 1
         if "ge" in bounds:
@@ -618,7 +622,7 @@ def out_of_range_cases() -> list[tuple[str, object, str]]:
             cases.append((dotted, [], "at least 1 item"))
         if is_float and bounds:
             cases += [(dotted, math.nan, "finite number"), (dotted, math.inf, "finite number")]
-        for item in typing.get_args(info.annotation):  # list[Annotated[int, Field(ge=...)]]
+        for item in () if union else typing.get_args(info.annotation):  # list[Annotated[...]]
             item_bounds = _bounds(c for m in getattr(item, "__metadata__", ())
                                   for c in getattr(m, "metadata", [m]))
             if "ge" in item_bounds:

@@ -127,3 +127,20 @@ def test_readme_architecture_names_real_code():
         for attr in parts[cut:]:
             assert hasattr(obj, attr), f"README Architecture names {dotted}: no {attr}"
             obj = getattr(obj, attr)
+
+
+def test_settings_defaults_are_params_yaml():
+    """The typed settings' defaults are the shipped params.yaml, value for value: a parameter
+    left out of a user's params file means what the default profile says."""
+    import yaml
+
+    from lttw.settings import Settings
+
+    shipped = yaml.safe_load((LIB.parents[1] / "params.yaml").read_text(encoding="utf-8"))
+    defaults = Settings().model_dump()
+    differ = [f"{group}.{name}: settings {defaults[group][name]!r}, params.yaml {value!r}"
+              for group, values in shipped.items() if isinstance(values, dict)
+              for name, value in values.items() if defaults[group][name] != value]
+    differ += [f"{k}: settings {defaults[k]!r}, params.yaml {v!r}" for k, v in shipped.items()
+               if not isinstance(v, dict) and defaults[k] != v]
+    assert not differ, differ

@@ -148,7 +148,7 @@ def test_stratified_too_large_suggests_sizes_that_fit(questions):
 
 def test_all_takes_every_row_and_says_sizes_are_ignored(questions, caplog):
     data = settings(questions, sampling="all")
-    with caplog.at_level("INFO", logger="lttw.sampling"):
+    with caplog.at_level("INFO", logger="lttw.data"):
         frames, info = draw_samples(load_dataset(data), data, seed=0)
     assert per_class(frames["train"]) == TRAIN
     together = np.add(per_class(frames["test"]), per_class(frames["predict"])).tolist()

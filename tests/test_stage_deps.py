@@ -13,7 +13,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 LIB = REPO / "src" / "lttw"
-EXEMPT = {"__init__.py", "errors.py", "stage.py", "layout.py", "settings.py", "hub.py",
+EXEMPT = {"__init__.py", "errors.py", "stage.py", "layout.py", "settings.py", "choices.py", "hub.py",
           "progress.py"}
 
 

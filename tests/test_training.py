@@ -275,7 +275,7 @@ def test_still_rising_validation_f1_is_reported(tiny_encoder_dir, tmp_path, monk
 
     scores = iter([0.4, 0.5, 0.45, 0.6])
     monkeypatch.setattr(loop, "_validate", lambda *a: next(scores))
-    with caplog.at_level("WARNING", logger="lttw.train"):
+    with caplog.at_level("WARNING", logger="lttw.training"):
         result = train_classifier(build_model(tiny_encoder_dir), TRAIN, VAL,
                                   train_settings(epochs=4, max_epochs=4, min_gain=0.01),
                                   seed=7, rt=CPU, checkpoint_dir=tmp_path)
@@ -341,7 +341,7 @@ def test_a_gain_below_min_gain_ends_at_the_plan(tiny_encoder_dir, tmp_path, monk
 
 def test_rising_training_stops_at_max_epochs(tiny_encoder_dir, tmp_path, monkeypatch, caplog):
     _scripted(monkeypatch, [0.1, 0.2, 0.3, 0.4])
-    with caplog.at_level("WARNING", logger="lttw.train"):
+    with caplog.at_level("WARNING", logger="lttw.training"):
         result = train_classifier(build_model(tiny_encoder_dir), TRAIN, VAL,
                                   train_settings(min_gain=0.01, max_epochs=3), seed=7, rt=CPU,
                                   checkpoint_dir=tmp_path)

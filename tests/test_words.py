@@ -79,7 +79,7 @@ def test_jieba_is_quiet_unless_debug(caplog):
     words._jieba_tokenizer.cache_clear()
     WordSplitter("jieba")(CHINESE[0])
     assert jieba_lines() == []
-    logger = logging.getLogger("lttw.words")
+    logger = logging.getLogger("lttw.text.words")
     level = logger.level
     logger.setLevel(logging.DEBUG)
     try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -19,23 +18,19 @@ import typer
 from typer.core import TyperGroup
 
 from lttw import layout
+from lttw.choices import Device, Sampling
 from lttw.console import console, print_predictions
 from lttw.errors import UserError
 
 EXIT_USER_ERROR = 2
 
 
-class Device(str, Enum):
-    cpu = "cpu"
-    cuda = "cuda"
-    auto = "auto"
-
 
 def _message(err: BaseException) -> str:
     """An exception's message on one line (a missing file as 'PATH: reason')."""
     if isinstance(err, OSError) and err.filename is not None:
         return f"{err.filename}: {err.strerror or 'cannot be read'}"
-    from lttw.stage import one_line
+    from lttw.errors import one_line
 
     return one_line(err)
 
@@ -113,7 +108,7 @@ def predict(
                                           "--out")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace --out if it exists")] = False,
     batch_size: Annotated[int, typer.Option(min=1, help="texts per forward pass")] = 64,
-    device: Annotated[Device, typer.Option(help="where the model runs")] = Device.cpu,
+    device: Annotated[Device, typer.Option(help="where the model runs")] = "cpu",
     params: Params = Path("params.yaml"),
 ) -> None:
     """Classify texts with a trained model: label and probability per text."""
@@ -122,7 +117,7 @@ def predict(
     if file is not None and out is None:
         raise UserError("--file needs --out F.csv|F.parquet (or --out - for CSV on stdout)")
     if out is None:  # texts to the terminal: no tables library needed (start-up time)
-        predictor = _load(model, params, device.value)
+        predictor = _load(model, params, device)
         probs = predictor.predict_proba(list(texts), batch_size)
         best = probs.argmax(axis=1)
         print_predictions(list(texts), [predictor.classes[i] for i in best],
@@ -131,7 +126,7 @@ def predict(
     from lttw.inference import batch_predict as bp
 
     bp.check_paths(file, out, force)
-    predictor = _load(model, params, device.value)
+    predictor = _load(model, params, device)
     if file is not None:
         source = bp.open_source(file, text_column)
         frames = bp.predict_chunks(predictor, source, batch_size, with_text=not no_text)
@@ -165,11 +160,6 @@ def explain(
         render(doc, console())
 
 
-class Sampling(str, Enum):
-    balanced = "balanced"
-    stratified = "stratified"
-    all = "all"
-
 
 @data_app.command("check", epilog=_examples(
     "lttw data check ag_news",
@@ -194,7 +184,7 @@ def data_check(
     settings = read_settings(params)
     if sampling is not None:
         settings = settings.model_copy(update={"data": settings.data.model_copy(
-            update={"sampling": sampling.value})})
+            update={"sampling": sampling})})
     check = check_dataset(settings, path, text_column, label_column)
     render(check, console())
     if check.problems:

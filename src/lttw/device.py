@@ -14,7 +14,7 @@ from torch import nn
 from lttw.errors import UserError
 from lttw.settings import TrainSettings
 
-log = logging.getLogger("lttw.device")
+log = logging.getLogger(__name__)
 
 
 def cpu_supports_bf16() -> bool:

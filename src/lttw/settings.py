@@ -9,22 +9,18 @@ valid range, before any stage does work.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from types import UnionType
+from typing import Annotated, Literal, Union, get_args, get_origin
 
 import annotated_types
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from lttw.choices import Attention, Device, Fusion, Ranking, Sampling, Variant
 from lttw.errors import UserError
 
-Variant = Literal[
-    "lttw", "encoder", "encoder_cnn", "transformer", "bilstm_attention", "leam", "tfidf_linear"
-]
-Fusion = Literal["concat", "sequence", "none"]
-Attention = Literal["linformer", "mha", "none"]
-Ranking = Literal["count_then_corpus", "count_then_alpha", "first_occurrence"]
 
-#: the one list of each choice; every other module takes its names from here
+#: the choices (lttw.choices) as tuples of names; every other module takes them from here
 VARIANTS: tuple[str, ...] = get_args(Variant)
 FUSIONS: tuple[str, ...] = get_args(Fusion)
 ATTENTIONS: tuple[str, ...] = get_args(Attention)
@@ -43,6 +39,10 @@ NON_NEURAL_VARIANTS = {"tfidf_linear"}
 BASELINES = tuple(v for v in VARIANTS if v not in FACTOR_VARIANTS)
 
 
+#: counts.token_pattern's default: runs of unicode word characters (within jieba's words /
+#: around CJK characters); lttw.text.words and tfidf_linear take it from here
+DEFAULT_TOKEN_PATTERN = r"(?u)\b\w+\b"
+
 #: the largest seed every consumer accepts (numpy's legacy RandomState, used by scikit-learn)
 MAX_SEED = 2**32 - 1
 
@@ -57,13 +57,13 @@ class DataSettings(_Group):
     root: str = "../shared/datasets"
     text_column: str | None = None  # None: the manifest's (or "text")
     label_column: str | None = None  # None: the manifest's (or "label")
-    train_size: int = Field(2000, ge=1)
-    test_size: int = Field(400, ge=0)
-    predict_size: int = Field(400, ge=0)
+    train_size: int = Field(5000, ge=1)
+    test_size: int = Field(1000, ge=0)
+    predict_size: int = Field(1000, ge=0)
     use_splits: bool = True  # draw test/predict from the dataset's test split when it has one
     # balanced: size // p rows per class (the paper); stratified: the class proportions at the
     # given sizes; all: every row (sizes ignored but for their ratio; see lttw.data.sample_sizes)
-    sampling: Literal["balanced", "stratified", "all"] = "balanced"
+    sampling: Sampling = "balanced"
 
 
 class FoldSettings(_Group):
@@ -89,7 +89,7 @@ class WordSettings(_Group):
 
 class CountSettings(_Group):
     # the word pattern of every splitting rule (lttw.text.words: a valid regex, <= 1 group)
-    token_pattern: str = r"(?u)\b\w+\b"
+    token_pattern: str = DEFAULT_TOKEN_PATTERN
     lowercase: bool = True
     min_count: int = Field(1, ge=1)
 
@@ -166,7 +166,7 @@ class ModelSettings(_Group):
 
 
 class TrainSettings(_Group):
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    device: Device = "auto"
     bf16: bool = True  # autocast to bf16 where the device supports it
     compile: bool = False
     # the budget adapts to the data: `epochs` epochs, more where that is fewer than `min_steps`
@@ -178,8 +178,8 @@ class TrainSettings(_Group):
     batch_size: int = Field(32, ge=1)
     group_by_length: bool = False  # batches of similar lengths (less padding; see batching.py)
     eval_batch_size: int = Field(128, ge=1)
-    lr: float = Field(5e-5, gt=0, lt=1)
-    head_lr: float | None = Field(None, gt=0, lt=1)  # None: same as lr
+    lr: float = Field(1e-4, gt=0, lt=1)
+    head_lr: float | None = Field(1e-3, gt=0, lt=1)  # None: same as lr
     weight_decay: float = Field(0.01, ge=0)
     warmup_ratio: float = Field(0.06, ge=0, lt=1)
     grad_clip: float = Field(1.0, ge=0)  # 0 disables clipping
@@ -254,6 +254,14 @@ def valid_range(dotted: str, metadata) -> str | None:
     return f"{lower or ''}{dotted}{upper or ''}"
 
 
+def _union_metadata(annotation) -> list:
+    """The constraints of a union's constrained member (``Annotated[int, Field(ge=1)] | ...``)."""
+    if get_origin(annotation) not in (Union, UnionType):
+        return []
+    found = [m for a in get_args(annotation) for m in getattr(a, "__metadata__", ())]
+    return [c for m in found for c in getattr(m, "metadata", [m])]
+
+
 def _hint(loc: tuple, err_type: str) -> str:
     """What is valid at ``loc``: the known names (unknown parameter) or the numeric range."""
     dotted = ".".join(str(p) for p in loc if not isinstance(p, int))
@@ -263,7 +271,7 @@ def _hint(loc: tuple, err_type: str) -> str:
         return f"; known names: {', '.join(known)}" if known else ""
     if info is None:
         return ""
-    metadata = list(info.metadata)
+    metadata = list(info.metadata) or _union_metadata(info.annotation)
     item_index = [p for p in loc if isinstance(p, int)]
     if item_index:  # an item of a list: its own constraints
         args = getattr(info.annotation, "__args__", ())
@@ -274,17 +282,38 @@ def _hint(loc: tuple, err_type: str) -> str:
     return f"; valid: {described}" if described else ""
 
 
+def _field_loc(loc: tuple) -> tuple:
+    """``loc`` without pydantic's union-member tags (``nmf.rank.constrained-int`` -> ``nmf.rank``)."""
+    model: type[BaseModel] | None = Settings
+    kept = []
+    for part in loc:
+        if isinstance(part, int):
+            kept.append(part)
+        elif model is not None and part in model.model_fields:
+            kept.append(part)
+            ann = model.model_fields[part].annotation
+            model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+    return tuple(kept)
+
+
 def _format(err: ValidationError, source: str) -> str:
-    lines = []
+    """One line per parameter: a union's members' complaints (``nmf.rank``: a number in
+    range or 'auto') are joined into one."""
+    grouped: dict[tuple, list[dict]] = {}
     for e in err.errors():
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e["loc"])
+        grouped.setdefault(_field_loc(tuple(e["loc"])), []).append(e)
+    lines = []
+    for loc, errors in grouped.items():
+        e = errors[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
         where = where.removeprefix(".") or "(top level)"
-        msg = e["msg"].removeprefix("Value error, ")
+        msgs = [x["msg"].removeprefix("Value error, ") for x in errors]
+        msg = " or ".join([msgs[0]] + [m.removeprefix("Input should be ") for m in msgs[1:]])
         if e["type"] == "extra_forbidden":
             msg = "unknown parameter"
         quiet = e["type"] in ("missing", "extra_forbidden") or isinstance(e.get("input"), dict)
         got = "" if quiet else f" (got {e.get('input')!r})"
-        lines.append(f"{source}: {where}: {msg}{got}{_hint(tuple(e['loc']), e['type'])}")
+        lines.append(f"{source}: {where}: {msg}{got}{_hint(loc, e['type'])}")
     return "\n".join(lines)
 
 

@@ -8,16 +8,11 @@ import logging
 import sys
 from typing import Callable
 
-from lttw.errors import UserError
+from lttw.errors import UserError, one_line
 from lttw.settings import Settings, read_settings
 
 log = logging.getLogger("lttw")
 
-
-def one_line(err: BaseException) -> str:
-    """The error's message on one line (several problems joined by '; ')."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return "; ".join(lines) or type(err).__name__
 
 
 def run_stage(main: Callable[..., None], description: str, per_fold: bool = False,

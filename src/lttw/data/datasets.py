@@ -27,7 +27,7 @@ from lttw.hub import offline_reason
 from lttw.settings import DataSettings
 from lttw.data.tables import TABLE_SUFFIXES, encode_labels, read_table, select_columns
 
-log = logging.getLogger("lttw.data")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from lttw.errors import DataError
 from lttw.layout import SPLITS
 from lttw.settings import DataSettings
 
-log = logging.getLogger("lttw.sampling")
+log = logging.getLogger(__name__)
 
 __all__ = ["draw_samples", "per_class_sizes", "sample_pools", "sample_indices"]
 

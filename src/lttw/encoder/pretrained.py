@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-from lttw.errors import UserError
+from lttw.errors import UserError, one_line
 from lttw.hub import offline_reason
 
 DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
@@ -76,10 +76,6 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0].rstrip(" :") if text else type(err).__name__
-
 
 def _load(name: str, loader, **kwargs):
     """Call ``loader(name, ...)``: local folder or hub cache first, the network only if usable."""
@@ -90,7 +86,7 @@ def _load(name: str, loader, **kwargs):
         try:
             return loader(str(Path(name).expanduser()), trust_remote_code=False, **kwargs)
         except (OSError, ValueError) as err:  # e.g. no config.json, weights or tokenizer
-            raise UserError(f"model.encoder {name!r}: {_first_line(err)}") from None
+            raise UserError(f"model.encoder {name!r}: {one_line(err, lines=1)}") from None
     if name.startswith((".", "/", "~")) or "\\" in name or name.count("/") > 1:
         raise UserError(f"model.encoder {name!r}: no such folder (and not a hub name)")
     try:  # hub cache only: never touches the network
@@ -103,7 +99,7 @@ def _load(name: str, loader, **kwargs):
     try:
         return loader(name, trust_remote_code=False, **kwargs)
     except (OSError, ValueError) as err:
-        raise _load_error(name, _first_line(err), where="from the hub") from None
+        raise _load_error(name, one_line(err, lines=1), where="from the hub") from None
 
 
 def load_tokenizer(path_or_name: str | os.PathLike):
@@ -143,7 +139,7 @@ def load_saved_tokenizer(folder: str | os.PathLike):
     try:
         fast = WordPieceFile.load(folder)
     except Exception as err:  # tokenizers raises a bare Exception for a damaged file
-        raise UserError(f"{folder}: not a readable tokenizer ({_first_line(err)})") from None
+        raise UserError(f"{folder}: not a readable tokenizer ({one_line(err, lines=1)})") from None
     if fast is not None:
         return fast
     from transformers import AutoTokenizer
@@ -153,7 +149,7 @@ def load_saved_tokenizer(folder: str | os.PathLike):
             return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False,
                                                  local_files_only=True)
     except (OSError, ValueError, KeyError, TypeError) as err:
-        reason = f"no {err}" if isinstance(err, KeyError) else _first_line(err)
+        reason = f"no {err}" if isinstance(err, KeyError) else one_line(err, lines=1)
         raise UserError(f"{folder}: not a readable tokenizer ({reason})") from None
 
 

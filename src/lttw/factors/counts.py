@@ -25,7 +25,7 @@ from lttw.io import read_arrays, write_arrays
 from lttw.settings import CountSettings
 from lttw.text.words import WordSplitter, degenerate_warning, make_splitter, splitting_quality
 
-log = logging.getLogger("lttw.counts")
+log = logging.getLogger(__name__)
 
 COUNTS_FILE = "word_label_counts.safetensors"
 VOCABULARY_FILE = "vocabulary.json"

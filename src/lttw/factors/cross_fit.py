@@ -20,25 +20,15 @@ import logging
 from typing import Sequence
 
 import numpy as np
-from sklearn.decomposition import non_negative_factorization
 from sklearn.model_selection import StratifiedKFold
 
 from lttw.factors.counts import corpus_counts, normalise_rows, regex_splitter, word_label_counts
 from lttw.factors.features import FactorLookup
+from lttw.factors.nmf import factors_given_labels
 from lttw.settings import CountSettings, NMFSettings, Ranking
 from lttw.text.words import WordSplitter
 
-log = logging.getLogger("lttw.cross_fit")
-
-
-def factors_given_labels(V, factor_label: np.ndarray, settings: NMFSettings,
-                         random_state: int | None) -> np.ndarray:
-    """Word factors W (n_words, rank) float32 of V (n_words, n_labels) for a fixed H."""
-    H = np.asarray(factor_label, dtype=np.float64)
-    W, _, _ = non_negative_factorization(
-        V.astype(np.float64), H=H, n_components=H.shape[0], update_H=False, solver="cd",
-        max_iter=settings.max_iter, tol=settings.tol, random_state=random_state)
-    return W.astype(np.float32)
+log = logging.getLogger(__name__)
 
 
 def out_of_fold_factors(texts: Sequence[str], labels: np.ndarray, n_labels: int,

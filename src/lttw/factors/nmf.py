@@ -19,9 +19,11 @@ from lttw.errors import DataError, UserError
 from lttw.io import read_arrays, write_arrays
 from lttw.settings import NMFSettings
 
-log = logging.getLogger("lttw.factors")
+log = logging.getLogger(__name__)
 
 FACTORS_FILE = "latent_factors.safetensors"
+#: the one objective and solver of every factorisation here (the fit and the fixed-H solve)
+SOLVER = {"beta_loss": "frobenius", "solver": "cd"}
 #: the paper's rank (AG News, 4 classes); ``nmf.rank: auto`` never goes below it
 PAPER_RANK = 5
 
@@ -87,8 +89,8 @@ def latent_factors(V: sp.spmatrix | np.ndarray, rank: int, settings: NMFSettings
     from sklearn.decomposition import NMF  # here: loading factors (prediction) needs no sklearn
     from sklearn.exceptions import ConvergenceWarning
 
-    model = NMF(n_components=rank, init=init, beta_loss="frobenius", solver="cd",
-                max_iter=settings.max_iter, tol=settings.tol, random_state=random_state)
+    model = NMF(n_components=rank, init=init, **SOLVER, max_iter=settings.max_iter,
+                tol=settings.tol, random_state=random_state)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         W = model.fit_transform(V)
@@ -101,6 +103,19 @@ def latent_factors(V: sp.spmatrix | np.ndarray, rank: int, settings: NMFSettings
                          factor_label=model.components_.astype(np.float32),
                          reconstruction_err=float(model.reconstruction_err_),
                          n_iter=int(model.n_iter_), init=init)
+
+
+def factors_given_labels(V, factor_label: np.ndarray, settings: NMFSettings,
+                         random_state: int | None) -> np.ndarray:
+    """Word factors W (n_words, rank) float32 of V (n_words, n_labels) for a fixed H
+    (W = argmin ||V - W H||, W >= 0): the same objective and solver as ``latent_factors``."""
+    from sklearn.decomposition import non_negative_factorization
+
+    H = np.asarray(factor_label, dtype=np.float64)
+    W, _, _ = non_negative_factorization(
+        V.astype(np.float64), H=H, n_components=H.shape[0], update_H=False, **SOLVER,
+        max_iter=settings.max_iter, tol=settings.tol, random_state=random_state)
+    return W.astype(np.float32)
 
 
 def factor_metrics(V: sp.spmatrix | np.ndarray, factors: LatentFactors) -> dict:

@@ -83,7 +83,7 @@ class Predictor:
         from safetensors import SafetensorError
 
         from lttw.errors import UserError
-        from lttw.stage import one_line
+        from lttw.errors import one_line
 
         folder = Path(folder)
         if not (folder / META).is_file():

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from lttw.errors import UserError
+from lttw.errors import UserError, one_line
 from lttw.io import atomic_path, read_json, sort_safetensors_metadata, write_json
 
 CONFIG_NAME = "config.json"
@@ -147,7 +147,7 @@ def load_model(folder: str | Path, map_location: str | torch.device = "cpu") -> 
     try:
         model = cls(cls.config_class(**cfg))
     except (TypeError, ValueError, KeyError) as err:
-        raise UserError(f"{config_path}: not a valid {variant} config ({_first_line(err)})"
+        raise UserError(f"{config_path}: not a valid {variant} config ({one_line(err, lines=2, limit=300)})"
                         ) from None
     if not weights.is_file():
         raise FileNotFoundError(2, "no model weights here", str(weights))
@@ -155,14 +155,10 @@ def load_model(folder: str | Path, map_location: str | torch.device = "cpu") -> 
         load_weights(model, str(weights), device=str(map_location))
     except SafetensorError as err:
         raise UserError(f"{weights}: not a readable safetensors file, truncated or damaged "
-                        f"({_first_line(err)})") from None
+                        f"({one_line(err, lines=2, limit=300)})") from None
     except RuntimeError as err:  # missing / unexpected tensors, wrong shapes
         raise UserError(f"{weights}: the weights do not fit {config_path} "
-                        f"({_first_line(err)})") from None
+                        f"({one_line(err, lines=2, limit=300)})") from None
     model.eval()
     return model
 
-
-def _first_line(err: BaseException) -> str:
-    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
-    return " ".join(lines[:2])[:300] if lines else type(err).__name__

@@ -21,6 +21,7 @@ import numpy as np
 
 from lttw.errors import UserError
 from lttw.io import read_arrays, read_json, write_arrays, write_json
+from lttw.settings import DEFAULT_TOKEN_PATTERN
 from lttw.text.words import WordSplitter
 
 #: word-splitting rules of CJK text: tfidf_linear reads its characters where auto chose one
@@ -37,7 +38,7 @@ class VectorizerSettings:
     """Arguments of sklearn's ``TfidfVectorizer`` (the ones that matter, all JSON-able)."""
 
     lowercase: bool = True
-    token_pattern: str = r"(?u)\b\w\w+\b"
+    token_pattern: str = DEFAULT_TOKEN_PATTERN
     ngram_max: int = 2  # word (or character) n-grams 1..ngram_max
     min_df: int = 1
     max_features: int | None = 200_000

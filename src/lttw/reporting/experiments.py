@@ -21,7 +21,7 @@ from typing import Iterator
 from lttw import layout
 from lttw.reporting.report import Run, make_run
 
-log = logging.getLogger("lttw.report")
+log = logging.getLogger(__name__)
 
 SUMMARY = layout.SUMMARY_METRICS.as_posix()
 _FOLD_FILE = re.compile(r"(?:^|/)folds/(fold_\d+)\.json$")

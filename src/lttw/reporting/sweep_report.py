@@ -21,7 +21,7 @@ import numpy as np
 from lttw.reporting.report import DATASET_NAMES, PART, Run, _pct, paired_test
 from lttw.reporting.sweeps import SWEEPS, Sweep
 
-log = logging.getLogger("lttw.report")
+log = logging.getLogger(__name__)
 
 #: (run, fold) -> the held-out test sample's (labels, predictions), or None
 Predictions = Callable[[Run, int], "tuple[np.ndarray, np.ndarray] | None"]

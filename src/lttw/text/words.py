@@ -35,12 +35,12 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from lttw.errors import DataError, UserError
+from lttw.settings import DEFAULT_TOKEN_PATTERN
 
-log = logging.getLogger("lttw.words")
+log = logging.getLogger(__name__)
 
 SPLITTER_PARAMETER = "words.splitter"
 PATTERN_PARAMETER = "counts.token_pattern"
-DEFAULT_TOKEN_PATTERN = r"(?u)\b\w+\b"
 #: jieba's HMM discovery of words outside its dictionary (see the module docstring)
 JIEBA_HMM = False
 RULES = ("regex", "jieba", "char")

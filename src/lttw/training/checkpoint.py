@@ -20,7 +20,7 @@ from torch import nn
 
 from lttw.io import atomic_path, write_json
 
-log = logging.getLogger("lttw.checkpoint")
+log = logging.getLogger(__name__)
 
 STATE_JSON = "state.json"
 TENSORS = "last.safetensors"

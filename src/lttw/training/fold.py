@@ -23,7 +23,7 @@ from lttw.training.checkpoint import Checkpointer, can_resume
 from lttw.training.live import log_epoch, open_live
 from lttw.training.word_vocab import fold_vocabulary, word_embedding
 
-log = logging.getLogger("lttw.train")
+log = logging.getLogger(__name__)
 
 
 def fingerprint(settings, fold: int) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lttw.io import atomic_path
 
-log = logging.getLogger("lttw.train")
+log = logging.getLogger(__name__)
 
 EPOCH_PLOT = "epochs"  # plots/custom/epochs.json
 EPOCH_COLUMNS = ("epoch", "val_f1_macro", "epoch_time_s", "samples_per_s", "step", "resumed")

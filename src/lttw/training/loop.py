@@ -36,7 +36,7 @@ from lttw.settings import TrainSettings
 from lttw.training.checkpoint import Checkpointer
 from lttw.training.live import log_epoch, log_steps, trim_history
 
-log = logging.getLogger("lttw.train")
+log = logging.getLogger(__name__)
 
 
 @dataclass

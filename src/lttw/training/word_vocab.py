@@ -18,7 +18,7 @@ from lttw.io import read_json
 from lttw.text.vectors import embedding_matrix, read_word_vectors
 from lttw.text.word_ids import SPECIALS, WordVocabulary, token_counts
 
-log = logging.getLogger("lttw.train")
+log = logging.getLogger(__name__)
 
 
 def fold_vocabulary(fold: int) -> WordVocabulary:
