@@ -15,7 +15,8 @@ import pytest
 import torch
 from torch import nn
 
-from lttw.encoder.pretrained import encoder_config_dict, encoder_from_config, load_pretrained_encoder
+from lttw.encoder.pretrained import (encoder_config_dict, encoder_from_config,
+                                     load_pretrained_encoder)
 from lttw.models import registry
 from lttw.models.attention import AttentionBlock
 from lttw.models.lttw import LTTWClassifier, LTTWConfig
@@ -108,15 +109,18 @@ def test_seeded_build_and_logits_as_before(fusion, attention, encoder_config, ba
 @pytest.mark.parametrize("fusion,attention", [("concat", "linformer"), ("sequence", "mha")])
 def test_saved_folder_keeps_its_layout(fusion, attention, encoder_config, batch, tmp_path):
     """A folder saved before (its weights under the old names) loads and gives the same
-    logits; a folder saved now holds the same tensor names."""
-    from safetensors import safe_open
+    logits; saved again, its weights file is the same bytes. A state dict of the old layout
+    (a training checkpoint) loads strictly."""
     from safetensors.torch import save_model as save_weights
+
+    from lttw.io import sort_safetensors_metadata
 
     config = _config(encoder_config, fusion, attention)
     before, _ = _seeded(Before, config)
     old = tmp_path / "old"
     old.mkdir()
     save_weights(before, str(old / registry.WEIGHTS_NAME))
+    sort_safetensors_metadata(old / registry.WEIGHTS_NAME)  # as registry.save_model does
     (old / registry.CONFIG_NAME).write_text(json.dumps(
         {"variant": "lttw", "config": dataclasses.asdict(config)}), encoding="utf-8")
     model = registry.load_model(old)
@@ -125,5 +129,53 @@ def test_saved_folder_keeps_its_layout(fusion, attention, encoder_config, batch,
         torch.testing.assert_close(model(ids, mask, factors), before(ids, mask, factors),
                                    rtol=0, atol=1e-6)
     registry.save_model(model, tmp_path / "new")
-    names = [safe_open(str(d / registry.WEIGHTS_NAME), "pt").keys() for d in (old, tmp_path / "new")]
-    assert sorted(names[0]) == sorted(names[1])
+    assert ((tmp_path / "new" / registry.WEIGHTS_NAME).read_bytes()
+            == (old / registry.WEIGHTS_NAME).read_bytes())
+    fresh = LTTWClassifier(config)
+    fresh.load_state_dict(before.state_dict())  # strict: no missing or unexpected names
+    assert all(torch.equal(a, b) for a, b in zip(fresh.parameters(), before.parameters()))
+
+
+def test_one_list_of_fusions_and_attention_kinds():
+    """settings.py names the choices (it validates parameters without torch); the modules
+    registered under those names follow it."""
+    from lttw.models.attention import ATTENTION_KINDS
+    from lttw.models.fusion import FUSION_REGISTRY
+    from lttw.settings import ATTENTIONS, FUSIONS
+
+    assert list(FUSION_REGISTRY) == list(FUSIONS)
+    assert set(ATTENTION_KINDS) | {"none"} == set(ATTENTIONS)
+    assert all(FUSION_REGISTRY[name].name == name for name in FUSIONS)
+
+
+@pytest.mark.parametrize("fusion,width,extra,labels", [
+    ("concat", 32 + SLOTS * RANK, 0, ["[CLS]", "a", "b"]),
+    ("sequence", 32, SLOTS, ["[CLS]", "<factor 0: oil>", "<factor 1: empty>",
+                             "<factor 2: empty>", "<factor 3: gas>", "a", "b"]),
+    ("none", 32, 0, ["[CLS]", "a", "b"])])
+def test_what_a_fusion_answers(fusion, width, extra, labels, batch):
+    from lttw.models.fusion import FUSION_REGISTRY
+
+    module = FUSION_REGISTRY[fusion](32, SLOTS, RANK)
+    assert (module.width, module.extra_positions) == (width, extra)
+    hidden, (_, mask, factors) = torch.rand(3, 9, 32), batch
+    fused, fused_mask = module(hidden, mask, factors)
+    assert fused.shape == (3, 9 + extra, width) and fused_mask.shape == (3, 9 + extra)
+    assert torch.equal(fused_mask[:, 1:1 + extra], torch.ones(3, extra, dtype=mask.dtype))
+    assert module.position_labels(["[CLS]", "a", "b"], ["oil", None, None, "gas"]) == labels
+    if module.uses_factors:
+        with pytest.raises(ValueError, match=rf"fusion '{fusion}' needs factors of shape"):
+            module(hidden, mask, factors[:, :1])
+
+
+@pytest.mark.parametrize("fusion,attention,slots,message", [
+    ("sequence", "none", SLOTS, "model.fusion: sequence needs an attention block"),
+    ("concat", "linformer", 0, "model.fusion: concat needs latent factors"),
+    ("bogus", "linformer", SLOTS, "model.fusion must be one of concat, sequence, none")])
+def test_fusion_config_errors(fusion, attention, slots, message, encoder_config):
+    from lttw.errors import UserError
+
+    config = dataclasses.replace(_config(encoder_config, "concat", attention), fusion=fusion,
+                                 factor_slots=slots)
+    with pytest.raises(UserError, match=message):
+        LTTWClassifier(config)

@@ -89,7 +89,7 @@ def test_gradients_reach_encoder_factors_and_attention(variant, tiny_encoder_dir
     fusion, attention = VARIANTS[variant]
     assert nonzero(factors) == (fusion != "none")
     if fusion == "sequence":
-        assert nonzero(model.factor_proj.weight)
+        assert nonzero(model.fusion.proj.weight)
     for block in model.blocks:
         assert nonzero(block.attn.query.weight) and nonzero(block.ffn[0].weight)
         if attention == "linformer":
@@ -252,7 +252,7 @@ def test_real_minilm_loads_offline():
 def _full_logits(model: LTTWClassifier, ids, mask, factors) -> torch.Tensor:
     """The reference: every block at every position (no first-position shortcut)."""
     hidden = model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
-    x, fused_mask = model.fuse(hidden, mask, factors)
+    x, fused_mask = model.fusion(hidden, mask, factors)
     for block in model.blocks:
         x = block(x, fused_mask)
     return model.classifier(model.dropout(model.final_norm(x[:, 0])))
@@ -300,7 +300,7 @@ def test_output_attentions(attention, fusion, tiny_encoder_dir, batch):
         assert weights.shape == (len(TEXTS), 3, n, last)
         torch.testing.assert_close(weights.sum(-1), torch.ones(len(TEXTS), 3, n))
     if attention == "mha":  # padded keys get no weight
-        padded = ~model.fused_mask(mask)[1].bool()
+        padded = ~model.fusion.mask(mask)[1].bool()
         assert padded.any() and (attentions[0][1][..., padded] == 0).all()
 
 

@@ -37,9 +37,6 @@ NOTES = {
     "none": "attention: none (LTTW-L): no attention block, the fused [CLS] features go "
             "straight to the classifier",
     "unavailable": "variant {variant!r} has no LTTW attention block to inspect",
-    "fusion_concat": "fusion concat: the latent factors are concatenated to every token, so they "
-              "have no positions of their own",
-    "fusion_sequence": "fusion sequence: the k+s factor rows are extra positions right after [CLS]",
 }
 
 
@@ -70,14 +67,6 @@ def _slot_words(factors: dict | None, slots: int) -> list[str | None]:
     return words
 
 
-def position_labels(tokens: list[str], fusion: str, slot_words: list[str | None]) -> list[str]:
-    """A label per position of the attention block's input sequence."""
-    if fusion != "sequence":
-        return list(tokens)
-    slots = [f"<factor {i}: {w if w is not None else 'empty'}>" for i, w in enumerate(slot_words)]
-    return tokens[:1] + slots + tokens[1:]
-
-
 def attention_section(predictor, text: str, factors: dict | None) -> dict:
     """The ``attention`` part of an explanation: the last block's weights of position 0."""
     model = predictor.model
@@ -93,12 +82,11 @@ def attention_section(predictor, text: str, factors: dict | None) -> dict:
     attn = model.blocks[-1].attn
     weights, relevance = cls_weights(attn, attentions[-1], mask)
     per_position = (weights if relevance is None else relevance).mean(dim=1)[0]  # (n,)
-    labels = position_labels(tokens, cfg.fusion, _slot_words(factors, cfg.factor_slots))
+    labels = model.fusion.position_labels(tokens, _slot_words(factors, cfg.factor_slots))
     real = mask[0].bool().tolist()
     facts = {"heads": attn.heads, "block": len(model.blocks), "depth": len(model.blocks),
              "K": weights.shape[-1]}
-    note = "; ".join(filter(None, [NOTES[kind].format(**facts),
-                                   NOTES.get(f"fusion_{cfg.fusion}")]))
+    note = "; ".join(filter(None, [NOTES[kind].format(**facts), model.fusion.note]))
     return {"kind": kind, "fusion": cfg.fusion, "block": len(model.blocks) - 1,
             "heads": attn.heads, "note": note,
             "positions": [{"position": i, "token": labels[i], "weight": float(per_position[i])}
@@ -151,7 +139,7 @@ def _attentions(predictor, text: str) -> tuple[torch.Tensor, tuple, list[str]]:
     _, attentions = model(input_ids=ids_t, attention_mask=mask_t, output_attentions=True,
                           factors=None if f is None else torch.from_numpy(f).to(device))
     tokens = predictor.tokenizer.convert_ids_to_tokens(ids[0].tolist())
-    return model.fused_mask(mask_t), attentions, tokens
+    return model.fusion.mask(mask_t), attentions, tokens
 
 
 def explain(predictor, text: str) -> dict:

@@ -17,6 +17,7 @@ Hugging Face's ``output_attentions``: (B, h, n_q, n) for ``mha``, (B, h, n_q, K)
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -42,6 +43,9 @@ def dropout_at_first(x: torch.Tensor, p: float, training: bool, length: int,
 
 class _SelfAttention(nn.Module):
     """Q/K/V and output projections shared by both attention kinds."""
+
+    #: the report's name of an LTTW run with this attention kind where it is an ablation
+    ablation: ClassVar[str | None] = None
 
     def __init__(self, d_model: int, heads: int, dropout: float = 0.0):
         super().__init__()
@@ -86,6 +90,8 @@ class _SelfAttention(nn.Module):
 
 class MultiHeadSelfAttention(_SelfAttention):
     """Standard multi-head self-attention (eq. 9): O(n^2) scores, key padding masked."""
+
+    ablation = "LTTW-Att"
 
     def forward(self, x: torch.Tensor, attention_mask: torch.Tensor, first_only: bool = False,
                 output_attentions: bool = False):
@@ -146,6 +152,19 @@ class LinformerSelfAttention(_SelfAttention):
         return relevance * attention_mask[:, None, None, :].float()
 
 
+#: ``model.attention`` -> its module (``none``: no attention block at all)
+ATTENTION_KINDS: dict[str, type[_SelfAttention]] = {"linformer": LinformerSelfAttention,
+                                                    "mha": MultiHeadSelfAttention}
+
+
+def attention_ablation(kind: str | None) -> str | None:
+    """The report's name of an LTTW run with ``model.attention: kind`` where it is an
+    ablation of the paper's Linformer (None: the paper's model, or an unknown kind)."""
+    if kind == "none":
+        return "LTTW-L"  # no attention block: the fused [CLS] features go to the classifier
+    return getattr(ATTENTION_KINDS.get(kind), "ablation", None)
+
+
 class AttentionBlock(nn.Module):
     """Transformer block: self-attention + residual + LayerNorm, feed-forward (ffn_mult * d)
     + residual + LayerNorm, with dropout; post-norm (BERT-style) unless ``norm_first``."""
@@ -160,7 +179,8 @@ class AttentionBlock(nn.Module):
         elif attention == "mha":
             self.attn = MultiHeadSelfAttention(d_model, heads, dropout)
         else:
-            raise ValueError(f"attention must be 'linformer' or 'mha', got {attention!r}")
+            raise ValueError(f"attention must be one of {', '.join(ATTENTION_KINDS)}, "
+                             f"got {attention!r}")
         self.norm_first = norm_first
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)

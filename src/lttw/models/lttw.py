@@ -1,15 +1,12 @@
 """The LTTW classifier (paper 2.4-2.6, SPEC steps 4-7) and its ablations, one config.
 
     H_BERT = encoder(input_ids, attention_mask)                       (B, n, d)
-    fusion  concat:   H_V = [H_BERT ; flatten(H_tw) on every token]   (B, n, d + (k+s)*z)
-            sequence: H_V = [H_BERT[:, :1] ; H_tw W ; H_BERT[:, 1:]]  (B, n+k+s, d)
-            none:     H_V = H_BERT                                    (B, n, d)     LTTW-M
+    H_V = fusion(H_BERT, H_tw): concat | sequence | none (LTTW-M)     (B, n', width)
     attention linformer | mha (LTTW-Att) | none (LTTW-L): depth blocks over H_V
     Y = H[:, 0] ([CLS]);  logits = dropout(Y) M + b                   (B, p)
 
-With ``sequence`` fusion the k+s factor tokens go right after [CLS] (not after the padding),
-so they sit at the same positions whatever the padding, and Linformer's positional
-projection treats a padded sample exactly like the unpadded one.
+The fusions are modules (``models.fusion``): the classifier builds the one ``model.fusion``
+names and asks it for the width, the extra positions and the mask.
 """
 
 from __future__ import annotations
@@ -21,10 +18,11 @@ import torch
 from torch import nn
 
 from lttw.models.attention import AttentionBlock
+from lttw.models.fusion import FUSION_REGISTRY
 from lttw.encoder.pretrained import (check_max_len, encoder_config_dict, encoder_from_config,
                        load_pretrained_encoder, resolve_encoder)
 from lttw.errors import UserError
-from lttw.settings import ATTENTIONS, FUSIONS
+from lttw.settings import ATTENTIONS
 from lttw.models.registry import Classifier, register
 
 
@@ -47,19 +45,38 @@ class LTTWConfig:
 
 
 def _check(config: LTTWConfig) -> None:
-    if config.fusion not in FUSIONS:
-        raise UserError(f"model.fusion must be one of {', '.join(FUSIONS)} "
+    if config.fusion not in FUSION_REGISTRY:
+        raise UserError(f"model.fusion must be one of {', '.join(FUSION_REGISTRY)} "
                         f"(got {config.fusion!r})")
     if config.attention not in ATTENTIONS:
         raise UserError(f"model.attention must be one of {', '.join(ATTENTIONS)} "
                         f"(got {config.attention!r})")
-    if config.fusion != "none" and config.factor_slots * config.rank == 0:
-        raise UserError(f"model.fusion: {config.fusion} needs latent factors: model.k + model.s "
-                        "and nmf.rank must be >= 1")
-    if config.fusion == "sequence" and config.attention == "none":
-        raise UserError("model.fusion: sequence needs an attention block (model.attention: "
-                        "linformer or mha); without one the factor tokens never reach [CLS]")
+    FUSION_REGISTRY[config.fusion].check(config)
     check_max_len(config.encoder_config, config.max_len)
+
+
+#: the fusion's parameters in a state dict (model.safetensors, checkpoints) keep the names
+#: they had before fusions were modules: saved folders load, and save to the same bytes
+SAVED_NAMES = {"fusion.proj.": "factor_proj."}
+
+
+def _rename(state_dict, prefix: str, names: dict[str, str]) -> None:
+    """Rename ``state_dict``'s keys ``prefix + old...`` to ``prefix + new...`` in place,
+    keeping their order."""
+
+    def renamed(key: str) -> str:
+        for old, new in names.items():
+            if key.startswith(prefix + old):
+                return prefix + new + key[len(prefix + old):]
+        return key
+
+    if any(renamed(key) != key for key in state_dict):
+        for key in list(state_dict):
+            state_dict[renamed(key)] = state_dict.pop(key)
+
+
+def _saved_names(module, state_dict, prefix, local_metadata) -> None:
+    _rename(state_dict, prefix, SAVED_NAMES)
 
 
 @register("lttw")
@@ -73,16 +90,11 @@ class LTTWClassifier(Classifier):
         _check(config)
         self.encoder = encoder if encoder is not None else encoder_from_config(
             config.encoder_config)
-        d = self.encoder.config.hidden_size
-        flat = config.factor_slots * config.rank
-        self.factor_proj = None
-        width, max_seq = d, config.max_len
-        if config.fusion == "concat":
-            width = d + flat  # the paper's d_BERT + d_tw
-        elif config.fusion == "sequence":
-            self.factor_proj = nn.Linear(config.rank, d)  # H_tw rows -> token features
-            max_seq = config.max_len + config.factor_slots
-        self.width = width
+        # built right after the encoder: a seeded run draws the same initial weights as ever
+        self.fusion = FUSION_REGISTRY[config.fusion](
+            self.encoder.config.hidden_size, config.factor_slots, config.rank)
+        width = self.width = self.fusion.width
+        max_seq = config.max_len + self.fusion.extra_positions
         self.blocks = nn.ModuleList()
         if config.attention != "none":
             self.blocks.extend(
@@ -94,16 +106,18 @@ class LTTWClassifier(Classifier):
             else nn.Identity()
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(width, config.n_labels)  # eq. 14: logits = Y M + b
+        self._register_state_dict_hook(_saved_names)
 
     @classmethod
     def from_settings(cls, model, n_labels: int, factor_shape: tuple[int, int] | None,
                       encoder_path: str | None) -> "LTTWClassifier":
-        if model.fusion != "none" and factor_shape is None:
+        uses_factors = FUSION_REGISTRY[model.fusion].uses_factors
+        if uses_factors and factor_shape is None:
             raise UserError(f"model.fusion: {model.fusion} needs the latent factors, but none "
                             "were given (factor_shape is None)")
         if encoder_path is None:
             encoder_path = resolve_encoder(model.encoder)
-        slots, rank = factor_shape if model.fusion != "none" else (0, 0)
+        slots, rank = factor_shape if uses_factors else (0, 0)
         config = LTTWConfig(
             n_labels=n_labels, encoder_config={}, factor_slots=slots, rank=rank,
             fusion=model.fusion, attention=model.attention, linformer_k=model.linformer_k,
@@ -114,33 +128,10 @@ class LTTWClassifier(Classifier):
         config.encoder_config = encoder_config_dict(encoder)
         return cls(config, encoder=encoder)
 
-    def fuse(self, hidden: torch.Tensor, attention_mask: torch.Tensor,
-             factors: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(H_BERT (B, n, d), mask (B, n), H_tw (B, k+s, z)) -> (H_V, its mask)."""
-        cfg = self.config
-        if cfg.fusion == "none":
-            return hidden, attention_mask
-        expected = (cfg.factor_slots, cfg.rank)
-        if factors is None or tuple(factors.shape[1:]) != expected:
-            got = None if factors is None else tuple(factors.shape)
-            raise ValueError(f"fusion {cfg.fusion!r} needs factors of shape (B, {expected[0]}, "
-                             f"{expected[1]}); got {got}")
-        factors = factors.to(hidden.dtype)
-        b, n, _ = hidden.shape
-        if cfg.fusion == "concat":
-            flat = factors.reshape(b, 1, -1).expand(b, n, -1)              # (B, n, (k+s)*z)
-            return torch.cat([hidden, flat], dim=-1), attention_mask       # (B, n, d+(k+s)*z)
-        tokens = self.factor_proj(factors)                                 # (B, k+s, d)
-        fused = torch.cat([hidden[:, :1], tokens.to(hidden.dtype), hidden[:, 1:]], dim=1)
-        return fused, self.fused_mask(attention_mask)                      # (B, n+k+s, d)
-
-    def fused_mask(self, attention_mask: torch.Tensor) -> torch.Tensor:
-        """The attention blocks' mask for the tokens' mask (B, n): with ``sequence`` fusion
-        the k+s factor positions after [CLS] are real, (B, n+k+s); otherwise unchanged."""
-        if self.config.fusion != "sequence":
-            return attention_mask
-        ones = attention_mask.new_ones(attention_mask.shape[0], self.config.factor_slots)
-        return torch.cat([attention_mask[:, :1], ones, attention_mask[:, 1:]], dim=1)
+    def _load_from_state_dict(self, state_dict, prefix, *args) -> None:
+        """Read the fusion's parameters under their saved names (``SAVED_NAMES``)."""
+        _rename(state_dict, prefix, {saved: name for name, saved in SAVED_NAMES.items()})
+        super()._load_from_state_dict(state_dict, prefix, *args)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                 factors: torch.Tensor | None = None, output_attentions: bool = False,
@@ -158,7 +149,7 @@ class LTTWClassifier(Classifier):
             raise ValueError(f"input of {input_ids.shape[1]} tokens exceeds max_len="
                              f"{self.config.max_len}")
         hidden = self.hidden_states(input_ids, attention_mask, encoder_states)  # (B, n, d)
-        x, mask = self.fuse(hidden, attention_mask, factors)
+        x, mask = self.fusion(hidden, attention_mask, factors)    # H_V (B, n', width)
         attentions = []
         for i, block in enumerate(self.blocks):
             if output_attentions:

@@ -34,15 +34,23 @@ WEIGHTS_NAME = "model.safetensors"
 MODEL_REGISTRY: dict[str, type["Classifier"]] = {}
 
 
-def register(name: str):
-    """Class decorator: make a classifier available as ``model.variant: name``."""
+def registrar(table: dict[str, type], attribute: str):
+    """A class decorator maker: ``@it(name)`` files the class under ``name`` in ``table``
+    and sets its ``attribute`` to ``name``."""
 
-    def wrap(cls):
-        cls.variant = name
-        MODEL_REGISTRY[name] = cls
-        return cls
+    def register_as(name: str):
+        def wrap(cls):
+            setattr(cls, attribute, name)
+            table[name] = cls
+            return cls
 
-    return wrap
+        return wrap
+
+    return register_as
+
+
+#: class decorator: ``@register(name)`` makes a classifier available as ``model.variant: name``
+register = registrar(MODEL_REGISTRY, "variant")
 
 
 class Classifier(nn.Module):

@@ -82,13 +82,18 @@ class Run:
 
 
 def variant_label(variant: str, model: dict | None) -> str:
-    """The report's name of a run: LTTW's ablations by their paper names."""
+    """The report's name of a run: LTTW's ablations by their paper names, as the fusion
+    (``models.fusion``) and attention kind (``models.attention``) name themselves."""
     if variant != "lttw":
         return variant
+    # here, not at the top: torch, only for LTTW runs (`lttw report` of baselines needs none)
+    from lttw.models.attention import attention_ablation
+    from lttw.models.fusion import FUSION_REGISTRY
+
     model = model or {}
-    if model.get("fusion") == "none":
-        return "LTTW-M"
-    return {"none": "LTTW-L", "mha": "LTTW-Att"}.get(model.get("attention"), REFERENCE)
+    fusion = FUSION_REGISTRY.get(model.get("fusion"))
+    return ((fusion.ablation if fusion else None) or attention_ablation(model.get("attention"))
+            or REFERENCE)
 
 
 def _model_params(path: Path | None) -> dict | None:
