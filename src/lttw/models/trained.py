@@ -52,14 +52,14 @@ def _torch_proba(model, data, rt, batch_size: int, progress: bool) -> np.ndarray
     """Rows are batched shortest first, so each batch is trimmed to nearly its rows' own
     length; a row's probabilities do not depend on the rows batched with it."""
     import torch
-    from lttw.progress import progress
+    from lttw.progress import progress as progress_bar
 
     model.eval()
     order = torch.argsort(data.lengths, stable=True)
     out = []
     with torch.no_grad():
-        for start in progress(range(0, len(data), batch_size), desc="predict", unit="batch",
-                          disable=not progress, leave=False):
+        for start in progress_bar(range(0, len(data), batch_size), desc="predict",
+                                  unit="batch", disable=not progress, leave=False):
             batch, _ = data.batch(order[start:start + batch_size], rt)
             with rt.autocast():
                 logits = model(**batch)
