@@ -13,7 +13,7 @@ from test_stage_deps import LIB, _imports
 
 #: lowest first: a subpackage may import the ones before it, never the ones after it
 LAYERS = ["evaluation", "encoder", "text", "models", "data", "factors", "training", "inference",
-          "checks", "reporting"]
+          "checks", "reporting", "serving"]
 ENTRY_POINTS = {"cli.py"}  # may import anything
 
 

@@ -78,7 +78,13 @@ def _model_dir(model: Path | None, params: Path) -> Path:
     return layout.model_dir(read_settings(params).folds.run[0])
 
 
-def _load(model: Path | None, params: Path, device: str = "cpu"):
+def _load(model: Path | None, params: Path, device: str = "cpu", onnx: bool = False):
+    """The model folder's ``Predictor``; with ``onnx``, run by onnxruntime where the folder
+    holds ``model.onnx`` (``lttw export --onnx``)."""
+    if onnx:
+        from lttw.serving.onnx_runtime import load_predictor
+
+        return load_predictor(_model_dir(model, params), device=device)
     from lttw.inference.predict import Predictor
 
     return Predictor.load(_model_dir(model, params), device=device)
@@ -111,13 +117,14 @@ def predict(
     device: Annotated[Device, typer.Option(help="where the model runs")] = "cpu",
     params: Params = Path("params.yaml"),
 ) -> None:
-    """Classify texts with a trained model: label and probability per text."""
+    """Classify texts with a trained model: label and probability per text. A folder made by
+    `lttw export --onnx` runs on onnxruntime (CPU)."""
     if bool(texts) == (file is not None):
         raise UserError("give either TEXT arguments or --file PATH (one of the two)")
     if file is not None and out is None:
         raise UserError("--file needs --out F.csv|F.parquet (or --out - for CSV on stdout)")
     if out is None:  # texts to the terminal: no tables library needed (start-up time)
-        predictor = _load(model, params, device)
+        predictor = _load(model, params, device, onnx=True)
         probs = predictor.predict_proba(list(texts), batch_size)
         best = probs.argmax(axis=1)
         print_predictions(list(texts), [predictor.classes[i] for i in best],
@@ -126,7 +133,7 @@ def predict(
     from lttw.inference import batch_predict as bp
 
     bp.check_paths(file, out, force)
-    predictor = _load(model, params, device)
+    predictor = _load(model, params, device, onnx=True)
     if file is not None:
         source = bp.open_source(file, text_column)
         frames = bp.predict_chunks(predictor, source, batch_size, with_text=not no_text)
@@ -209,19 +216,41 @@ def data_list(
         render_list(rows, root, console())
 
 
-@app.command(epilog=_examples("lttw export --model models/fold_0 --out exported/lttw-ag-news"))
+@app.command(epilog=_examples(
+    "lttw export --model models/fold_0 --out exported/lttw-ag-news",
+    "lttw export --model models/fold_0 --out exported/lttw-onnx --onnx",
+    "lttw export --model models/fold_0 --out exported/lttw-int8 --int8 "
+    "--check-file data/sample/test.parquet"))
 def export(
     out: Annotated[Path, typer.Option("--out", "-o", help="the new self-contained folder")],
     model: ModelDir = None,
     force: Annotated[bool, typer.Option(help="replace --out if it exists")] = False,
+    onnx: Annotated[bool, typer.Option(
+        "--onnx", help="also write the classifier as model.onnx (encoder, factor fusion, "
+        "attention, head; tokenising and the factor lookup stay in Python): `lttw predict` "
+        "and `lttw serve` then run it on onnxruntime")] = False,
+    int8: Annotated[bool, typer.Option(
+        "--int8", help="with --onnx (implied): int8 dynamic quantisation of the weights; "
+        "checked by macro F1 on --check-file")] = False,
+    check_file: Annotated[Optional[Path], typer.Option(
+        help="labelled held-out texts (.parquet/.csv, columns text and label) the ONNX "
+        "export is checked on [default: data/sample/test.parquet where it exists]")] = None,
+    check_rows: Annotated[int, typer.Option(min=1, help="texts of --check-file used")] = 1000,
+    max_f1_drop: Annotated[float, typer.Option(
+        min=0.0, help="int8: the most macro F1 may fall below torch's on --check-file")
+    ] = 0.005,
     params: Params = Path("params.yaml"),
 ) -> None:
-    """Copy a model folder (config, weights, tokenizer, labels, lttw.json, factors/) into a
-    self-contained folder, atomically, and check that it loads and predicts identically."""
+    """Copy a model folder (config, weights, tokenizer, labels, lttw.json, factors/, and its
+    pipeline metrics as metrics.json) into a self-contained folder, atomically, and check
+    that it loads and predicts identically. With --onnx / --int8 also export the classifier
+    to ONNX and check it against torch on held-out texts (fp32: the same label on every
+    text; int8: macro F1 within --max-f1-drop); nothing is written when a check fails."""
     import numpy as np
 
-    from lttw.io import atomic_dir
+    from lttw.io import atomic_dir, write_json
     from lttw.inference.predict import Predictor
+    from lttw.serving.info import METRICS_FILE, folder_metrics
 
     source = _model_dir(model, params)
     original = Predictor.load(source)  # also checks that the source is a model folder
@@ -231,13 +260,85 @@ def export(
                         f"{source}")
     if out.exists() and not force:
         raise UserError(f"{out}: exists; pass --force to replace it")
+    if check_file is None and layout.sample_parquet("test").is_file():
+        check_file = layout.sample_parquet("test")
+    if int8 and check_file is None:
+        raise UserError("an int8 export is checked by macro F1 on labelled held-out texts: "
+                        "pass --check-file F.parquet|F.csv (columns text, label)")
+    if check_file is not None and not check_file.is_file():
+        raise FileNotFoundError(2, "file not found", str(check_file))
     probe = ["lttw export check", "a second, longer probe text for the exported model"]
     with atomic_dir(out) as tmp:
         shutil.copytree(source, tmp, dirs_exist_ok=True)  # follows links: self-contained
         copy = Predictor.load(tmp)
         if not np.allclose(copy.predict_proba(probe), original.predict_proba(probe), atol=1e-6):
             raise UserError(f"{out}: the exported model predicts differently from {source}")
-    typer.echo(f"exported {source} to {out} (loads and predicts identically)")
+        metrics = folder_metrics(source)
+        if metrics:
+            write_json(tmp / METRICS_FILE, metrics)
+        if onnx or int8:
+            from lttw.serving.onnx_export import add_onnx
+
+            add_onnx(tmp, original, int8, check_file, check_rows, max_f1_drop,
+                     say=lambda line: typer.echo(line, err=True))
+    typer.echo(f"exported {source} to {out} (loads and predicts identically"
+               + (f"; ONNX {'int8' if int8 else 'fp32'} checked)" if onnx or int8 else ")"))
+
+
+class Backend(str, Enum):
+    auto = "auto"
+    torch = "torch"
+    onnx = "onnx"
+
+
+@app.command(epilog=_examples(
+    "lttw serve --model models/fold_0",
+    "lttw serve --model exported/lttw-int8 --port 8080 --max-batch 128",
+    "curl -s localhost:8000/predict -H 'content-type: application/json' "
+    "-d '{\"texts\": [\"Stocks rally as oil prices fall\"], \"top_k\": 2}'"))
+def serve(
+    model: ModelDir = None,
+    host: Annotated[str, typer.Option(help="address to listen on (0.0.0.0: every network "
+                                      "interface; think before exposing it)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port")] = 8000,
+    backend: Annotated[Backend, typer.Option(
+        help="auto: onnxruntime where the folder holds model.onnx (`lttw export --onnx`), "
+        "else torch")] = Backend.auto,
+    threads: Annotated[Optional[int], typer.Option(
+        min=1, help="CPU threads of a forward pass [default: the CPUs this process may use]")
+    ] = None,
+    max_batch: Annotated[int, typer.Option(
+        min=1, help="texts per forward pass, gathered from concurrent requests")] = 64,
+    max_wait_ms: Annotated[float, typer.Option(
+        min=0.0, help="how long a request waits for others to share its forward pass")] = 5.0,
+    max_texts: Annotated[int, typer.Option(min=1, help="texts per request (more: 422)")] = 256,
+    max_text_chars: Annotated[int, typer.Option(
+        min=1, help="characters per text (more: 422)")] = 10_000,
+    max_body_bytes: Annotated[int, typer.Option(
+        min=1, help="bytes per request body (more: 413)")] = 4 * 1024 * 1024,
+    access_log: Annotated[bool, typer.Option(help="log one line per request")] = False,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Serve a model folder over HTTP (FastAPI + uvicorn): POST /predict {"texts": [...]} or
+    {"text": "..."} (optional "top_k") answers labels and probabilities in the order given;
+    GET /health; GET /info (labels, variant, encoder, word splitting, metrics). Concurrent
+    requests share forward passes (micro-batching). Bad input gets a 4xx with a one-line JSON
+    error. SIGTERM / Ctrl-C: stops accepting, finishes the requests in flight, exits."""
+    from lttw.serving.onnx_runtime import backend_name, load_predictor
+    from lttw.serving.server import Limits, serve as run_server
+
+    logging.getLogger("lttw.serving").setLevel(logging.INFO)
+    folder = _model_dir(model, params)
+    predictor = load_predictor(folder, threads=threads, backend=backend.value)
+    limits = Limits(max_texts=max_texts, max_text_chars=max_text_chars,
+                    max_body_bytes=max_body_bytes, max_batch=max_batch,
+                    max_wait_ms=max_wait_ms)
+    name = backend_name(predictor)
+    typer.echo(f"serving {folder} ({predictor.meta['variant']}, {name}, "
+               f"{len(predictor.classes)} labels) on http://{host}:{port}; limits: "
+               f"{max_texts} texts of <= {max_text_chars} characters per request, batches of "
+               f"<= {max_batch} texts, waiting <= {max_wait_ms:g} ms", err=True)
+    run_server(predictor, host, port, limits, name, access_log)
 
 
 @app.command(epilog=_examples("lttw report",

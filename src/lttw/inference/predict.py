@@ -77,9 +77,12 @@ class Predictor:
         self.words = words  # a WordVocabulary where the model reads word ids, not tokens
 
     @classmethod
-    def load(cls, folder: str | Path, device: str = "cpu") -> "Predictor":
+    def load(cls, folder: str | Path, device: str = "cpu", load_model=None) -> "Predictor":
         """The model folder, checked as it loads: a damaged file raises a UserError naming it
-        and what is wrong (code shipped in a folder, ``auto_map``, is refused, never run)."""
+        and what is wrong (code shipped in a folder, ``auto_map``, is refused, never run).
+        ``load_model(folder)``: what runs the classifier instead of its torch weights (e.g.
+        ``serving.onnx_runtime``'s session over the folder's ONNX file); the rest (tokenizer,
+        factor lookup) is the folder's own either way."""
         from safetensors import SafetensorError
 
         from lttw.errors import UserError
@@ -90,20 +93,20 @@ class Predictor:
             raise UserError(f"{folder}: not a trained model folder (no {META}); run `dvc repro` "
                             "or pass --model DIR")
         try:
-            return cls._load_checked(folder, device)
+            return cls._load_checked(folder, device, load_model or load_classifier)
         except UserError:
             raise
         except (ValueError, KeyError, TypeError, RuntimeError, SafetensorError) as err:
             raise UserError(f"{folder}: a damaged model folder ({one_line(err)})") from None
 
     @classmethod
-    def _load_checked(cls, folder: Path, device: str) -> "Predictor":
+    def _load_checked(cls, folder: Path, device: str, load_model) -> "Predictor":
         from lttw.models.bundle import FACTORS, TOKENIZER, check_tokenizer_folder, read_model_meta
 
         meta, classes = read_model_meta(folder)
         if (folder / TOKENIZER).is_dir():
             check_tokenizer_folder(folder)  # before the weights: fail fast, no remote code
-        model = load_classifier(folder)
+        model = load_model(folder)
         if reads(model) == TEXTS:
             return cls(folder, meta, classes, model)
         from lttw.device import make_runtime

@@ -1,0 +1,51 @@
+"""What a served model is: labels, variant, encoder, word-splitting rule, how it runs, and the
+model folder's metrics (``GET /info``; ``lttw export`` copies the metrics into the folder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lttw import layout
+from lttw.io import read_json
+
+#: the metrics an exported folder carries (the pipeline's evaluate and train metrics)
+METRICS_FILE = "metrics.json"
+
+
+def folder_metrics(folder: str | Path) -> dict:
+    """``metrics.json`` of an exported folder; for a pipeline folder ``ROOT/models/fold_N``,
+    ``ROOT/metrics/folds/fold_N.json`` (held-out evaluation) and ``metrics/train/fold_N.json``
+    (training) where they exist; else {}."""
+    folder = Path(folder)
+    if (folder / METRICS_FILE).is_file():
+        doc = read_json(folder / METRICS_FILE)
+        return doc if isinstance(doc, dict) else {}
+    meta = read_json(folder / "lttw.json") if (folder / "lttw.json").is_file() else {}
+    fold = meta.get("fold") if isinstance(meta, dict) else None
+    root = folder.resolve().parent.parent
+    if not isinstance(fold, int) or folder.resolve().parent.name != layout.MODELS_DIR.name:
+        return {}
+    found = {}
+    for key, path in (("evaluation", layout.fold_metrics(fold)),
+                      ("training", layout.train_metrics(fold))):
+        if (root / path).is_file():
+            found[key] = read_json(root / path)
+    return found
+
+
+def model_info(predictor, backend: str) -> dict:
+    """The ``GET /info`` document of a loaded ``Predictor``."""
+    from lttw.serving.onnx_runtime import read_record
+
+    meta = predictor.meta
+    words = meta.get("words")
+    if words is None and "counts" in meta:  # a folder saved before the rule was recorded
+        from lttw.inference.predict import model_words
+
+        words = model_words(Path(predictor.folder), meta).record()
+    return {"labels": list(predictor.classes), "variant": meta["variant"],
+            "encoder": meta.get("encoder"), "words": words, "max_len": meta.get("max_len"),
+            "latent_factors": ({"k": meta["k"], "s": meta["s"], "ranking": meta["ranking"]}
+                               if meta.get("with_factors") else None),
+            "fold": meta.get("fold"), "backend": backend, "onnx": read_record(predictor.folder),
+            "metrics": folder_metrics(predictor.folder)}

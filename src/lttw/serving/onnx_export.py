@@ -1,0 +1,197 @@
+"""``lttw export --onnx [--int8]``: a model folder's classifier as ONNX, checked against torch.
+
+What goes into ``model.onnx``: the classifier's forward pass, ``input_ids`` (B, n) int64,
+``attention_mask`` (B, n) int64 [, ``factors`` (B, k+s, rank) float32] -> ``logits`` (B, p),
+batch and sequence axes dynamic (opset 17, torch's TorchScript exporter, ``dynamo=False``:
+it needs no extra package and traces the plain-torch BERT of ``encoder.plain_bert``). The
+word splitting, the factor lookup and the tokenizer stay in Python (the folder's own files).
+``--int8``: onnxruntime's dynamic quantisation (int8 weights of every MatMul / Gemm,
+activations quantised per batch at run time).
+
+The export checks itself on a held-out labelled sample (by default the pipeline's
+``data/sample/test.parquet``): fp32 must give the torch model's label on every text; int8
+must keep macro F1 within ``max_f1_drop`` (0.005) of torch's. Nothing is written otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from lttw.errors import UserError
+from lttw.serving.onnx_runtime import ONNX_FILE, ONNX_RECORD, load_predictor
+
+OPSET = 17
+#: fp32: every label equal and probabilities this close to torch's
+FP32_ATOL = 1e-4
+MAX_F1_DROP = 0.005
+#: texts of varied length (padding in the traced batch) for the trace and a check without data
+PROBE_TEXTS = ["lttw export check", "a second, longer probe text for the exported model: "
+               "stocks rally as oil prices fall, and the home team wins late",
+               "short", "world news today"]
+
+
+@dataclass
+class ExportCheck:
+    """How the exported model compares with torch on the check texts."""
+
+    texts: int
+    labelled: bool
+    same_labels: float  # share of texts with the torch model's label
+    max_prob_diff: float
+    f1_torch: float | None = None
+    f1_onnx: float | None = None
+    passed: bool = False
+    rule: str = ""
+
+    def summary(self, precision: str) -> str:
+        text = (f"ONNX {precision} vs torch on {self.texts} {'held-out' if self.labelled else 'probe'}"
+                f" texts: same label on {self.same_labels:.2%}, max probability difference "
+                f"{self.max_prob_diff:.2e}")
+        if self.f1_torch is not None:
+            text += (f", macro F1 {self.f1_onnx:.4f} (torch {self.f1_torch:.4f}, "
+                     f"difference {self.f1_onnx - self.f1_torch:+.4f})")
+        return f"{text}; {'passed' if self.passed else 'FAILED'} ({self.rule})"
+
+
+def _forward_module(model, with_factors: bool):
+    """The classifier as a module of positional inputs (the ONNX graph's inputs)."""
+    import torch
+
+    class Forward(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, factors=None):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                              factors=factors if with_factors else None)
+
+    return Forward().eval()
+
+
+def export_onnx(predictor, path: Path, int8: bool = False) -> None:
+    """Write the torch ``predictor``'s classifier to ``path`` as ONNX (int8: quantised)."""
+    import torch
+
+    if getattr(predictor.model, "reads", "tokens") != "tokens":
+        raise UserError(f"{predictor.folder}: a {predictor.meta['variant']} model reads raw "
+                        "texts (no neural network): there is nothing to export to ONNX")
+    if predictor.words is not None:
+        raise UserError(f"{predictor.folder}: ONNX export covers models on encoder tokens; "
+                        "this one reads word ids (model.vocab: words)")
+    inputs = predictor.model_inputs(PROBE_TEXTS)
+    batch, _ = inputs.batch(torch.arange(len(PROBE_TEXTS)), predictor.runtime)
+    with_factors = batch["factors"] is not None
+    names = ["input_ids", "attention_mask"] + (["factors"] if with_factors else [])
+    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
+            "factors": {0: "batch"}, "logits": {0: "batch"}}
+    fp32 = path.with_name(path.name + ".fp32") if int8 else path
+    with warnings.catch_warnings():  # the tracer's notes on shape checks it makes constant
+        warnings.simplefilter("ignore")
+        try:
+            torch.onnx.export(_forward_module(predictor.model.cpu(), with_factors),
+                              tuple(batch[n] for n in names), str(fp32), input_names=names,
+                              output_names=["logits"],
+                              dynamic_axes={n: axes[n] for n in names + ["logits"]},
+                              opset_version=OPSET, dynamo=False)
+        except Exception as err:  # the exporter raises many types for unsupported operators
+            raise UserError(f"{predictor.folder}: the {predictor.meta['variant']} model cannot "
+                            f"be exported to ONNX ({str(err).splitlines()[0][:300]})") from None
+    if int8:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # its advice to run shape inference first, as a warning
+        try:
+            quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8)
+        finally:
+            root.setLevel(level)
+            fp32.unlink()
+
+
+def read_labelled(path: Path, classes: list[str], rows: int) -> tuple[list[str], np.ndarray]:
+    """The first ``rows`` texts of a CSV / parquet file with columns ``text`` and ``label``
+    (label ids 0..p-1 as the sample stage writes them, or class names)."""
+    import pandas as pd
+
+    if path.suffix.lower() in (".parquet", ".pq"):
+        frame = pd.read_parquet(path, columns=["text", "label"])
+    elif path.suffix.lower() in (".csv", ".tsv"):
+        frame = pd.read_csv(path, sep="\t" if path.suffix.lower() == ".tsv" else ",",
+                            usecols=["text", "label"], keep_default_na=False)
+    else:
+        raise UserError(f"{path}: the check sample must be .parquet or .csv with columns text "
+                        "and label")
+    frame = frame.head(rows)
+    labels = frame["label"]
+    if labels.map(lambda v: isinstance(v, str)).all():
+        unknown = sorted(set(labels) - set(classes))
+        if unknown:
+            raise UserError(f"{path}: labels {unknown[:5]} are not the model's classes")
+        ids = labels.map({c: i for i, c in enumerate(classes)}).to_numpy()
+    else:
+        ids = labels.to_numpy().astype(np.int64)
+        if len(ids) and (ids.min() < 0 or ids.max() >= len(classes)):
+            raise UserError(f"{path}: label ids outside 0..{len(classes) - 1}")
+    return frame["text"].astype(str).tolist(), ids
+
+
+def compare(torch_predictor, onnx_predictor, texts: list[str], labels: np.ndarray | None,
+            int8: bool, max_f1_drop: float = MAX_F1_DROP) -> ExportCheck:
+    """The exported model against torch on ``texts`` (``labels``: for macro F1)."""
+    from lttw.evaluation.metrics import classification_metrics
+
+    want = torch_predictor.predict_proba(texts)
+    got = onnx_predictor.predict_proba(texts)
+    check = ExportCheck(len(texts), labels is not None,
+                        float((want.argmax(1) == got.argmax(1)).mean()),
+                        float(np.abs(want - got).max()))
+    if labels is not None:
+        p = len(torch_predictor.classes)
+        check.f1_torch = classification_metrics(labels, want.argmax(1), p)["f1_macro"]
+        check.f1_onnx = classification_metrics(labels, got.argmax(1), p)["f1_macro"]
+    if int8:
+        if check.f1_torch is None:
+            raise UserError("an int8 export is checked by macro F1 on a labelled held-out "
+                            "sample: pass --check-file F.parquet|F.csv (columns text, label)")
+        check.rule = f"int8: macro F1 within {max_f1_drop} of torch's"
+        check.passed = check.f1_onnx >= check.f1_torch - max_f1_drop
+    else:
+        check.rule = f"fp32: every label equal, probabilities within {FP32_ATOL}"
+        check.passed = check.same_labels == 1.0 and check.max_prob_diff <= FP32_ATOL
+    return check
+
+
+def add_onnx(folder: Path, torch_predictor, int8: bool, check_file: Path | None,
+             check_rows: int = 1000, max_f1_drop: float = MAX_F1_DROP,
+             say: Callable[[str], None] = print) -> ExportCheck:
+    """Export ``torch_predictor``'s classifier into ``folder`` (a copy of its model folder
+    being written) as ``model.onnx``, check it and record the check in ``onnx.json``.
+    Raises a UserError (and the caller discards the folder) when the check fails."""
+    from lttw.io import write_json
+
+    precision = "int8" if int8 else "fp32"
+    say(f"exporting the {torch_predictor.meta['variant']} classifier to ONNX ({precision}, "
+        f"opset {OPSET})")
+    export_onnx(torch_predictor, folder / ONNX_FILE, int8)
+    exported = load_predictor(folder, backend="onnx")
+    if check_file is not None:
+        texts, labels = read_labelled(check_file, torch_predictor.classes, check_rows)
+        say(f"checking against torch on {len(texts)} held-out texts of {check_file}")
+    else:
+        texts, labels = PROBE_TEXTS, None
+    check = compare(torch_predictor, exported, texts, labels, int8, max_f1_drop)
+    say(check.summary(precision))
+    if not check.passed:
+        raise UserError(f"the ONNX {precision} export fails its check: {check.summary(precision)}")
+    write_json(folder / ONNX_RECORD, {"precision": precision, "opset": OPSET,
+                                      "inputs": exported.model.inputs,
+                                      "check": {**asdict(check), "file": str(check_file)}})
+    return check

@@ -1,0 +1,139 @@
+"""A model folder's classifier run by onnxruntime instead of torch.
+
+``lttw export --onnx`` (``serving.onnx_export``) adds ``model.onnx`` to a model folder: the
+classifier's forward pass (encoder, latent-factor fusion, attention, head) from
+``input_ids``, ``attention_mask`` [and ``factors``] to ``logits``, with batch and sequence
+axes dynamic. Tokenising, word splitting and the factor lookup stay in Python, the
+``Predictor``'s own. ``OnnxClassifier`` stands in for the torch classifier where the
+``Predictor`` calls it (``models.trained.predict_proba``: length-sorted, trimmed batches),
+so both paths share every step but the forward pass itself.
+
+``load_predictor(folder)`` is what ``lttw predict`` / ``serve`` call: ONNX when the folder
+holds ``model.onnx``, torch otherwise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from lttw.errors import UserError
+
+ONNX_FILE = "model.onnx"
+#: what the export recorded: precision (fp32 | int8), opset, inputs, its check's figures
+ONNX_RECORD = "onnx.json"
+
+
+def has_onnx(folder: str | Path) -> bool:
+    return (Path(folder) / ONNX_FILE).is_file()
+
+
+def _cpu_threads() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def session(path: str | Path, threads: int | None = None):
+    """An onnxruntime CPU session over ``path`` (intra-op threads: the CPUs this process may
+    use, unless given); a damaged file raises a UserError naming it."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or _cpu_threads()
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # onnxruntime raises its own exception types for a bad graph
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UserError(f"{path}: not a loadable ONNX model ({first[:300]})") from None
+
+
+class OnnxClassifier:
+    """An onnxruntime session that a ``Predictor`` calls like its torch classifier:
+    ``model(input_ids=, attention_mask=, factors=)`` (torch tensors) -> logits (torch)."""
+
+    reads = "tokens"
+
+    def __init__(self, sess, n_labels: int, precision: str = "fp32"):
+        self.session, self.precision = sess, precision
+        self.config = SimpleNamespace(n_labels=n_labels)
+        self.inputs = [i.name for i in sess.get_inputs()]
+
+    def eval(self) -> "OnnxClassifier":
+        return self
+
+    def to(self, device) -> "OnnxClassifier":
+        if str(device) != "cpu":
+            raise UserError(f"an ONNX model folder runs on the CPU (onnxruntime), not {device}")
+        return self
+
+    def __call__(self, input_ids, attention_mask, factors=None, **_):
+        import torch
+
+        feed = {"input_ids": input_ids.cpu().numpy().astype(np.int64),
+                "attention_mask": attention_mask.cpu().numpy().astype(np.int64)}
+        if "factors" in self.inputs:
+            feed["factors"] = factors.cpu().numpy().astype(np.float32)
+        (logits,) = self.session.run(["logits"], feed)
+        return torch.from_numpy(logits)
+
+
+def read_record(folder: str | Path) -> dict:
+    path = Path(folder) / ONNX_RECORD
+    if not path.is_file():
+        return {}
+    from lttw.io import read_json
+
+    record = read_json(path)
+    return record if isinstance(record, dict) else {}
+
+
+def onnx_loader(threads: int | None = None):
+    """``Predictor.load``'s ``load_model``: the folder's ``model.onnx`` in a session."""
+
+    def load(folder: str | Path) -> OnnxClassifier:
+        from lttw.models.registry import read_model_config
+
+        _, config = read_model_config(folder)
+        n_labels = config.get("n_labels")
+        if not isinstance(n_labels, int):
+            raise UserError(f"{Path(folder) / 'config.json'}: no n_labels; the file is damaged")
+        record = read_record(folder)
+        return OnnxClassifier(session(Path(folder) / ONNX_FILE, threads), n_labels,
+                              str(record.get("precision", "fp32")))
+
+    return load
+
+
+def load_predictor(folder: str | Path, device: str = "cpu", threads: int | None = None,
+                   backend: str = "auto"):
+    """The folder's ``Predictor``: onnxruntime when it holds ``model.onnx`` (``backend``
+    auto or onnx), torch otherwise (or with ``backend`` torch)."""
+    from lttw.inference.predict import Predictor
+
+    if backend not in ("auto", "onnx", "torch"):
+        raise UserError(f"backend must be auto, onnx or torch (got {backend!r})")
+    if backend == "onnx" and not has_onnx(folder):
+        raise UserError(f"{folder}: no {ONNX_FILE} here; make one with `lttw export --onnx`")
+    if backend != "torch" and has_onnx(folder):
+        return Predictor.load(folder, device, load_model=onnx_loader(threads))
+    if backend == "torch" and threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    return Predictor.load(folder, device)
+
+
+def backend_name(predictor) -> str:
+    """``onnx-fp32`` / ``onnx-int8`` / ``torch`` / ``texts`` (tfidf_linear), for logs and /info."""
+    model = predictor.model
+    if isinstance(model, OnnxClassifier):
+        return f"onnx-{model.precision}"
+    return "texts" if getattr(model, "reads", "tokens") == "texts" else "torch"
