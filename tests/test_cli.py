@@ -21,7 +21,7 @@ from lttw.inference import batch_predict
 from lttw.inference.predict import Predictor
 from tiny_project import make_tiny_project, run
 
-COMMANDS = [["predict"], ["explain"], ["export"], ["report"], ["data", "check"],
+COMMANDS = [["predict"], ["explain"], ["export"], ["serve"], ["report"], ["data", "check"],
             ["data", "list"]]
 
 

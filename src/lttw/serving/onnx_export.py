@@ -5,8 +5,10 @@ What goes into ``model.onnx``: the classifier's forward pass, ``input_ids`` (B, 
 batch and sequence axes dynamic (opset 17, torch's TorchScript exporter, ``dynamo=False``:
 it needs no extra package and traces the plain-torch BERT of ``encoder.plain_bert``). The
 word splitting, the factor lookup and the tokenizer stay in Python (the folder's own files).
-``--int8``: onnxruntime's dynamic quantisation (int8 weights of every MatMul / Gemm,
-activations quantised per batch at run time).
+``--int8``: onnxruntime's dynamic quantisation (int8 weights of every MatMul / Gemm, one
+scale per output channel, activations quantised per batch at run time). Per channel matters:
+on the default AG News model per-tensor scales cost 0.005 macro F1 (at the limit), per-channel
+ones none (0.9161 vs torch's 0.9132 on the 1,000 held-out texts), at the same speed.
 
 The export checks itself on a held-out labelled sample (by default the pipeline's
 ``data/sample/test.parquet``): fp32 must give the torch model's label on every text; int8
@@ -110,7 +112,8 @@ def export_onnx(predictor, path: Path, int8: bool = False) -> None:
         level = root.level
         root.setLevel(logging.ERROR)  # its advice to run shape inference first, as a warning
         try:
-            quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8)
+            quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8,
+                             per_channel=True)
         finally:
             root.setLevel(level)
             fp32.unlink()

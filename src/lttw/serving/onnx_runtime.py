@@ -48,6 +48,9 @@ def session(path: str | Path, threads: int | None = None):
     options.intra_op_num_threads = threads or _cpu_threads()
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # idle threads sleep instead of spinning: spinning takes the CPU from the tokeniser and
+    # (in a server) from the event loop that gathers the next batch
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as err:  # onnxruntime raises its own exception types for a bad graph
