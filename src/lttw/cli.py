@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from lttw import layout
-from lttw.choices import Device, Sampling
+from lttw.choices import Backend, Device, Sampling
 from lttw.console import console, print_predictions
 from lttw.errors import UserError
 
@@ -285,11 +285,6 @@ def export(
                + (f"; ONNX {'int8' if int8 else 'fp32'} checked)" if onnx or int8 else ")"))
 
 
-class Backend(str, Enum):
-    auto = "auto"
-    torch = "torch"
-    onnx = "onnx"
-
 
 @app.command(epilog=_examples(
     "lttw serve --model models/fold_0",
@@ -303,7 +298,7 @@ def serve(
     port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port")] = 8000,
     backend: Annotated[Backend, typer.Option(
         help="auto: onnxruntime where the folder holds model.onnx (`lttw export --onnx`), "
-        "else torch")] = Backend.auto,
+        "else torch")] = "auto",
     threads: Annotated[Optional[int], typer.Option(
         min=1, help="CPU threads of a forward pass [default: the CPUs this process may use]")
     ] = None,
@@ -329,7 +324,7 @@ def serve(
 
     logging.getLogger("lttw.serving").setLevel(logging.INFO)
     folder = _model_dir(model, params)
-    predictor = load_predictor(folder, threads=threads, backend=backend.value)
+    predictor = load_predictor(folder, threads=threads, backend=backend)
     limits = Limits(max_texts=max_texts, max_text_chars=max_text_chars,
                     max_body_bytes=max_body_bytes, max_batch=max_batch,
                     max_wait_ms=max_wait_ms)
