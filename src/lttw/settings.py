@@ -289,9 +289,10 @@ def _field_loc(loc: tuple) -> tuple:
     for part in loc:
         if isinstance(part, int):
             kept.append(part)
-        elif model is not None and part in model.model_fields:
-            kept.append(part)
-            ann = model.model_fields[part].annotation
+        elif model is not None:  # a field (or an unknown name) of a group; below a leaf field
+            kept.append(part)   # only union-member tags follow
+            info = model.model_fields.get(part)
+            ann = info.annotation if info is not None else None
             model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
     return tuple(kept)
 
