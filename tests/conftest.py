@@ -63,3 +63,6 @@ def tiny_encoder_dir(tmp_path_factory) -> Path:
     torch.manual_seed(0)
     BertModel(config, add_pooling_layer=False).save_pretrained(folder)
     return folder
+
+
+from stage_cases import stage_runs  # noqa: E402,F401  (session fixture: stage runs on bad inputs)

@@ -15,7 +15,6 @@ import pandas as pd
 import pytest
 import yaml
 
-from lttw import layout
 from lttw.data.datasets import hub_split_files, load_dataset
 from lttw.data.tables import encode_labels
 from lttw.errors import DataError

@@ -61,7 +61,7 @@ def test_two_variants_eight_folds_wilcoxon(tmp_path, monkeypatch):
     assert "92.60 / 92.58 / 92.58" in row(text, "encoder")  # paper BERT
     assert "| 13.50 | 100.0 | cpu |" in row(text, "LTTW")  # mean time per epoch, samples/s
     p = wilcoxon(f1, np.array(list(ENCODER.values()))).pvalue
-    assert f"| encoder | 8 | Wilcoxon signed-rank | " in text and f"{p:.4g} |" in text
+    assert "| encoder | 8 | Wilcoxon signed-rank | " in text and f"{p:.4g} |" in text
     assert "not run" in row(text, "LTTW-M") and "not run" in row(text, "tfidf_linear")
     assert "## AG News" in text and "## SST-2" not in text  # sections only where runs are
 
@@ -73,7 +73,7 @@ def test_few_folds_use_paired_t_test(tmp_path, monkeypatch):
     result, text = invoke(tmp_path, monkeypatch, "--runs", str(a), "--runs", str(b))
     assert result.exit_code == 0, result.output
     p = ttest_rel(list(three.values()), [ENCODER[f] for f in range(3)]).pvalue
-    assert f"| leam | 3 | paired t-test | " in text and f"{p:.4g} |" in text
+    assert "| leam | 3 | paired t-test | " in text and f"{p:.4g} |" in text
 
 
 def test_one_common_fold_is_not_tested(tmp_path, monkeypatch):

@@ -3,7 +3,6 @@ and `lttw data check`'s line, on the tiny tokenizer, which has no CJK character.
 
 from __future__ import annotations
 
-import numpy as np
 import yaml
 
 from lttw.encoder.pretrained import load_saved_tokenizer, load_tokenizer, save_tokenizer
