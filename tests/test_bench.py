@@ -60,14 +60,14 @@ def test_train_throughput_with_real_lengths_trims_batches(tmp_path):
 
 @pytest.mark.slow
 def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
-    """bench/run_stages.py (for machines without dvc) runs every stage of dvc.yaml in order
+    """tools/run_stages.py (for machines without dvc) runs every stage of dvc.yaml in order
     with -S overrides, and stops at the first failing stage."""
     import subprocess
 
     from tiny_project import make_tiny_project
 
     project = make_tiny_project(tmp_path / "p", tiny_encoder_dir)
-    script = [sys.executable, str(BENCH / "run_stages.py")]
+    script = [sys.executable, str(BENCH.parent / "tools" / "run_stages.py")]
     env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run(script + ["-S", "model.k=2", "-S", "folds.run=[1]"], cwd=project,
                           env=env, capture_output=True, text=True)

@@ -1,8 +1,8 @@
 """Wall time of whole paper sweeps (`lttw sweep`), each run as a user would: queue one DVC
 experiment per setting, run the queue, on this commit's cached samples, folds and factors.
 
-    python bench/sweeps.py table7 table8-K                       # fine-tuned, fold 0
-    python bench/sweeps.py --frozen --folds 0,1,2,3,4 table7 table8-K
+    python tools/sweeps.py table7 table8-K                       # fine-tuned, fold 0
+    python tools/sweeps.py --frozen --folds 0,1,2,3,4 table7 table8-K
 
 Writes bench/results/sweeps.json (one row per sweep, appended): the sweep, the mode, the
 folds, the wall time, and each experiment's held-out test macro F1 per fold (read back with
@@ -22,7 +22,7 @@ from pathlib import Path
 from lttw.reporting.experiments import experiment_runs
 from lttw.reporting.sweeps import get_sweep
 
-RESULTS = Path(__file__).parent / "results" / "sweeps.json"
+RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "sweeps.json"
 
 
 def main() -> None:

@@ -3,10 +3,10 @@ GPU runner): every stage once, the per-fold stages for each fold of ``folds.run`
 ``-S key=value`` overrides as ``dvc exp run -S`` takes them. Nothing is cached: each stage
 runs. Prints each stage's wall time and writes them to bench/results/run_stages.json.
 
-    python bench/run_stages.py                                   # params.yaml as it is
-    python bench/run_stages.py -S data.root=.carry/datasets -S model.max_len=128 \\
+    python tools/run_stages.py                                   # params.yaml as it is
+    python tools/run_stages.py -S data.root=.carry/datasets -S model.max_len=128 \\
         -S train.batch_size=128 -S 'folds.run=[0,1]'             # e.g. part of the paper profile
-    python bench/run_stages.py --only train,evaluate,summary     # stages whose inputs exist
+    python tools/run_stages.py --only train,evaluate,summary     # stages whose inputs exist
 
 With dvc installed, use ``dvc repro`` / ``dvc exp run``: they cache and track what ran.
 """
