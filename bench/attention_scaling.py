@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
-import platform
 import statistics
 import sys
 import time
@@ -41,6 +40,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from lttw.io import write_json  # noqa: E402
+from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 from lttw.models.attention import AttentionBlock, MultiHeadSelfAttention
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,23 +202,6 @@ def _is_oom(err: BaseException) -> bool:
         "fail" in text)
 
 
-def device_info(device) -> dict:
-    info = {"device": str(device), "torch": torch.__version__, "python": platform.python_version(),
-            "cpu_threads": torch.get_num_threads()}
-    if device.type == "cuda":
-        p = torch.cuda.get_device_properties(device)
-        info.update(device_name=p.name, cuda=torch.version.cuda,
-                    gpu_memory_gib=round(p.total_memory / 2**30, 1))
-    else:
-        name = platform.processor() or "cpu"
-        try:
-            name = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                        if line.startswith("model name"))
-        except (OSError, StopIteration):
-            pass
-        info["device_name"] = name
-    return info
-
 
 FULL = {"ns": "512,1024,2048,4096,8192,16384", "d": 768, "batch": 8, "heads": 12, "reps": 5,
         "warmup": 2}
@@ -259,7 +242,7 @@ def main(argv=None) -> dict:
     mem_method = ("torch.cuda.max_memory_allocated - memory_allocated before the timed runs"
                   if device.type == "cuda" else
                   CpuPeak.method if cpu_peak.ok else "unavailable (no /proc/self/clear_refs)")
-    info = device_info(device)
+    info = describe(device)
     print(f"# {info['device_name']} | torch {info['torch']} | d {args.d} heads {args.heads} "
           f"batch {args.batch} K {args.k} {args.precision} | fwd+bwd of one AttentionBlock")
     print(f"# peak memory: {mem_method}")

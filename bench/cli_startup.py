@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -95,7 +96,7 @@ def main(argv=None) -> dict:
                           "runs_s": [round(t, 3) for t in times], "target_s": TARGETS_S[name]}
             print(f"{name:8} {rows[name]['median_s']:9.3f} {min(times):7.3f} {max(times):7.3f} "
                   f"{TARGETS_S[name]:9.1f}", flush=True)
-        result = {"python": platform.python_version(), "cpu_count": os.cpu_count(),
+        result = {"machine": describe(packages=("torch", "transformers", "tokenizers")),
                   "model": source, "runs": args.runs, "rows": rows}
         from lttw.io import write_json
 

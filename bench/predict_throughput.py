@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -34,6 +33,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "predict_throughput.json"
@@ -250,8 +250,8 @@ def main(argv=None) -> dict:
                       f"{row['tokenize_s']:10.3f} {row['factors_s']:9.3f} {row['model_s']:8.3f} "
                       f"{row['model_s_full_width']:18.3f}",
                       flush=True)
-        info = {"torch": torch.__version__, "python": platform.python_version(),
-                "cpu_threads": torch.get_num_threads(), "cpu": _cpu_name()}
+        info = {**describe(packages=("torch", "transformers")),
+                "cpu_threads": torch.get_num_threads()}
         if torch.cuda.is_available():
             info["gpu"] = torch.cuda.get_device_name()
         result = {**info, "model": "synthetic" if args.synthetic else str(folder),
@@ -273,13 +273,6 @@ def main(argv=None) -> dict:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 
-
-def _cpu_name() -> str:
-    try:
-        return next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                    if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "cpu"
 
 
 if __name__ == "__main__":

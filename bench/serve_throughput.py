@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import re
 import shutil
 import signal
@@ -34,6 +33,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "serve_throughput.json"
@@ -169,11 +169,8 @@ def main(argv=None) -> dict:
     model, texts_path = Path(args.model), Path(args.texts)
     texts = read_texts(texts_path, args.n_texts)
     work = Path(tempfile.mkdtemp(prefix="lttw-serve-bench-"))
-    from predict_throughput import _cpu_name  # bench/ is the script's folder: on sys.path
-
-    result = {"machine": {"cpu": _cpu_name(), "cpu_count": os.cpu_count(),
-                          "cpus_usable": len(os.sched_getaffinity(0)),
-                          "python": platform.python_version(), **_versions()},
+    result = {"machine": describe(packages=("torch", "onnxruntime", "fastapi", "uvicorn",
+                                            "httpx")),
               "load_average_before": load_average(), "model": str(model),
               "texts": f"{texts_path} (first {len(texts)})", "settings": vars(args),
               "exports": {}, "rows": []}
@@ -221,12 +218,6 @@ def main(argv=None) -> dict:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-
-def _versions() -> dict:
-    from importlib.metadata import version
-
-    return {name: version(name) for name in ("torch", "onnxruntime", "fastapi", "uvicorn",
-                                              "httpx")}
 
 
 if __name__ == "__main__":

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import platform
 import re
 import resource
 import sys
@@ -24,8 +22,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-import scipy
-import sklearn
 
 from lttw.io import write_json  # noqa: E402
 from lttw.factors.counts import regex_splitter, corpus_counts, normalise_rows, word_label_counts
@@ -36,6 +32,7 @@ from lttw.factors.features import latent_factor_tensor
 from lttw.data.folds import assign_folds, fold_parts
 from lttw.data.sampling import draw_samples
 from lttw.settings import CountSettings, DataSettings, NMFSettings
+from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,9 +150,7 @@ def main(argv=None) -> dict:
         "counts_speedup_vs_dict": round(t_dict / t_counts, 2),
         "dict_matches_sparse": same,
         "nmf_n_iter": factors.n_iter, "nmf_init": factors.init,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "numpy": np.__version__, "scipy": scipy.__version__,
-                    "sklearn": sklearn.__version__, "platform": platform.platform()},
+        "machine": describe(packages=("numpy", "scipy", "scikit-learn")),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
     out = Path(args.out)

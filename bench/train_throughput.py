@@ -31,7 +31,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -44,6 +43,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from lttw.io import write_json  # noqa: E402
+from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 from lttw import models  # noqa: E402,F401  (registers the variants)
 from lttw.device import cpu_supports_bf16, make_runtime  # noqa: E402
 from lttw.models.lttw import LTTWClassifier, LTTWConfig  # noqa: E402
@@ -212,28 +212,8 @@ def flops_per_sample(model: torch.nn.Module, data: Batchable, device: torch.devi
 
 
 def device_info(device: torch.device) -> dict:
-    info = {"device": str(device), "torch": torch.__version__, "python": platform.python_version(),
-            "cpu": _cpu_name(), "cpu_threads": torch.get_num_threads(),
-            "cpu_native_bf16": cpu_supports_bf16()}
-    import transformers
-    info["transformers"] = transformers.__version__
-    if device.type == "cuda":
-        p = torch.cuda.get_device_properties(device)
-        info.update(device_name=p.name, cuda=torch.version.cuda, gpu_memory_gib=round(
-            p.total_memory / 2**30, 1), capability=f"{p.major}.{p.minor}")
-    else:
-        info["device_name"] = info["cpu"]
-    return info
-
-
-def _cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    """The machine (``machine.describe``) and whether its CPU computes bf16 natively."""
+    return {**describe(device, ("torch", "transformers")), "cpu_native_bf16": cpu_supports_bf16()}
 
 
 def measure(model, data: Batchable, args, precision: str, device_arg: str,

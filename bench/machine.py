@@ -1,0 +1,51 @@
+"""The machine a benchmark ran on: one description that every script's JSON carries."""
+
+from __future__ import annotations
+
+import os
+import platform
+from importlib.metadata import PackageNotFoundError, version
+
+
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what platform knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as lines:
+            for line in lines:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def versions(*packages: str) -> dict[str, str | None]:
+    """Installed versions of ``packages`` (None: not installed)."""
+    found = {}
+    for name in packages:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def describe(device=None, packages: tuple[str, ...] = ("torch",)) -> dict:
+    """Python, platform, CPU (name, cores, the ones this process may use), ``packages``'
+    versions and, for a torch ``device``, its name, torch's threads and a GPU's memory."""
+    info = {"python": platform.python_version(), "platform": platform.platform(),
+            "cpu": cpu_name(), "cpu_count": os.cpu_count(),
+            "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count(), **versions(*packages)}
+    if device is not None:
+        import torch
+
+        info.update(device=str(device), cpu_threads=torch.get_num_threads())
+        if device.type == "cuda":
+            p = torch.cuda.get_device_properties(device)
+            info.update(device_name=p.name, cuda=torch.version.cuda,
+                        gpu_memory_gib=round(p.total_memory / 2**30, 1),
+                        capability=f"{p.major}.{p.minor}")
+        else:
+            info["device_name"] = info["cpu"]
+    return info
