@@ -57,7 +57,7 @@ CATEGORIES = [
 
 def phase_of(event) -> str:
     """The loop phase an op ran in: the ``lttw.*`` range around it (see
-    ``training._step``), or ``backward`` for ops the autograd engine ran (on CUDA they run in
+    ``training.loop._step``), or ``backward`` for ops the autograd engine ran (on CUDA they run in
     the engine's own thread, outside the loop's ranges)."""
     node = event
     while node is not None:

@@ -1,5 +1,5 @@
 """``lttw data check`` / ``lttw data list``: what the pipeline would see in a dataset, and which
-datasets are available locally, computed with ``lttw.data`` and ``lttw.sampling`` themselves
+datasets are available locally, computed with ``lttw.data.datasets`` and ``lttw.data.sampling`` themselves
 (no second reading of the rules).
 
 A check finds *problems* (the data is not what the pipeline assumes: rows it would drop, sizes

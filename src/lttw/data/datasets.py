@@ -9,7 +9,7 @@
 A known name (``KNOWN_DATASETS``) whose folder is missing, or a manifest whose files are
 missing, is read from its Hugging Face dataset (``hf://datasets/<name>``) when online; offline
 this fails at once with a one-line ``DataError`` naming both the local path and the hub name.
-The balanced sampling itself is in ``lttw.sampling``.
+The balanced sampling itself is in ``lttw.data.sampling``.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def model_words(folder: Path, meta: dict):
 
 
 class Predictor:
-    """A model folder (see ``lttw.bundle``) that classifies raw texts by itself.
+    """A model folder (see ``lttw.models.bundle``) that classifies raw texts by itself.
 
     >>> p = Predictor.load("models/fold_0")
     >>> p.predict_proba(["Stocks rally as oil prices fall"])  # (1, n_labels)

@@ -66,7 +66,7 @@ class Run:
     variant: str
     folds: dict[int, dict] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
-    #: a DVC experiment's name, Git revision and parameters (``evaluation.experiments``)
+    #: a DVC experiment's name, Git revision and parameters (``reporting.experiments``)
     name: str | None = None
     rev: str | None = None
     params: dict = field(default_factory=dict)

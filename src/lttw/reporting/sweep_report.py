@@ -1,4 +1,4 @@
-"""``lttw report``'s sweep sections: each paper sweep (``evaluation.sweeps``) that has DVC
+"""``lttw report``'s sweep sections: each paper sweep (``reporting.sweeps``) that has DVC
 experiments, as the paper's table: macro P / R / F1 on the held-out test sample per setting
 (mean ± sample std over the folds that ran), the paper's row beside it, and a paired test of
 each setting against the paper's chosen one.

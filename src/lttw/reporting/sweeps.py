@@ -6,7 +6,7 @@ A sweep is a list of settings of one or two parameters; ``lttw sweep NAME`` queu
 from the same commit, so the samples, folds, tokens, counts and NMF are DVC's cached ones:
 only the stages that read the swept parameter rerun (a k / s change: features, train,
 evaluate, summary). ``lttw report`` finds the experiments by these names
-(``evaluation.sweep_report``).
+(``reporting.sweep_report``).
 
 The paper's numbers are P / R / F1 in % (Tables 6-8); the only numbers written here.
 Table 6 gives the total k + s only; it is split evenly, the odd one to the top words

@@ -3,7 +3,7 @@ embed words themselves (``bilstm_attention``, ``transformer``, ``leam``).
 
 Id 0 is padding, id 1 a word outside the vocabulary, word ``i`` of the vocabulary is ``i + 2``.
 Texts are split with the recorded rule (``words.json``), so training and prediction split
-alike. ``word_ids`` gives arrays shaped like the encoder's tokens (``text.tokens``): ids int32
+alike. ``word_ids`` gives arrays shaped like the encoder's tokens (``encoder.tokens``): ids int32
 and mask int8, (n, max_len), padding on the right; a text with no word gets one unknown-word
 id, so no row is all padding. A model folder keeps the vocabulary and the rule in ``words/``.
 """
