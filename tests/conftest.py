@@ -66,3 +66,25 @@ def tiny_encoder_dir(tmp_path_factory) -> Path:
 
 
 from stage_cases import stage_runs  # noqa: E402,F401  (session fixture: stage runs on bad inputs)
+
+
+@pytest.fixture(scope="session")
+def tiny_repro(tmp_path_factory, tiny_encoder_dir):
+    """The tiny profile's ``dvc repro``, once per session (``tiny_project.TinyRepro``): the
+    tests that only read a trained pipeline share it; the ones that change it take a copy."""
+    from tiny_project import tiny_repro_once
+
+    return tiny_repro_once(tmp_path_factory.mktemp("tiny_repro"), tiny_encoder_dir)
+
+
+#: session fixtures that cost a pipeline run: with pytest-xdist (``-n 2 --dist loadgroup``)
+#: every test that uses one runs on the same worker, so each is built once, not per worker
+SHARED_RUNS = ("tiny_repro", "stage_runs")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in SHARED_RUNS:
+            if name in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(name))
+                break

@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 from lttw import cli
 from lttw.inference import batch_predict
 from lttw.inference.predict import Predictor
-from tiny_project import make_tiny_project, run
 
 COMMANDS = [["predict"], ["explain"], ["export"], ["serve"], ["report"], ["data", "check"],
             ["data", "list"]]
@@ -221,10 +220,9 @@ def test_predict_table_shows_label_and_probability_in_full_at_80_columns(monkeyp
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory, tiny_encoder_dir) -> Path:
-    root = make_tiny_project(tmp_path_factory.mktemp("cli_project"), tiny_encoder_dir)
-    run(["dvc", "repro"], root)
-    return root
+def project(tmp_path_factory, tiny_repro) -> Path:
+    """A copy of the session's tiny pipeline run: its trained model and samples."""
+    return tiny_repro.copy(tmp_path_factory.mktemp("cli") / "project")
 
 
 def model_with(project: Path, tmp: Path, **changes) -> Path:

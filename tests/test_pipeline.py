@@ -9,22 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from test_stage_params import TRACER, undeclared_reads
-from tiny_project import git_commit, make_tiny_project, ran, run
+from test_stage_params import undeclared_reads
+from tiny_project import ran, run
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory, tiny_encoder_dir) -> Path:
-    return make_tiny_project(tmp_path_factory.mktemp("project"), tiny_encoder_dir)
+def project(tmp_path_factory, tiny_repro) -> Path:
+    """A copy of the session's tiny pipeline run (``tiny_repro``), for experiments."""
+    return tiny_repro.copy(tmp_path_factory.mktemp("pipeline") / "project")
 
 
-def test_repro_runs_every_stage_then_nothing(project):
-    """...and every stage reads only parameters its dvc.yaml entry declares (traced)."""
-    trace = project.parent / "param_trace"
-    out = run(["dvc", "repro"], project,
-              extra_env={"PYTHONPATH": str(TRACER), "LTTW_PARAM_TRACE": str(trace)})
+def test_repro_runs_every_stage_then_nothing(tiny_repro, project):
+    """The session's first ``dvc repro`` ran every stage, each reading only parameters its
+    dvc.yaml entry declares (traced); a second one runs nothing."""
+    out, trace = tiny_repro.output, tiny_repro.trace
     assert {t.stem for t in trace.glob("*.json")} == {
         "sample", "folds", "tokens", "encode", "counts@0", "nmf@0", "features@0", "train@0",
         "evaluate@0", "summary"}
@@ -40,7 +40,6 @@ def test_repro_runs_every_stage_then_nothing(project):
 
     again = run(["dvc", "repro"], project)
     assert ran(again) == set()
-    git_commit(project, "lock")
 
 
 def test_changing_k_reruns_features_and_after_only(project):

@@ -2,8 +2,8 @@
 
 Every fenced code block whose info string is exactly ``bash runnable`` is run line by line
 (a line ending in ``\\`` continues on the next; blank lines and lines starting with ``#`` are
-skipped), in order, from the root of a tiny project (``make_tiny_project``: the repository's
-pipeline and README with the tiny profile), with the venv's bin first on PATH. Each command
+skipped), in order, from the root of a tiny project (a copy of ``tiny_repro``: the repository's
+pipeline and README with the tiny profile, run once), with the venv's bin first on PATH. Each command
 must exit 0. Blocks with any other info string (``bash``, ``console``...) are documentation
 only. A README without a runnable block fails: the examples would go untested.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tiny_project import REPO, make_tiny_project, run
+from tiny_project import REPO, run
 
 INFO = "bash runnable"
 
@@ -65,8 +65,10 @@ def test_readme_has_runnable_examples():
 
 
 @pytest.mark.slow
-def test_readme_commands_run(tmp_path, tiny_encoder_dir):
+def test_readme_commands_run(tmp_path, tiny_repro):
+    """In a copy of the session's tiny pipeline run (its first ``dvc repro`` is
+    ``tiny_repro``'s; here ``dvc repro`` finds it up to date)."""
     commands = readme_commands()
-    project = make_tiny_project(tmp_path, tiny_encoder_dir)
+    project = tiny_repro.copy(tmp_path / "project")
     for command in commands:
         run(command, project)  # asserts exit code 0, showing the command and its output

@@ -118,7 +118,8 @@ def test_compare_fails_int8_below_the_f1_tolerance():
     assert onnx_export.compare(right, right, ["x", "y"], np.array([0, 1]), int8=True).passed
 
 
-def test_encoder_variant_without_factors(tmp_path, tiny_encoder_dir):
+def test_encoder_variant_without_factors(tmp_path, tiny_encoder_dir, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no data/sample/test.parquet here, whatever the checkout holds
     folder = build_model_folder(tmp_path / "encoder", tiny_encoder_dir)
     result = invoke("export", "--model", folder, "--out", tmp_path / "onnx", "--onnx")
     assert result.exit_code == 0, result.output

@@ -21,7 +21,6 @@ from pydantic import BaseModel
 from lttw.settings import Settings
 from test_stage_deps import LIB, REPO, _stages, closure
 
-TRACER = Path(__file__).resolve().parent / "param_trace"
 
 
 def leaves(entry: str, model: type[BaseModel] = Settings) -> set[str]:

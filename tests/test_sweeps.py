@@ -108,12 +108,10 @@ def test_one_fold_uses_mcnemar_on_the_test_texts():
 
 
 @pytest.mark.slow
-def test_a_two_setting_grid_runs_through_the_queue_and_renders(tmp_path, tiny_encoder_dir):
-    from tiny_project import git_commit, make_tiny_project, ran, run
+def test_a_two_setting_grid_runs_through_the_queue_and_renders(tmp_path, tiny_repro):
+    from tiny_project import ran, run
 
-    project = make_tiny_project(tmp_path / "project", tiny_encoder_dir)
-    run(["dvc", "repro"], project)
-    git_commit(project, "lock")
+    project = tiny_repro.copy(tmp_path / "project")  # the tiny pipeline, run and committed
     out = run(["lttw", "sweep", "table7", "--frozen", "--only", "k10s10", "--only", "k5s5"],
               project)
     # one k / s change per experiment: the factor tensors and what reads them rerun; the

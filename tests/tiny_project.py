@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
+TRACER = Path(__file__).resolve().parent / "param_trace"
 COPY = ["dvc.yaml", "params.yaml", "stages", "src", ".dvc/config", ".dvcignore", ".gitignore",
         "README.md"]
 
@@ -38,7 +40,8 @@ def env() -> dict:
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 
 
-def run(args: list[str] | str, cwd: Path, check: bool = True, extra_env: dict | None = None) -> str:
+def run(args: list[str] | str, cwd: Path, check: bool = True,
+        extra_env: dict | None = None) -> str:
     proc = subprocess.run(args, cwd=cwd, env={**env(), **(extra_env or {})},
                           capture_output=True, text=True,
                           shell=isinstance(args, str))
@@ -76,3 +79,31 @@ def make_tiny_project(root: Path, encoder_dir: Path) -> Path:
     run(["git", "init", "-q"], root)
     git_commit(root, "tiny profile")
     return root
+
+
+@dataclass(frozen=True)
+class TinyRepro:
+    """The tiny profile's pipeline, run once for the whole test session (``tiny_repro``):
+    ``root`` after ``dvc repro`` and a commit of its lock; ``output`` what that first run
+    printed; ``trace`` the parameters each stage read (``param_trace/sitecustomize.py``).
+    Tests never change ``root``: they read it, or work in a ``copy``."""
+
+    root: Path
+    output: str
+    trace: Path
+
+    def copy(self, dest: Path) -> Path:
+        """An independent copy (git history, DVC cache and outputs): dvc runs in it as in the
+        original, without rerunning anything."""
+        shutil.copytree(self.root, dest, symlinks=True)
+        return dest
+
+
+def tiny_repro_once(base: Path, encoder_dir: Path) -> TinyRepro:
+    root = make_tiny_project(base / "project", encoder_dir)
+    trace = base / "param_trace"
+    path = os.pathsep.join(filter(None, [str(TRACER), os.environ.get("PYTHONPATH")]))
+    output = run(["dvc", "repro"], root,
+                 extra_env={"PYTHONPATH": path, "LTTW_PARAM_TRACE": str(trace)})
+    git_commit(root, "lock")
+    return TinyRepro(root, output, trace)

@@ -160,6 +160,14 @@ def read_arrays(path: str | Path) -> dict[str, np.ndarray]:
     return load_file(str(path))
 
 
+def read_arrays_metadata(path: str | Path) -> dict[str, str]:
+    """The ``metadata`` that ``write_arrays`` stored (empty where none), arrays unread."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="numpy") as f:
+        return dict(f.metadata() or {})
+
+
 def _jsonable(obj):
     if isinstance(obj, np.generic):
         return obj.item()

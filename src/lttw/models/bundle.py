@@ -29,18 +29,22 @@ TOKENIZER = "tokenizer"
 
 def write_model_folder(folder: Path, classes: list[str], settings, fold: int,
                        tokenizer_dir: Path | None = None, factor_dirs: Sequence[Path] = (),
-                       words=None, word_vocabulary=None) -> None:
+                       words=None, word_vocabulary=None, selection: dict | None = None) -> None:
     """Add everything but the weights to a model folder being written: labels, what
     prediction needs, the tokenizer, and the files of ``factor_dirs`` (the fold's counts and
     NMF folders, where latent factors are fused). ``words``: the word-splitting rule the
     model was trained with (a ``WordSplitter``), recorded in lttw.json as ``words``;
-    ``word_vocabulary`` (a ``WordVocabulary``): the words the model embeds, into ``words/``."""
+    ``word_vocabulary`` (a ``WordVocabulary``): the words the model embeds, into ``words/``;
+    ``selection``: the factors' k, s and ranking, as the features stage chose them (where
+    latent factors are fused)."""
     with_factors = bool(factor_dirs)
+    m = settings.model
+    if with_factors and selection is None:  # a folder built by hand: the settings' selection
+        selection = {"k": m.k, "s": m.s, "ranking": m.ranking}
     folder = Path(folder)
     write_json(folder / LABELS, {"classes": classes})
-    m = settings.model
     write_json(folder / META, {
-        "variant": m.variant, "max_len": m.max_len, "k": m.k, "s": m.s, "ranking": m.ranking,
+        "variant": m.variant, "max_len": m.max_len, **(selection if with_factors else {}),
         "counts": settings.counts.model_dump(), "fold": fold, "seed": settings.seed,
         "encoder": m.encoder, "with_factors": with_factors,
         **({"vocab": "words"} if word_vocabulary is not None else {}),

@@ -14,7 +14,7 @@ import time
 from lttw import layout
 from lttw.data.fold_inputs import factor_shape, load_fold_inputs, load_tensors
 from lttw.evaluation.metrics import classification_metrics
-from lttw.io import atomic_dir, write_json
+from lttw.io import atomic_dir, read_arrays_metadata, write_json
 from lttw.models.bundle import write_model_folder
 from lttw.models.trained import TEXTS, predict_proba, save_classifier, variant_reads
 from lttw.settings import check_batch_size
@@ -38,6 +38,16 @@ def fingerprint(settings, fold: int) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
+def factor_selection(fold: int) -> dict | None:
+    """k, s and ranking of the fold's factor tensors, as the features stage recorded them
+    (None: no latent factors). Read from there, not from the parameters, so that a variant
+    without factors does not retrain when model.k changes."""
+    meta = read_arrays_metadata(layout.features_file(fold))
+    if "k" not in meta:
+        return None
+    return {"k": int(meta["k"]), "s": int(meta["s"]), "ranking": meta["ranking"]}
+
+
 def train_fold(settings, fold: int) -> dict:
     """Train fold ``fold``; returns the training summary (also written to
     ``metrics/train/fold_N.json``)."""
@@ -59,7 +69,8 @@ def _write_outputs(settings, fold: int, inputs, model, summary: dict, live,
     with atomic_dir(layout.model_dir(fold)) as tmp:
         save_classifier(model, tmp)
         write_model_folder(tmp, classes=inputs.classes, settings=settings, fold=fold,
-                           words=read_rule(layout.counts_dir(fold)), **folder_extras)
+                           words=read_rule(layout.counts_dir(fold)),
+                           selection=factor_selection(fold), **folder_extras)
     # timings vary run to run: kept out of the model folder so that its hash (and with it
     # the evaluate stage) only changes when the weights do
     write_json(layout.train_metrics(fold), summary)
