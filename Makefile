@@ -19,7 +19,7 @@ repro: install
 	. $(BIN)/activate && dvc repro
 
 test: install
-	. $(BIN)/activate && HF_HUB_OFFLINE=1 python -m pytest -q
+	. $(BIN)/activate && HF_HUB_OFFLINE=1 python -m pytest -q -n 2 --dist loadgroup
 
 # The paper's configuration (SPEC: 10 folds, batch 128, lr 2e-5, rank 5, k 10, s 10, depth 1,
 # K 32) as one DVC experiment, on the largest balanced AG News sample the local copy holds.

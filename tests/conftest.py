@@ -77,14 +77,14 @@ def tiny_repro(tmp_path_factory, tiny_encoder_dir):
     return tiny_repro_once(tmp_path_factory.mktemp("tiny_repro"), tiny_encoder_dir)
 
 
-#: session fixtures that cost a pipeline run: with pytest-xdist (``-n 2 --dist loadgroup``)
-#: every test that uses one runs on the same worker, so each is built once, not per worker
+#: session fixtures that cost a pipeline run: with pytest-xdist (``-n 2 --dist loadgroup``,
+#: ``make test``) every test that uses one runs on the same worker, so each is built once
 SHARED_RUNS = ("tiny_repro", "stage_runs")
 
 
 def pytest_collection_modifyitems(config, items):
+    """xdist groups: a shared run's name for the tests that use it, else the test's file, so
+    that a module's own fixtures are never built on both workers."""
     for item in items:
-        for name in SHARED_RUNS:
-            if name in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.xdist_group(name))
-                break
+        shared = [name for name in SHARED_RUNS if name in getattr(item, "fixturenames", ())]
+        item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.path.name))
