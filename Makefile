@@ -63,6 +63,15 @@ table8: install
 	. $(BIN)/activate && for s in $$(python -c 'from lttw.reporting.sweeps import TABLE8; print(*TABLE8)'); do \
 	  lttw sweep $$s $(SWEEP) || exit 1; done && lttw report
 
+# The paired study (issue 27, evidence/study.yaml: datasets x variants x folds and a learning
+# curve): queue every cell not collected yet and run the queue in the background, one at a
+# time; later `python tools/evidence.py collect && lttw report` (results accumulate; commit
+# evidence/runs). EVIDENCE: more options, e.g. EVIDENCE="--only ag_news".
+EVIDENCE ?=
+.PHONY: evidence
+evidence: install
+	. $(BIN)/activate && python tools/evidence.py queue $(EVIDENCE) && dvc queue start -j 1
+
 # Chinese text (issues 12, 26): THUCNews news titles at a CPU profile (8,000 train titles, one
 # fold, max_len 48; words.splitter auto -> jieba from the manifest), every variant at its
 # defaults, LTTW-M, LTTW and TF-IDF at the defaults before issue 26 (rank 5 and the planned

@@ -349,12 +349,15 @@ def report(
     all_commits: Annotated[bool, typer.Option(
         "--all-commits", "-A", help="the experiments of every commit, not only the current "
         "one's")] = False,
+    study: Annotated[Path, typer.Option(
+        help="the paired study's file; its collected cells (runs/ beside it) open the report, "
+        "and its learning curve is written beside it (CSV, PNG)")] = Path("evidence/study.yaml"),
     params: Params = Path("params.yaml"),
 ) -> None:
-    """Write a markdown report from the metrics of the workspace (metrics/), of every DVC
-    experiment and of extra run folders: macro P / R / F1 per dataset and variant next to
-    the paper's, and paired tests; then each paper sweep that has experiments (`lttw sweep`)
-    as the paper's table."""
+    """Write a markdown report: the paired study (evidence/study.yaml, where present), then
+    the metrics of the workspace (metrics/), of every DVC experiment and of extra run
+    folders: macro P / R / F1 per dataset and variant next to the paper's, and paired tests;
+    then each paper sweep that has experiments (`lttw sweep`) as the paper's table."""
     from lttw.io import atomic_path
     from lttw.reporting.experiments import experiment_runs
     from lttw.reporting.report import collect_runs, render
@@ -362,6 +365,12 @@ def report(
 
     exps = experiment_runs(".", all_commits) if experiments else []
     text = render(collect_runs(layout.METRICS_DIR, params, list(runs or []), exps))
+    if study.is_file():
+        from lttw.reporting.study_report import with_study
+
+        text, written = with_study(text, study)
+        for path in written:
+            typer.echo(f"wrote {path}")
     text += "".join(f"{line}\n" for line in sweep_sections(exps))
     with atomic_path(out) as tmp:
         tmp.write_text(text, encoding="utf-8")

@@ -61,7 +61,7 @@ def mcnemar(reference: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, n
 
     p = binomtest(only_ref, only_ref + only_other, 0.5).pvalue
     return {"test": f"McNemar exact, discordant {only_ref} / {only_other}", "p": float(p),
-            "why": None}
+            "why": None, "only_ref": only_ref, "only_other": only_other}
 
 
 def compare(reference: Run, other: Run, predictions: Predictions) -> dict:

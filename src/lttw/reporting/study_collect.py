@@ -1,0 +1,90 @@
+"""Copy the study's finished DVC experiments into ``evidence/runs/<cell>/``, so that the study
+is committed with the code and ``lttw report`` rebuilds it on any machine without training.
+
+A cell's folder holds what the experiment wrote to Git (``summary.json``, ``folds/fold_<i>.json``,
+``params.yaml``), its held-out test predictions per fold (``test_predictions.parquet``:
+fold, row, label, pred; read from DVC's cache at the experiment's revision) for McNemar's test, and
+``cell.json`` (the experiment's name, revision, time, and training seconds summed over folds).
+Where a cell ran more than once (e.g. on two commits), the newest run is kept.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from lttw.errors import UserError
+from lttw.io import atomic_dir, write_json, write_parquet
+from lttw.reporting.experiments import _FOLD_FILE, SUMMARY, _file_data, _name, _rows
+from lttw.reporting.report import Run
+from lttw.reporting.sweep_report import dvc_predictions
+
+log = logging.getLogger(__name__)
+
+
+def finished_experiments(doc: list, names: set[str]) -> dict[str, tuple[str, dict]]:
+    """name -> (revision, data) of the newest successful experiment of each name in
+    ``names`` in a ``dvc exp show --json -A`` document."""
+    found: dict[str, tuple[str, dict]] = {}
+    for kind, row, data in _rows(doc):
+        name = _name(row)
+        if kind != "exp" or name not in names or _file_data(data.get("metrics"), SUMMARY) is None:
+            continue
+        if name not in found or str(data.get("timestamp", "")) > \
+                str(found[name][1].get("timestamp", "")):
+            found[name] = (str(row.get("rev")), data)
+    return found
+
+
+def _test_predictions(name: str, rev: str, folds: list[int]) -> pd.DataFrame:
+    frames = []
+    for fold in folds:
+        read = dvc_predictions(Run("", "", name=name, rev=rev), fold)
+        if read is None:
+            raise UserError(f"experiment {name} ({rev[:7]}): the held-out predictions of fold "
+                            f"{fold} are not in DVC's cache (see the warning above)")
+        labels, preds = read
+        frames.append(pd.DataFrame({"fold": fold, "row": np.arange(len(labels)),
+                                    "label": labels, "pred": preds}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def write_cell(folder: Path, name: str, rev: str, data: dict) -> None:
+    """One cell's folder from its experiment (``data``: its ``dvc exp show`` data)."""
+    import yaml
+
+    metrics = data.get("metrics") or {}
+    summary = _file_data(metrics, SUMMARY)
+    folds = {int(m.group(1).removeprefix("fold_")): fold_data for path in metrics
+             if (m := _FOLD_FILE.search(path))
+             and (fold_data := _file_data(metrics, path)) is not None}
+    folds = {f: m for f, m in folds.items() if f in summary.get("folds", folds)}
+    predictions = _test_predictions(name, rev, sorted(folds))
+    train_s = sum(m.get("time_per_epoch_s", 0) * m.get("epochs_run", 0) for m in folds.values())
+    params = _file_data(data.get("params"), "params.yaml") or {}
+    with atomic_dir(folder) as tmp:
+        write_json(tmp / "summary.json", summary)
+        for fold, fold_metrics in folds.items():
+            write_json(tmp / "folds" / f"fold_{fold}.json", fold_metrics)
+        (tmp / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False),
+                                         encoding="utf-8")
+        write_parquet(tmp / "test_predictions.parquet", predictions)
+        write_json(tmp / "cell.json", {"experiment": name, "rev": rev,
+                                       "finished": data.get("timestamp"),
+                                       "train_s": round(train_s, 1)})
+
+
+def collect(doc: list, names: set[str], runs_dir: Path) -> list[str]:
+    """Write a folder per finished cell; the names written."""
+    written = []
+    for name, (rev, data) in sorted(finished_experiments(doc, names).items()):
+        existing = runs_dir / name / "cell.json"
+        if existing.is_file() and f'"rev": "{rev}"' in existing.read_text(encoding="utf-8"):
+            continue  # this run is collected already
+        write_cell(runs_dir / name, name, rev, data)
+        log.info("collected %s (%s)", name, rev[:7])
+        written.append(name)
+    return written

@@ -1,0 +1,214 @@
+"""The paired study in ``lttw report``: one table of dataset x variant (held-out macro F1 mean ±
+std over folds, the gap to the reference variant with a paired t-test across folds and
+McNemar's exact test on the pooled held-out predictions), one verdict per dataset, and the
+learning curve (a table, ``learning_curve.csv`` for ``dvc plots`` and a PNG for the README).
+
+Everything is read from the collected cells (``reporting.study_collect``); cells not collected
+yet are listed as not run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from lttw.reporting.report import DATASET_NAMES, Run, load_run, paired_test
+from lttw.reporting.study import Cell, Study, read_study, train_share
+from lttw.reporting.sweep_report import mcnemar
+
+SIGNIFICANT = 0.05
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    run: Run
+    predictions: pd.DataFrame  # fold, row, label, pred (held-out test)
+    train_texts: int
+
+    def f1(self) -> np.ndarray:
+        return self.run.values("f1_macro")
+
+
+def load_results(study: Study, runs_dir: str | Path, n_folds: int = 10
+                 ) -> dict[str, CellResult]:
+    """The collected cells of ``study`` by name (``n_folds``: as for ``Study.cells``)."""
+    out = {}
+    for cell in study.cells(n_folds):
+        folder = Path(runs_dir) / cell.name
+        if not (folder / "summary.json").is_file():
+            continue
+        run = load_run(folder)
+        params = yaml.safe_load((folder / "params.yaml").read_text(encoding="utf-8")) or {}
+        size = (params.get("data") or {}).get("train_size", 0)
+        share = train_share((params.get("folds") or {}).get("n_folds", n_folds))
+        out[cell.name] = CellResult(cell, run,
+                                    pd.read_parquet(folder / "test_predictions.parquet"),
+                                    cell.train_texts or round(share * size))
+    return out
+
+
+def pooled_mcnemar(reference: pd.DataFrame, other: pd.DataFrame) -> dict:
+    """McNemar's exact test (``sweep_report.mcnemar``) of two cells' held-out predictions,
+    paired on (fold, row) and pooled over their common folds."""
+    pairs = reference.merge(other, on=["fold", "row"], suffixes=("_ref", "_other"))
+    if pairs.empty:
+        return {"test": None, "p": None, "why": "n/a (no common held-out texts)"}
+    y = pairs["label_ref"].to_numpy()
+    return mcnemar((y, pairs["pred_ref"].to_numpy()),
+                   (pairs["label_other"].to_numpy(), pairs["pred_other"].to_numpy()))
+
+
+def _pct(values: np.ndarray) -> str:
+    if not values.size:
+        return "n/a"
+    return (f"{100 * values.mean():.2f} ± {100 * values.std(ddof=1):.2f}" if values.size > 1
+            else f"{100 * values.mean():.2f}")
+
+
+def _p(value: float | None) -> str:
+    return "" if value is None else f"{value:.3g}"
+
+
+def _comparison(result: CellResult, reference: CellResult | None) -> list[str]:
+    if result is reference:
+        return ["reference", "", "", ""]
+    if reference is None:
+        return ["n/a (reference not run)", "", "", ""]
+    t = paired_test(result.run, reference.run)
+    m = pooled_mcnemar(reference.predictions, result.predictions)
+    delta = f"{100 * t['delta']:+.2f}" if "delta" in t else ""
+    wins = ""
+    if t["n"]:
+        common = sorted(set(result.run.folds) & set(reference.run.folds))
+        ahead = sum(result.run.folds[f]["test"]["f1_macro"] > reference.run.folds[f]["test"]
+                    ["f1_macro"] for f in common)
+        wins = f"{ahead}/{len(common)}"
+    exact = (f"{_p(m['p'])} ({m['only_other']} / {m['only_ref']})" if m["p"] is not None
+             else m["why"])
+    return [delta, wins, _p(t["p"]) or (t["why"] or ""), exact]
+
+
+def _verdict(dataset: str, study: Study, results: dict[str, CellResult]) -> str:
+    name = DATASET_NAMES.get(dataset, dataset)
+    lttw, ref = results.get(f"ev-{dataset}-lttw"), results.get(f"ev-{dataset}-{study.reference}")
+    if lttw is None or ref is None:
+        return f"- {name}: not run yet."
+    t, m = paired_test(lttw.run, ref.run), pooled_mcnemar(ref.predictions, lttw.predictions)
+    gap = 100 * t.get("delta", 0.0)
+    tests = f"paired t-test p {_p(t['p']) or 'n/a'}, McNemar p {_p(m['p']) or 'n/a'}"
+    strong = all(p is not None and p < SIGNIFICANT for p in (t["p"], m["p"]))
+    if strong:
+        word = "ahead of" if gap > 0 else "behind"
+        return (f"- {name}: LTTW is {word} `{study.reference}` by {abs(gap):.2f} points "
+                f"over {t['n']} folds ({tests}).")
+    either = any(p is not None and p < SIGNIFICANT for p in (t["p"], m["p"]))
+    hedge = "only one of the two tests finds" if either else "neither test finds"
+    return (f"- {name}: LTTW {gap:+.2f} points against `{study.reference}` over {t['n']} "
+            f"folds; {hedge} a difference at {SIGNIFICANT} ({tests}).")
+
+
+def study_table(study: Study, results: dict[str, CellResult]) -> list[str]:
+    lines = ["| dataset | variant | folds | held-out macro F1 (%) | Δ vs "
+             f"{study.reference} (points) | folds ahead | paired t-test p | McNemar exact p "
+             "(only this right / only the reference right) | training s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for dataset in study.datasets:
+        reference = results.get(f"ev-{dataset}-{study.reference}")
+        for variant in study.variants:
+            name = f"ev-{dataset}-{variant}"
+            label = f"| {DATASET_NAMES.get(dataset, dataset)} | {variant} |"
+            result = results.get(name)
+            if result is None:
+                lines.append(f"{label} not run | | | | | | |")
+                continue
+            seconds = result.run.values("time_per_epoch_s", None) * \
+                result.run.values("epochs_run", None)
+            cells = [str(len(result.run.folds)), _pct(result.f1()),
+                     *_comparison(result, reference), f"{seconds.sum():.0f}"]
+            lines.append(f"{label} " + " | ".join(cells) + " |")
+    return lines
+
+
+def learning_curve(study: Study, results: dict[str, CellResult]) -> pd.DataFrame:
+    """train_texts x variant: mean held-out macro F1 (NaN where not run)."""
+    rows = {}
+    for result in results.values():
+        cell = result.cell
+        if cell.dataset != study.curve_dataset or cell.variant not in study.curve_variants:
+            continue
+        rows.setdefault(result.train_texts, {})[cell.variant] = float(result.f1().mean())
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=study.curve_variants)
+    return frame.sort_index().rename_axis("train_texts")
+
+
+def render_study(study: Study, results: dict[str, CellResult]) -> list[str]:
+    n_cells = len(study.cells())
+    lines = ["## Where the latent factors help (the paired study)", "",
+             f"{len(results)} of {n_cells} cells of `evidence/study.yaml` collected "
+             f"(folds {study.folds}; every cell of a dataset on the same samples and folds). "
+             f"Held-out test macro F1: mean ± sample std over folds. Δ: mean paired gap to "
+             f"`{study.reference}`; the paired t-test runs across folds, McNemar's exact test "
+             "on the held-out predictions pooled over folds. Training s: summed over folds.",
+             "", *study_table(study, results), "", "Verdict per dataset:", ""]
+    lines += [_verdict(d, study, results) for d in study.datasets]
+    curve = learning_curve(study, results)
+    if study.curve_dataset:
+        name = DATASET_NAMES.get(study.curve_dataset, study.curve_dataset)
+        lines += ["", f"Learning curve ({name}, held-out macro F1 %, mean over folds; "
+                  "`dvc plots show evidence/learning_curve.csv`):", "",
+                  "| training texts | " + " | ".join(study.curve_variants) + " |",
+                  "| --- |" + " --- |" * len(study.curve_variants)]
+        for texts, row in curve.iterrows():
+            values = [f"{100 * v:.2f}" if v == v else "not run" for v in row]
+            lines.append(f"| {texts:,} | " + " | ".join(values) + " |")
+    missing = [c.name for c in study.cells() if c.name not in results]
+    if missing:
+        lines += ["", "Not run yet: " + ", ".join(f"`{m}`" for m in missing) + "."]
+    return lines
+
+
+def write_curve(curve: pd.DataFrame, folder: Path) -> list[Path]:
+    """``learning_curve.csv`` (for ``dvc plots``) and, where matplotlib is installed,
+    ``learning_curve.png``; the files written."""
+    from lttw.io import atomic_path, write_csv
+
+    written = [folder / "learning_curve.csv"]
+    write_csv(written[0], curve.reset_index())
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return written
+    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=120)
+    for variant in curve.columns:
+        points = curve[variant].dropna()
+        ax.plot(points.index, 100 * points.values, marker="o", label=variant)
+    ax.set_xscale("log")
+    ax.set_xlabel("training texts per fold")
+    ax.set_ylabel("held-out macro F1 (%)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(folder / "learning_curve.png") as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)
+    return [*written, folder / "learning_curve.png"]
+
+
+def with_study(report: str, study_file: Path) -> tuple[str, list[Path]]:
+    """The report with the study's section after its title and introduction, and the
+    learning-curve files written beside the study file."""
+    study = read_study(study_file)
+    results = load_results(study, study_file.parent / "runs")
+    written = []
+    if study.curve_dataset and results:
+        written = write_curve(learning_curve(study, results), study_file.parent)
+    head, sep, rest = report.partition("\n## ")
+    return head + "\n" + "\n".join(render_study(study, results)) + "\n" + sep + rest, written
