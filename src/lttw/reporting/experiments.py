@@ -24,7 +24,7 @@ from lttw.reporting.report import Run, make_run
 log = logging.getLogger(__name__)
 
 SUMMARY = layout.SUMMARY_METRICS.as_posix()
-_FOLD_FILE = re.compile(r"(?:^|/)folds/(fold_\d+)\.json$")
+FOLD_FILE = re.compile(r"(?:^|/)folds/(fold_\d+)\.json$")
 
 
 def exp_show_json(repo: str | Path = ".", all_commits: bool = False) -> list | None:
@@ -49,7 +49,7 @@ def exp_show_json(repo: str | Path = ".", all_commits: bool = False) -> list | N
     return doc if isinstance(doc, list) else None
 
 
-def _rows(doc: list) -> Iterator[tuple[str, dict, dict]]:
+def exp_rows(doc: list) -> Iterator[tuple[str, dict, dict]]:
     """(kind, row, data) of every row: the workspace, the baseline commits ("commit") and
     their experiments ("exp")."""
     for row in doc:
@@ -64,12 +64,12 @@ def _rows(doc: list) -> Iterator[tuple[str, dict, dict]]:
                 yield "exp", rev or {}, (rev or {}).get("data") or {}
 
 
-def _name(row: dict) -> str:
+def experiment_name(row: dict) -> str:
     rev = str(row.get("rev") or "?")
     return str(row.get("name") or (rev if rev == "workspace" else rev[:7]))
 
 
-def _file_data(section: dict | None, path: str) -> dict | None:
+def file_data(section: dict | None, path: str) -> dict | None:
     entry = (section or {}).get(path)
     data = entry.get("data") if isinstance(entry, dict) else None
     return data if isinstance(data, dict) else None
@@ -80,18 +80,18 @@ def runs_from_exp_show(doc: list, skip_workspace: bool = True) -> list[Run]:
     metrics, named ``dvc exp NAME`` (or ``dvc commit NAME``). The workspace row is skipped
     by default: ``lttw report`` reads the workspace's files itself."""
     runs = []
-    for kind, row, data in _rows(doc):
-        name = _name(row)
+    for kind, row, data in exp_rows(doc):
+        name = experiment_name(row)
         if name == "workspace" and skip_workspace:
             continue
         metrics = data.get("metrics") if isinstance(data, dict) else None
-        summary = _file_data(metrics, SUMMARY)
+        summary = file_data(metrics, SUMMARY)
         if summary is None:
             continue
         folds = [(match.group(1), fold_data) for path in metrics
-                 if (match := _FOLD_FILE.search(path))
-                 and (fold_data := _file_data(metrics, path)) is not None]
-        params = _file_data(data.get("params"), "params.yaml") or {}
+                 if (match := FOLD_FILE.search(path))
+                 and (fold_data := file_data(metrics, path)) is not None]
+        params = file_data(data.get("params"), "params.yaml") or {}
         model = params.get("model") if isinstance(params.get("model"), dict) else None
         run = make_run(summary, folds, model, f"dvc {kind} {name}")
         if run is not None:

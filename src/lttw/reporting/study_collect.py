@@ -18,7 +18,8 @@ import pandas as pd
 
 from lttw.errors import UserError
 from lttw.io import atomic_dir, write_json, write_parquet
-from lttw.reporting.experiments import _FOLD_FILE, SUMMARY, _file_data, _name, _rows
+from lttw.reporting.experiments import (FOLD_FILE, SUMMARY, exp_rows, experiment_name,
+                                        file_data)
 from lttw.reporting.report import Run
 from lttw.reporting.sweep_report import dvc_predictions
 
@@ -29,9 +30,9 @@ def finished_experiments(doc: list, names: set[str]) -> dict[str, tuple[str, dic
     """name -> (revision, data) of the newest successful experiment of each name in
     ``names`` in a ``dvc exp show --json -A`` document."""
     found: dict[str, tuple[str, dict]] = {}
-    for kind, row, data in _rows(doc):
-        name = _name(row)
-        if kind != "exp" or name not in names or _file_data(data.get("metrics"), SUMMARY) is None:
+    for kind, row, data in exp_rows(doc):
+        name = experiment_name(row)
+        if kind != "exp" or name not in names or file_data(data.get("metrics"), SUMMARY) is None:
             continue
         if name not in found or str(data.get("timestamp", "")) > \
                 str(found[name][1].get("timestamp", "")):
@@ -57,14 +58,14 @@ def write_cell(folder: Path, name: str, rev: str, data: dict) -> None:
     import yaml
 
     metrics = data.get("metrics") or {}
-    summary = _file_data(metrics, SUMMARY)
+    summary = file_data(metrics, SUMMARY)
     folds = {int(m.group(1).removeprefix("fold_")): fold_data for path in metrics
-             if (m := _FOLD_FILE.search(path))
-             and (fold_data := _file_data(metrics, path)) is not None}
+             if (m := FOLD_FILE.search(path))
+             and (fold_data := file_data(metrics, path)) is not None}
     folds = {f: m for f, m in folds.items() if f in summary.get("folds", folds)}
     predictions = _test_predictions(name, rev, sorted(folds))
     train_s = sum(m.get("time_per_epoch_s", 0) * m.get("epochs_run", 0) for m in folds.values())
-    params = _file_data(data.get("params"), "params.yaml") or {}
+    params = file_data(data.get("params"), "params.yaml") or {}
     with atomic_dir(folder) as tmp:
         write_json(tmp / "summary.json", summary)
         for fold, fold_metrics in folds.items():
