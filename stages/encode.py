@@ -9,7 +9,7 @@ import torch
 from lttw import layout
 from lttw.io import atomic_dir, read_arrays, write_arrays, write_json
 from lttw.stage import run_stage
-from lttw.encoder.pretrained import load_pretrained_encoder, resolve_encoder
+from lttw.encoder.pretrained import encoder_for_tokens, load_pretrained_encoder, resolve_encoder
 from lttw.encoder.states import RECORD, STATES, encoder_states
 
 log = logging.getLogger("lttw.encode")
@@ -21,7 +21,8 @@ def main(settings):
             write_json(tmp / RECORD, {"frozen": False})
             log.info("train.freeze_encoder is false: no encoder states to cache")
             return
-        encoder = load_pretrained_encoder(resolve_encoder(settings.model.encoder))
+        path = encoder_for_tokens(resolve_encoder(settings.model.encoder))  # maybe extended
+        encoder = load_pretrained_encoder(path)
         device = "cuda" if torch.cuda.is_available() else "cpu"
         tokens = read_arrays(layout.tokens_file())
         states = {split: encoder_states(encoder, tokens[f"{split}_input_ids"],

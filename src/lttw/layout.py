@@ -37,6 +37,12 @@ def tokenizer_dir() -> Path:
     return TOKENS_DIR / "tokenizer"
 
 
+def extended_encoder_dir() -> Path:
+    """The encoder with its vocabulary extended (model.extend_vocab), where the tokens stage
+    extended it: a Hugging Face folder (config, weights, tokenizer)."""
+    return TOKENS_DIR / "encoder"
+
+
 def fold_dir(base: Path, fold: int) -> Path:
     return base / f"fold_{fold}"
 

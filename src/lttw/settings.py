@@ -137,6 +137,9 @@ class ModelSettings(_Group):
     # with vocab: words, pretrained static vectors (word2vec text format, .vec / .vec.gz) for
     # the embedding; null: the dataset manifest's word_vectors, else random (lttw.text.vectors)
     word_vectors: str | None = None
+    # encoder-backed variants: add what the encoder reads as [UNK] in the training sample to
+    # its vocabulary (auto: where over 10% of the tokens are [UNK]; lttw.text.encoder_vocab)
+    extend_vocab: bool | Literal["auto"] = "auto"
     # tfidf_linear: svm measured better than logistic on AG News and THUCNews (README)
     linear_model: Literal["logistic", "svm"] = "svm"
 

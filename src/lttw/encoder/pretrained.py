@@ -48,6 +48,16 @@ def resolve_encoder(name: str | os.PathLike) -> str:
     return name
 
 
+def encoder_for_tokens(encoder: str) -> str:
+    """What to load as the pretrained encoder for the tokens stage's ids: the encoder with its
+    vocabulary extended where that stage extended it (``lttw.text.encoder_vocab``), else ``encoder``
+    (the resolved ``model.encoder``)."""
+    from lttw import layout
+
+    folder = layout.extended_encoder_dir()
+    return str(folder) if (folder / "config.json").is_file() else encoder
+
+
 def _hint(name: str) -> str:
     how = "set model.encoder to a local Hugging Face model folder"
     if name in _DEFAULT_ALIASES:

@@ -120,7 +120,7 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
     from lttw import models  # noqa: F401  (registers the variants)
     from lttw.device import make_runtime
     from lttw.models.registry import MODEL_REGISTRY
-    from lttw.encoder.pretrained import resolve_encoder
+    from lttw.encoder.pretrained import encoder_for_tokens, resolve_encoder
     from lttw.training.loop import train_classifier
 
     torch.manual_seed(settings.seed)
@@ -135,10 +135,10 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
     model_class = MODEL_REGISTRY[settings.model.variant]
     if words is not None:
         model = model_class.from_words(settings.model, inputs.n_labels, words.size, weight)
-    else:
+    else:  # the tokens stage's extended encoder where it extended the vocabulary
+        encoder_path = encoder_for_tokens(resolve_encoder(settings.model.encoder))
         model = model_class.from_settings(settings.model, inputs.n_labels,
-                                          factor_shape(batches),
-                                          resolve_encoder(settings.model.encoder))
+                                          factor_shape(batches), encoder_path)
     if frozen:
         freeze_encoder(model, batches["train"])
     key = fingerprint(settings, fold)
