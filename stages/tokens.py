@@ -39,6 +39,8 @@ def main(settings):
     log.info("encoder coverage: %.1f%% of the train sample's %d tokens are [UNK]", 100 * share, n)
     labels = read_json(layout.LABELS_JSON)
     warning = coverage_warning(share, settings.model.encoder, labels.get("language"))
+    if warning:
+        log.warning("%s", warning)
     extension = None
     if should_extend(settings.model.extend_vocab, share, UNK_SHARE_WARN):
         pieces = [piece for piece, _ in unknown_pieces(tokenizer, texts["train"])]
@@ -52,8 +54,6 @@ def main(settings):
                  "from word vectors %s, %d as [UNK]'s); [UNK] share %.1f%% -> %.1f%%",
                  extension["added"], extension["from_vectors"], extension["vectors"],
                  extension["from_unk"], 100 * share, 100 * extension["unk_share_after"])
-    elif warning:
-        log.warning("%s", warning)
     with atomic_dir(layout.TOKENS_DIR) as tmp:
         write_arrays(tmp / layout.tokens_file().name, **arrays)
         save_tokenizer(tokenizer, tmp / layout.tokenizer_dir().name)  # same bytes everywhere

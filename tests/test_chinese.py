@@ -91,6 +91,12 @@ def test_auto_resolves_to_jieba_and_predicts_chinese(project):
     assert "train@0" in ran(out) and "degenerate word splitting" not in out
     # the tiny encoder has no CJK character: the tokens stage says so, naming model.encoder
     assert "encoder coverage: 100% of the tokens are [UNK] with model.encoder=" in out
+    # ... and model.extend_vocab (auto) adds the CJK characters to it, for every later stage
+    extension = json.loads((project / "data/tokens/encoder/vocab_extension.json").read_text())
+    assert extension["added"] > 20 and extension["unk_share_after"] < 0.05
+    assert f"{extension['added']} pieces added to the encoder's vocabulary" in out
+    encoder_config = json.loads((project / "models/fold_0/config.json").read_text())
+    assert encoder_config["config"]["encoder_config"]["vocab_size"] == extension["vocab_after"]
     rule = words_json(project)
     assert rule["splitter"] == "jieba" and "language 'zh'" in rule["reason"]
     vocabulary = json.loads((project / "data/counts/fold_0/vocabulary.json").read_text())
