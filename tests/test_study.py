@@ -16,8 +16,8 @@ from lttw.errors import UserError
 from lttw.io import write_json, write_parquet
 from lttw.reporting import study_collect
 from lttw.reporting.study import collected, queue_command, read_study
-from lttw.reporting.study_report import learning_curve, load_results, pooled_mcnemar, \
-    with_study
+from lttw.reporting.study_report import fill_readme, learning_curve, load_results, \
+    pooled_mcnemar, with_study
 from lttw.settings import settings_from_dict
 
 from tiny_project import REPO
@@ -220,3 +220,12 @@ def test_cells_run_through_the_queue_are_collected_and_reported(tmp_path, tiny_r
     text = (project / "report.md").read_text()
     assert "2 of 2 cells of `evidence/study.yaml` collected" in text
     assert learning_curve(read_study(project / "evidence" / "study.yaml"), results).empty
+
+
+def test_the_readme_shows_the_collected_study():
+    """README.md's study block is what `python tools/evidence.py readme` renders from the
+    committed evidence/runs: rerun it after collecting cells."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert fill_readme(readme, REPO / "evidence" / "study.yaml") == readme
+    with pytest.raises(UserError, match="no <!-- study:start -->"):
+        fill_readme("# no block", REPO / "evidence" / "study.yaml")

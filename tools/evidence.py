@@ -5,6 +5,7 @@ collect the finished ones into evidence/runs/, and say which are still missing.
     python tools/evidence.py queue             # queue every cell not collected yet
     dvc queue start -j 1                       # run them in the background (one at a time)
     python tools/evidence.py collect           # finished experiments -> evidence/runs/<cell>/
+    python tools/evidence.py readme            # the study's table into README.md (its markers)
     lttw report                                # the study's table (and the learning curve)
 
 `make evidence` does queue + `dvc queue start -j 1`. Collected cells are committed, so the
@@ -23,11 +24,13 @@ from lttw.errors import UserError
 from lttw.reporting.experiments import exp_show_json
 from lttw.reporting.study import collected, queue_command, read_study
 from lttw.reporting.study_collect import collect
+from lttw.reporting.study_report import fill_readme
 from lttw.reporting.sweeps import existing_experiments, run_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "evidence" / "study.yaml"
 RUNS = ROOT / "evidence" / "runs"
+README = ROOT / "README.md"
 
 
 def _settings():
@@ -57,7 +60,7 @@ def queued_or_done() -> set[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["status", "queue", "collect"])
+    parser.add_argument("command", choices=["status", "queue", "collect", "readme"])
     parser.add_argument("--study", type=Path, default=STUDY, help="the study file")
     parser.add_argument("--runs", type=Path, default=RUNS, help="collected cells' folder")
     parser.add_argument("--only", action="append", help="only cells whose name contains this "
@@ -67,6 +70,11 @@ def main() -> None:
     args = parser.parse_args()
     os.chdir(ROOT)  # dvc reads the experiments' files relative to the repository
     try:
+        if args.command == "readme":
+            README.write_text(fill_readme(README.read_text(encoding="utf-8"), args.study),
+                              encoding="utf-8")
+            print(f"{README.name}: the study's section rewritten from {args.study}")
+            return
         study, settings = read_study(args.study), _settings()
         cells = [c for c in study.cells(settings.folds.n_folds)
                  if not args.only or any(part in c.name for part in args.only)]

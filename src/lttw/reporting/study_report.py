@@ -172,6 +172,23 @@ def render_study(study: Study, results: dict[str, CellResult]) -> list[str]:
     return lines
 
 
+README_START, README_END = "<!-- study:start -->", "<!-- study:end -->"
+
+
+def fill_readme(readme: str, study_file: Path) -> str:
+    """``readme`` with the study's table, verdicts and learning curve (``render_study`` without
+    its heading) between the ``<!-- study:start -->`` / ``<!-- study:end -->`` markers."""
+    from lttw.errors import UserError
+
+    head, start, rest = readme.partition(README_START)
+    _, end, tail = rest.partition(README_END)
+    if not (start and end):
+        raise UserError(f"the README has no {README_START} ... {README_END} block")
+    study = read_study(study_file)
+    body = render_study(study, load_results(study, study_file.parent / "runs"))[2:]
+    return head + start + "\n" + "\n".join(body) + "\n" + end + tail
+
+
 def write_curve(curve: pd.DataFrame, folder: Path) -> list[Path]:
     """``learning_curve.csv`` (for ``dvc plots``) and, where matplotlib is installed,
     ``learning_curve.png``; the files written."""
