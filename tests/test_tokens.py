@@ -50,3 +50,4 @@ def test_data_check_reports_coverage(tiny_encoder_dir, tmp_path):
     assert "encoder coverage: 100.0% of" in out and "are [UNK] with model.encoder=" in out
     assert f"warning: encoder coverage: 100% of the tokens are [UNK] with model.encoder=" \
            f"{tiny_encoder_dir}" in out
+    assert "model.extend_vocab: the tokens stage will add the train sample's [UNK] pieces" in out

@@ -7,9 +7,10 @@ from __future__ import annotations
 from lttw.checks.word_splitting import evenly_spaced, train_pool_texts
 from lttw.data.datasets import Dataset
 from lttw.encoder.pretrained import load_tokenizer, resolve_encoder
-from lttw.encoder.tokens import coverage_warning, encode_texts, unknown_share
+from lttw.encoder.tokens import UNK_SHARE_WARN, coverage_warning, encode_texts, unknown_share
 from lttw.errors import UserError
 from lttw.settings import DataSettings, Settings
+from lttw.text.encoder_vocab import should_extend, unknown_pieces
 
 
 def encoder_coverage(settings: Settings, dataset: Dataset, data: DataSettings) -> dict:
@@ -21,11 +22,13 @@ def encoder_coverage(settings: Settings, dataset: Dataset, data: DataSettings) -
         tokenizer = load_tokenizer(resolve_encoder(encoder))
     except UserError as err:
         return {"encoder": encoder, "error": str(err)}
-    ids, mask = encode_texts(tokenizer, evenly_spaced(train_pool_texts(dataset, data)),
-                             settings.model.max_len)
+    texts = evenly_spaced(train_pool_texts(dataset, data))
+    ids, mask = encode_texts(tokenizer, texts, settings.model.max_len)
     share, tokens = unknown_share(tokenizer, ids, mask)
+    extend = should_extend(settings.model.extend_vocab, share, UNK_SHARE_WARN)
     return {"encoder": encoder, "unknown_share": share, "tokens": tokens, "texts": len(ids),
-            "warning": coverage_warning(share, encoder, dataset.language)}
+            "warning": coverage_warning(share, encoder, dataset.language),
+            "extend_vocab": len(unknown_pieces(tokenizer, texts)) if extend else None}
 
 
 def render_encoder_coverage(coverage: dict, console) -> None:
@@ -40,3 +43,8 @@ def render_encoder_coverage(coverage: dict, console) -> None:
                          f"with model.encoder={coverage['encoder']}"))
     if coverage["warning"]:
         console.print(f"[yellow]warning:[/yellow] {escape(coverage['warning'])}")
+    if coverage.get("extend_vocab") is not None:
+        console.print(escape(f"model.extend_vocab: the tokens stage will add the train sample's "
+                             f"[UNK] pieces to the encoder's vocabulary ({coverage['extend_vocab']} "
+                             "in these texts, each seen twice or more; README: choosing "
+                             "parameters)"))
