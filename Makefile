@@ -12,7 +12,7 @@ install: $(BIN)/lttw
 $(BIN)/lttw: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q $(TORCH) -e ".[test]"
+	$(BIN)/python -m pip install -q $(TORCH) -e ".[test,bench]"
 	touch $@
 
 repro: install
