@@ -6,8 +6,8 @@ clients, each sending one text per request.
 
 Steps: (1) ``lttw export --onnx`` and ``--int8`` of ``--model`` into a temporary folder (each
 checks itself against torch on ``--texts``; their one-line summaries are recorded); (2) the
-batch path: ``lttw predict --file`` on the texts and on one text, texts/s = (n - 1) / the
-difference (start-up and model load cancel out); (3) per backend, ``lttw serve --port 0`` on
+batch path: ``lttw predict --file`` on the texts and on one text, three times each in turn,
+texts/s = (n - 1) / the difference of the median times (start-up and model load cancel out); (3) per backend, ``lttw serve --port 0`` on
 127.0.0.1, a warm-up, then per client count a load generator: ``clients`` asyncio workers
 sending ``{"text": ...}`` requests in turn until ``--requests`` were sent or ``--max-seconds``
 passed (then no new request starts), every answer compared with the batch path's label;
@@ -62,19 +62,26 @@ def read_texts(path: Path, n: int) -> list[str]:
                                                                                           ).tolist()
 
 
-def batch_path(model: Path, texts: list[str], work: Path) -> tuple[dict, list[str]]:
-    """``lttw predict --file`` (torch) on all texts and on one: texts/s without start-up."""
+def batch_path(model: Path, texts: list[str], work: Path,
+               repeats: int = 3) -> tuple[dict, list[str]]:
+    """``lttw predict --file`` (torch) on all texts and on one, ``repeats`` times each:
+    texts/s without start-up, from the median times."""
     import pandas as pd
 
     (work / "all.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
     (work / "one.txt").write_text(texts[0] + "\n", encoding="utf-8")
-    t_one, _ = run(lttw("predict", "--model", str(model), "--file", str(work / "one.txt"),
-                        "--out", str(work / "one.csv"), "--force"))
-    t_all, _ = run(lttw("predict", "--model", str(model), "--file", str(work / "all.txt"),
-                        "--out", str(work / "all.csv"), "--force"))
+    ones, alls = [], []
+    for _ in range(repeats):  # alternated; the medians (one run swung 69 to 105 texts/s)
+        ones.append(run(lttw("predict", "--model", str(model), "--file", str(work / "one.txt"),
+                             "--out", str(work / "one.csv"), "--force"))[0])
+        alls.append(run(lttw("predict", "--model", str(model), "--file", str(work / "all.txt"),
+                             "--out", str(work / "all.csv"), "--force"))[0])
+    t_one, t_all = statistics.median(ones), statistics.median(alls)
     labels = pd.read_csv(work / "all.csv", keep_default_na=False)["label"].tolist()
     return {"backend": "lttw predict --file (torch)", "clients": None, "texts": len(texts),
             "wall_s": round(t_all, 3), "startup_s": round(t_one, 3),
+            "runs_wall_s": [round(t, 3) for t in alls],
+            "runs_startup_s": [round(t, 3) for t in ones],
             # None where the texts took no longer than one text (a model that costs nothing)
             "texts_per_s": round((len(texts) - 1) / (t_all - t_one), 1) if t_all > t_one
             else None,

@@ -112,8 +112,11 @@ def export_onnx(predictor, path: Path, int8: bool = False) -> None:
         level = root.level
         root.setLevel(logging.ERROR)  # its advice to run shape inference first, as a warning
         try:
+            # 7-bit weights (reduce_range): without VNNI (AVX2, most AVX-512) the u8 x s8
+            # products saturate; on an AVX2 machine full-range int8 cost 0.007 macro F1 on
+            # the default AG News model, 7-bit 0.0000. An export may run on either kind.
             quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8,
-                             per_channel=True)
+                             per_channel=True, reduce_range=True)
         finally:
             root.setLevel(level)
             fp32.unlink()
