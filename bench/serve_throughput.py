@@ -7,11 +7,12 @@ clients, each sending one text per request.
 Steps: (1) ``lttw export --onnx`` and ``--int8`` of ``--model`` into a temporary folder (each
 checks itself against torch on ``--texts``; their one-line summaries are recorded); (2) the
 batch path: ``lttw predict --file`` on the texts and on one text, three times each in turn,
-texts/s = (n - 1) / the difference of the median times (start-up and model load cancel out); (3) per backend, ``lttw serve --port 0`` on
-127.0.0.1, a warm-up, then per client count a load generator: ``clients`` asyncio workers
-sending ``{"text": ...}`` requests in turn until ``--requests`` were sent or ``--max-seconds``
-passed (then no new request starts), every answer compared with the batch path's label;
-texts/s = answered texts / wall time, p50 / p99 of the request latencies; then SIGTERM.
+texts/s = (n - 1) / the difference of the median times (start-up and model load cancel
+out); (3) per backend, ``lttw serve --port 0`` on 127.0.0.1, a warm-up, then per client
+count a load generator: ``clients`` asyncio workers sending ``{"text": ...}`` requests in
+turn until ``--requests`` were sent or ``--max-seconds`` passed (then no new request
+starts), every answer compared with the batch path's label; texts/s = answered texts / wall
+time, p50 / p99 of the request latencies; then SIGTERM.
 
 The load generator (aiohttp: ``pip install -e ".[bench]"``) targets 127.0.0.1 only, is
 bounded in requests and time, and shares the machine's CPUs with the server (as a client on

@@ -42,8 +42,13 @@ def main(settings):
     if warning:
         log.warning("%s", warning)
     extension = None
+    pieces = []
     if should_extend(settings.model.extend_vocab, share, UNK_SHARE_WARN):
         pieces = [piece for piece, _ in unknown_pieces(tokenizer, texts["train"])]
+        if not pieces:
+            log.info("model.extend_vocab: no [UNK] piece is seen twice in the train sample; "
+                     "the vocabulary stays as it is")
+    if pieces:
         encoder = load_pretrained_encoder(path)
         extension = extend_encoder(tokenizer, encoder, pieces, labels.get("word_vectors"))
         arrays = encode_samples(tokenizer, texts, settings.model.max_len)

@@ -44,7 +44,7 @@ def render_encoder_coverage(coverage: dict, console) -> None:
     if coverage["warning"]:
         console.print(f"[yellow]warning:[/yellow] {escape(coverage['warning'])}")
     if coverage.get("extend_vocab") is not None:
-        console.print(escape(f"model.extend_vocab: the tokens stage will add the train sample's "
-                             f"[UNK] pieces to the encoder's vocabulary ({coverage['extend_vocab']} "
-                             "in these texts, each seen twice or more; README: choosing "
-                             "parameters)"))
+        console.print(escape("model.extend_vocab: the tokens stage will add the train sample's "
+                             "[UNK] pieces to the encoder's vocabulary ("
+                             f"{coverage['extend_vocab']} in these texts, each seen twice or "
+                             "more; README: choosing parameters)"))

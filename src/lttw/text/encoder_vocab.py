@@ -15,7 +15,8 @@ embedding row for each:
 
 The extended encoder and tokenizer are written as one Hugging Face folder
 (``data/tokens/encoder``) that every later stage loads in place of ``model.encoder``
-(``pretrained.encoder_for_tokens``), so all variants read the same token ids with the same vocabulary.
+(``pretrained.encoder_for_tokens``), so all variants read the same token ids with the same
+vocabulary.
 Only the training sample's texts are read (not their labels, and not the held-out samples).
 """
 
@@ -107,6 +108,7 @@ def extend_encoder(tokenizer, encoder, pieces: Sequence[str],
     from lttw.text.vectors import read_word_vectors
 
     vocab = tokenizer.get_vocab()
+    pieces = [p for p in pieces if p not in vocab]  # e.g. a piece unknown only once normalised
     embedding = encoder.get_input_embeddings().weight
     weights = embedding.detach().float().cpu().numpy()
     vectors = None
@@ -114,9 +116,7 @@ def extend_encoder(tokenizer, encoder, pieces: Sequence[str],
         vectors = read_word_vectors(vectors_path, [*vocab, *pieces])
     rows, record = new_rows(weights, vocab, pieces, vectors, tokenizer.unk_token_id)
     before = len(tokenizer)
-    added = tokenizer.add_tokens(list(pieces))
-    if added != len(pieces):  # a piece the tokenizer already had: nothing to grow
-        raise RuntimeError(f"{len(pieces) - added} of the unknown pieces are already tokens")
+    added = tokenizer.add_tokens(list(pieces))  # each new: ids before .. before + added - 1
     encoder.resize_token_embeddings(before + added, mean_resizing=False)
     with torch.no_grad():
         encoder.get_input_embeddings().weight[before:before + added] = torch.from_numpy(rows)
