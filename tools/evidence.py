@@ -87,7 +87,8 @@ def main() -> None:
         queued = queued_or_done()
         if args.command == "queue":
             todo = [c for c in cells if c.name not in done and c.name not in queued]
-            run_commands([queue_command(c, _data_root(settings), args.extra) for c in todo], str(ROOT))
+            root = _data_root(settings)
+            run_commands([queue_command(c, root, args.extra) for c in todo], str(ROOT))
             print(f"queued {len(todo)} cell(s); run them with `dvc queue start -j 1`")
             queued |= {c.name for c in todo}
         for cell in cells:
