@@ -34,7 +34,8 @@ def main(settings):
     tokenizer = load_tokenizer(path)
     texts = {split: pd.read_parquet(layout.sample_parquet(split), columns=["text"])["text"]
              .tolist() for split in layout.SPLITS}
-    arrays = encode_samples(tokenizer, texts, settings.model.max_len)
+    train = {"train": texts["train"]}  # the train sample decides the vocabulary first
+    arrays = encode_samples(tokenizer, train, settings.model.max_len)
     share, n = unknown_share(tokenizer, arrays["train_input_ids"], arrays["train_attention_mask"])
     log.info("encoder coverage: %.1f%% of the train sample's %d tokens are [UNK]", 100 * share, n)
     labels = read_json(layout.LABELS_JSON)
@@ -51,7 +52,7 @@ def main(settings):
     if pieces:
         encoder = load_pretrained_encoder(path)
         extension = extend_encoder(tokenizer, encoder, pieces, labels.get("word_vectors"))
-        arrays = encode_samples(tokenizer, texts, settings.model.max_len)
+        arrays = encode_samples(tokenizer, train, settings.model.max_len)
         extension["unk_share_before"] = share
         extension["unk_share_after"], _ = unknown_share(tokenizer, arrays["train_input_ids"],
                                                         arrays["train_attention_mask"])
@@ -59,6 +60,8 @@ def main(settings):
                  "from word vectors %s, %d as [UNK]'s); [UNK] share %.1f%% -> %.1f%%",
                  extension["added"], extension["from_vectors"], extension["vectors"],
                  extension["from_unk"], 100 * share, 100 * extension["unk_share_after"])
+    arrays.update(encode_samples(tokenizer, {s: t for s, t in texts.items() if s != "train"},
+                                 settings.model.max_len))  # once, with the final vocabulary
     with atomic_dir(layout.TOKENS_DIR) as tmp:
         write_arrays(tmp / layout.tokens_file().name, **arrays)
         save_tokenizer(tokenizer, tmp / layout.tokenizer_dir().name)  # same bytes everywhere
