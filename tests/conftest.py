@@ -82,6 +82,7 @@ def tiny_repro(tmp_path_factory, tiny_encoder_dir):
 SHARED_RUNS = ("tiny_repro", "stage_runs")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(config, items):
     """xdist groups: a shared run's name for the tests that use it, else the test's file, so
     that a module's own fixtures are never built on both workers."""
