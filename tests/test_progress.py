@@ -29,6 +29,18 @@ def test_log_gets_a_line_per_ten_percent():
         str(p) for p in range(0, 101, 10)]
 
 
+def test_a_redraw_of_the_same_count_is_one_line_whatever_its_rate():
+    """At close tqdm redraws the last count; a rate of another length changes the bar's
+    width, not the state: still one line (a loaded machine made this a second one)."""
+    log = io.StringIO()
+    lines = progress_module._Lines(log)
+    lines.write("\rtrain: 100%|#####################| 5000/5000 [00:00<00:00, 353651.67step/s]")
+    lines.write("\rtrain: 100%|##########################| 5000/5000 [00:00<00:00, 9.1step/s]")
+    lines.write("\rpredict: 37text [00:01, 30.1text/s]")
+    lines.write("\rpredict: 37text [00:02, 18.5text/s]")
+    assert log.getvalue().count("\n") == 2
+
+
 def test_log_with_manual_updates_and_no_total():
     log = io.StringIO()
     with progress(total=37, desc="predict", unit="text", file=log) as bar:

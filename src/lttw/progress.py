@@ -24,13 +24,22 @@ class _Lines:
 
     def write(self, text: str) -> None:
         text = text.replace("\r", "").rstrip()
-        state = text.split("[")[0]  # the line without its timings
+        state = _state(text)
         if text and state != self.last:  # skip tqdm's clears and its repeat at close
             self.stream.write(text + "\n")
             self.last = state
 
     def flush(self) -> None:
         self.stream.flush()
+
+
+def _state(line: str) -> str:
+    """A bar's line without what changes between two redraws of the same count: the timings
+    and the bar itself (its width follows the length of the rate text)."""
+    head, bar, rest = line.partition("|")
+    if not bar:  # no total: "desc: 37text [00:01, 30.1text/s]"
+        return line.split("[")[0]
+    return head + "|" + rest.rpartition("|")[2].split("[")[0]
 
 
 def is_terminal(stream: Any) -> bool:
