@@ -103,7 +103,7 @@ def build_synthetic_folder(folder: Path, encoder_dir: str, variant: str, max_len
         model = MODEL_REGISTRY["lttw"].from_settings(settings.model, len(CLASSES), shape,
                                                      encoder_dir)
     else:  # config only (e.g. a light copy carried to a GPU machine): random encoder weights
-        enc_cfg = json.loads(load_encoder_config(encoder_dir).to_json_string())
+        enc_cfg = load_encoder_config(encoder_dir)  # a dict
         for key in ("_name_or_path", "transformers_version", "architectures", "torch_dtype",
                     "dtype", "id2label", "label2id"):
             enc_cfg.pop(key, None)

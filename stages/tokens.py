@@ -7,7 +7,7 @@ import logging
 import pandas as pd
 
 from lttw import layout
-from lttw.encoder.pretrained import (check_max_len, load_pretrained_encoder, load_tokenizer,
+from lttw.encoder.pretrained import (check_max_len, load_transformers_encoder, load_tokenizer,
                                      resolve_encoder, save_tokenizer)
 from lttw.encoder.tokens import UNK_SHARE_WARN, coverage_warning, encode_texts, unknown_share
 from lttw.text.encoder_vocab import extend_encoder, should_extend, unknown_pieces
@@ -50,7 +50,7 @@ def main(settings):
             log.info("model.extend_vocab: no [UNK] piece is seen twice in the train sample; "
                      "the vocabulary stays as it is")
     if pieces:
-        encoder = load_pretrained_encoder(path)
+        encoder = load_transformers_encoder(path)  # resized, saved
         extension = extend_encoder(tokenizer, encoder, pieces, labels.get("word_vectors"))
         arrays = encode_samples(tokenizer, train, settings.model.max_len)
         extension["unk_share_before"] = share

@@ -80,6 +80,16 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
     assert summary["folds"] == [1] and 0 <= summary["test/f1_macro"]["mean"] <= 1
     assert not list(project.glob("params-*.yaml"))  # its temporary params file is gone
 
+    # bench/stage_startup.py times a stage as DVC runs it, and says what it imported
+    import stage_startup
+
+    out = tmp_path / "startup.json"
+    result = stage_startup.main(["--project", str(project), "--stage", "nmf", "--fold", "1",
+                                 "--runs", "1", "--out", str(out)])
+    assert json.loads(out.read_text()) == result
+    assert result["command"] == "python stages/nmf.py --fold 1" and result["median_s"] > 0
+    assert result["imported"]["transformers"] is False
+
     bad = subprocess.run(script + ["-S", "model.k=-1", "--only", "features"], cwd=project,
                          env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "model.k" in bad.stderr

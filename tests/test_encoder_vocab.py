@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from lttw.encoder.pretrained import (load_pretrained_encoder, load_saved_tokenizer, load_tokenizer,
+from lttw.encoder.pretrained import (load_pretrained_encoder, load_transformers_encoder,
+                                     load_saved_tokenizer, load_tokenizer,
                                      save_tokenizer)
 from lttw.encoder.tokens import UNK_SHARE_WARN, encode_texts, unknown_share
 from lttw.settings import ModelSettings
@@ -62,7 +63,7 @@ def test_new_rows_map_the_vectors_into_the_embedding_space():
 
 def test_extend_encoder_grows_tokenizer_and_embeddings(tiny_encoder_dir, tmp_path):
     tokenizer = load_tokenizer(tiny_encoder_dir)
-    encoder = load_pretrained_encoder(tiny_encoder_dir)
+    encoder = load_transformers_encoder(tiny_encoder_dir)  # resize_token_embeddings
     before = encoder.get_input_embeddings().weight.detach().clone()
     share, _ = unknown_share(tokenizer, *encode_texts(tokenizer, CHINESE, 16))
     pieces = [p for p, _ in unknown_pieces(tokenizer, CHINESE, min_count=1)]

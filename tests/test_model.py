@@ -17,7 +17,8 @@ from lttw.models.attention import AttentionBlock, LinformerSelfAttention, MultiH
 from lttw.inference.explain import cls_weights
 from lttw.encoder.pretrained import (DEFAULT_ENCODER, check_max_len, encoder_config_dict,
                           encoder_from_config, load_pretrained_encoder, load_tokenizer,
-                          max_positions, resolve_encoder)
+                          load_transformers_encoder, max_positions, resolve_encoder)
+from lttw.encoder.plain_bert import PlainBert
 from lttw.errors import UserError
 from lttw.models.lttw import LTTWClassifier, LTTWConfig
 from lttw.settings import ModelSettings
@@ -191,7 +192,8 @@ def test_config_errors(tiny_encoder_dir):
 
 def test_encoder_config_roundtrip(tiny_encoder_dir):
     encoder = load_pretrained_encoder(tiny_encoder_dir)
-    assert encoder.config._attn_implementation == "sdpa"
+    assert isinstance(encoder, PlainBert)  # SDPA attention, no transformers import
+    assert load_transformers_encoder(tiny_encoder_dir).config._attn_implementation == "sdpa"
     assert not any(k.startswith("pooler.") for k in encoder.state_dict())
     rebuilt = encoder_from_config(encoder_config_dict(encoder))
     assert rebuilt.state_dict().keys() == encoder.state_dict().keys()

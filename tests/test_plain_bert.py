@@ -8,9 +8,11 @@ import pytest
 import torch
 
 from lttw.encoder import plain_bert
-from lttw.encoder.pretrained import (encoder_config_dict, encoder_from_config, load_pretrained_encoder,
-                               load_saved_tokenizer, load_tokenizer, save_tokenizer)
+from lttw.encoder.pretrained import (encoder_config_dict, encoder_from_config,
+                                     load_pretrained_encoder, load_saved_tokenizer,
+                                     load_tokenizer, load_transformers_encoder, save_tokenizer)
 from lttw.encoder.plain_bert import PlainBert
+from lttw.errors import UserError
 from lttw.encoder.tokens import WordPieceFile, encode_texts
 
 TEXTS = ["The cat sat on the mat.", "", "   ", "Café naïve résumé ÀÉÎ", "北京欢迎你，上海！",
@@ -110,14 +112,68 @@ def test_other_architectures_go_through_transformers(overrides):
 
 
 def test_minilm_plain_equals_transformers(minilm_dir):
-    model = load_pretrained_encoder(minilm_dir)
-    plain = plain_copy(model)
+    """Training's loader builds MiniLM as PlainBert from the folder's own files: the same
+    weights and outputs as transformers' BertModel loaded from them."""
+    model = load_transformers_encoder(minilm_dir).eval()
+    torch.manual_seed(0)
+    loaded = load_pretrained_encoder(minilm_dir).eval()
+    assert isinstance(loaded, PlainBert)
+    drawn = torch.rand(1)
+    torch.manual_seed(0)  # loading drew nothing from the generator, as transformers' does:
+    assert torch.equal(drawn, torch.rand(1))  # a seeded run's new layers start as before
+    reference = model.state_dict()
+    assert loaded.state_dict().keys() <= reference.keys()
+    for name, weight in loaded.state_dict().items():
+        assert torch.equal(weight, reference[name]), name
+    assert encoder_config_dict(loaded)["hidden_size"] == 384
     ids, mask = encode_texts(load_tokenizer(minilm_dir), TEXTS, 32)
     ids, mask = torch.from_numpy(ids).long(), torch.from_numpy(mask).long()
     with torch.no_grad():
         expected = model(input_ids=ids, attention_mask=mask).last_hidden_state
-        got = plain(input_ids=ids, attention_mask=mask).last_hidden_state
-    torch.testing.assert_close(got, expected, atol=2e-5, rtol=1e-4)
+        for plain in (plain_copy(model), loaded):
+            got = plain(input_ids=ids, attention_mask=mask).last_hidden_state
+            torch.testing.assert_close(got, expected, atol=2e-5, rtol=1e-4)
+        # in training mode too: the same dropout masks drawn in the same order
+        train_out = []
+        for encoder in (model.train(), loaded.train()):
+            torch.manual_seed(1)
+            train_out.append(encoder(input_ids=ids[:4], attention_mask=mask[:4]).last_hidden_state)
+        torch.testing.assert_close(train_out[1], train_out[0], atol=2e-5, rtol=1e-4)
+
+
+def test_a_folder_transformers_must_map_goes_through_transformers(tiny_encoder_dir, tmp_path):
+    """Weights under other names (old ``LayerNorm.gamma``), missing or of other shapes are
+    not guessed: transformers loads the folder (or reports it)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "enc"
+    shutil.copytree(tiny_encoder_dir, folder)
+    state = load_file(folder / "model.safetensors")
+    assert isinstance(load_pretrained_encoder(folder), PlainBert)
+    save_file({f"bert.{k}": v for k, v in state.items()}, folder / "model.safetensors")
+    assert isinstance(load_pretrained_encoder(folder), PlainBert)  # BertFor*'s prefix
+    save_file({k: v for k, v in state.items() if "layer.1." not in k},
+              folder / "model.safetensors")
+    with pytest.raises(UserError, match="lacks 16 encoder weights"):  # transformers' check
+        load_pretrained_encoder(folder)
+
+
+def test_training_loads_a_bert_folder_without_transformers_modelling(tiny_encoder_dir):
+    """Stage start-up: importing transformers' modelling code costs seconds; a BERT folder
+    needs none of it to train or to check ``model.max_len``."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from lttw.encoder.pretrained import check_max_len, load_pretrained_encoder\n"
+            f"check_max_len({str(tiny_encoder_dir)!r}, 64)\n"
+            f"m = load_pretrained_encoder({str(tiny_encoder_dir)!r})\n"
+            "print(type(m).__name__, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["PlainBert", "False"]
 
 
 def cased_tokenizer_dir(tmp_path, tiny_encoder_dir):

@@ -13,9 +13,9 @@ function: embeddings (word + position + token type 0) -> LayerNorm -> layers of
 post-norm self-attention (SDPA, padded keys masked) and GELU feed-forward. Dropout sits where
 BERT has it. ``tests/test_plain_bert.py`` checks outputs and gradients against ``BertModel``.
 
-Training loads the pretrained encoder through transformers (``load_pretrained_encoder``);
-``encoder_from_config`` builds this one where ``supports`` holds, i.e. whenever a trained
-folder is loaded. Any other architecture or option falls back to transformers.
+``load_pretrained_encoder`` (training) and ``encoder_from_config`` (loading a trained
+folder) build this one where ``supports`` holds; any other architecture or option falls back
+to transformers.
 """
 
 from __future__ import annotations
@@ -81,7 +81,9 @@ class SelfAttention(nn.Module):
         d = config.hidden_size
         self.heads = config.num_attention_heads
         self.query, self.key, self.value = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
-        self.dropout_p = config.attention_probs_dropout_prob
+        # a module, as in transformers: its p (read at each call) is what SDPA drops, so code
+        # that sets every nn.Dropout's p (e.g. to 0) reaches the attention probabilities too
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
 
     def forward(self, x: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
         b, n, d = x.shape
@@ -91,7 +93,7 @@ class SelfAttention(nn.Module):
 
         out = F.scaled_dot_product_attention(
             split(self.query(x)), split(self.key(x)), split(self.value(x)), attn_mask=keep,
-            dropout_p=self.dropout_p if self.training else 0.0)             # (B, h, n, d/h)
+            dropout_p=self.dropout.p if self.training else 0.0)             # (B, h, n, d/h)
         return out.transpose(1, 2).reshape(b, n, d)
 
 
@@ -169,6 +171,9 @@ class PlainBert(nn.Module):
         self.config = SimpleNamespace(**{**_DEFAULTS, **config})
         self.embeddings = Embeddings(self.config)
         self.encoder = Layers(self.config)
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
                 ) -> EncoderOutput:

@@ -186,8 +186,62 @@ def _model_kwargs(config) -> dict[str, Any]:
 
 
 def load_pretrained_encoder(path_or_name: str | os.PathLike):
-    """The pretrained encoder in float32 with SDPA attention (where the architecture has it)
-    and without its pooler."""
+    """The pretrained encoder in float32, without its pooler: a local BERT folder with
+    safetensors weights as ``plain_bert.PlainBert`` (the same parameters and function, without
+    importing transformers' modelling code, which takes longer than a tiny stage's work), any
+    other through transformers (``load_transformers_encoder``)."""
+    plain = _plain_from_folder(path_or_name)
+    return plain if plain is not None else load_transformers_encoder(path_or_name)
+
+
+def _local_config(path_or_name: str | os.PathLike) -> dict[str, Any] | None:
+    """A local folder's ``config.json`` as a dict (None: no such folder or file, or not JSON:
+    transformers then loads, or reports, it)."""
+    file = Path(str(path_or_name)).expanduser() / "config.json"
+    try:
+        config = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def _plain_from_folder(path_or_name: str | os.PathLike):
+    """``PlainBert`` with a local folder's ``model.safetensors`` weights, where ``PlainBert``
+    computes the folder's architecture and the file holds every weight it needs (an optional
+    ``bert.`` prefix; pooler and buffers ignored); else None."""
+    from lttw.encoder import plain_bert
+
+    config = _local_config(path_or_name)
+    weights = Path(str(path_or_name)).expanduser() / "model.safetensors"
+    if config is None or not plain_bert.supports(config) or not weights.is_file():
+        return None
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        stored = load_file(str(weights))
+    except (OSError, SafetensorError):
+        return None  # transformers reports it
+    import torch
+
+    with torch.device("meta"):  # no random init: nothing drawn from the seed's generator,
+        model = plain_bert.PlainBert(config)  # as transformers' loading draws nothing
+    wanted = model.state_dict()
+    state = {}
+    for key, tensor in stored.items():
+        name = key.removeprefix("bert.")
+        if name in wanted and wanted[name].shape == tensor.shape:
+            state[name] = tensor.float()
+    if state.keys() != wanted.keys():
+        return None  # other names (e.g. LayerNorm.gamma) or shapes: transformers maps them
+    model.load_state_dict(state, strict=True, assign=True)
+    return model
+
+
+def load_transformers_encoder(path_or_name: str | os.PathLike):
+    """The pretrained encoder as transformers' model class (``AutoModel``), in float32 with
+    SDPA attention (where the architecture has it) and without its pooler: for what needs
+    transformers' API (``resize_token_embeddings``, ``save_pretrained``)."""
     import torch
     from transformers import AutoConfig, AutoModel
 
@@ -208,7 +262,8 @@ def load_pretrained_encoder(path_or_name: str | os.PathLike):
 def encoder_config_dict(model) -> dict[str, Any]:
     """The encoder's architecture as a JSON-able dict (what ``encoder_from_config`` needs);
     normalised through JSON, so it equals what a saved model's config.json gives back."""
-    cfg = model.config.to_dict()
+    config = model.config
+    cfg = config.to_dict() if hasattr(config, "to_dict") else dict(vars(config))  # PlainBert
     for key in _VOLATILE_KEYS:
         cfg.pop(key, None)
     return json.loads(json.dumps(cfg))
@@ -231,12 +286,16 @@ def encoder_from_config(config_dict: dict[str, Any]):
         return AutoModel.from_config(config, **_model_kwargs(config))
 
 
-def load_encoder_config(path_or_name: str | os.PathLike):
-    """The encoder's transformers config alone (no weights)."""
+def load_encoder_config(path_or_name: str | os.PathLike) -> dict[str, Any]:
+    """The encoder's config alone (no weights), as a dict: a local folder's ``config.json``
+    read directly, else transformers' ``AutoConfig`` (hub names, odd files)."""
+    config = _local_config(path_or_name)
+    if config is not None and "model_type" in config:
+        return config
     from transformers import AutoConfig
 
     with _quiet_transformers():
-        return _load(str(path_or_name), AutoConfig.from_pretrained)
+        return _load(str(path_or_name), AutoConfig.from_pretrained).to_dict()
 
 
 def check_max_len(encoder, max_len: int) -> None:
