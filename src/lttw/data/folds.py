@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import StratifiedKFold
 
 from lttw.errors import DataError
 
@@ -23,6 +22,8 @@ def assign_folds(labels: np.ndarray, n_folds: int, random_state: int | None) -> 
         small = {int(c): int(n) for c, n in zip(classes, per_class) if n < n_folds}
         raise DataError(f"folds.n_folds={n_folds} needs at least {n_folds} training rows per "
                         f"class; these classes have fewer: {small} (raise data.train_size)")
+    from sklearn.model_selection import StratifiedKFold  # here: readers of folds skip its import
+
     splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=random_state)
     fold_ids = np.empty(labels.size, dtype=np.int64)
     for fold, (_, test) in enumerate(splitter.split(np.zeros(labels.size), labels)):

@@ -1,11 +1,11 @@
 """Metrics as the paper reports them (macro precision, recall, F1 over classes), per fold and
-across folds (mean and standard deviation)."""
+across folds (mean and standard deviation). scikit-learn is imported where a metric is computed,
+so the stages that only summarise (``summary``) start without it (about 1.6 s here)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
 
 HEADLINE = ("precision_macro", "recall_macro", "f1_macro", "accuracy")
 
@@ -27,6 +27,8 @@ def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int
     An empty part (e.g. ``data.predict_size: 0``) has nothing to score: only ``n`` = 0."""
     if len(y_true) == 0:
         return {"n": 0}
+    from sklearn.metrics import accuracy_score, precision_recall_fscore_support
+
     labels = np.arange(n_labels)
     p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, labels=labels,
                                                  average="macro", zero_division=0)
@@ -38,6 +40,8 @@ def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int
 def per_class_report(y_true: np.ndarray, y_pred: np.ndarray, classes: list[str]) -> dict:
     if len(y_true) == 0:
         return {name: {"support": 0} for name in classes}
+    from sklearn.metrics import precision_recall_fscore_support
+
     p, r, f, support = precision_recall_fscore_support(
         y_true, y_pred, labels=np.arange(len(classes)), average=None, zero_division=0)
     return {name: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
@@ -53,6 +57,8 @@ def confusion_long(y_true: np.ndarray, y_pred: np.ndarray, classes: list[str]) -
 def confusion_counts(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> list[list[int]]:
     if len(y_true) == 0:
         return [[0] * n_labels for _ in range(n_labels)]
+    from sklearn.metrics import confusion_matrix
+
     return confusion_matrix(y_true, y_pred, labels=np.arange(n_labels)).tolist()
 
 
