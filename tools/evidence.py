@@ -100,4 +100,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `... status | head`: no BrokenPipeError
     main()
