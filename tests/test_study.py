@@ -102,7 +102,8 @@ def predictions(labels: np.ndarray, wrong: list[int]) -> pd.DataFrame:
 def test_the_report_opens_with_the_study_table_tests_and_curve(tmp_path):
     study_file = tmp_path / "study.yaml"
     study_file.write_text("folds: [0, 1, 2]\ndatasets: {ag_news: {}, sst2: {}}\n"
-                          "variants: {lttw: {}, encoder: {model.variant: encoder}}\n"
+                          "variants: {lttw: {}, encoder: {model.variant: encoder}, "
+                          "tfidf_linear: {model.variant: tfidf_linear}}\n"
                           "learning_curve: {dataset: ag_news, variants: [lttw, encoder], "
                           "train_texts: [500]}\n")
     runs = tmp_path / "runs"
@@ -112,7 +113,10 @@ def test_the_report_opens_with_the_study_table_tests_and_curve(tmp_path):
     write_cell(runs, "ev-ag_news-encoder", "ag_news", "encoder", F1["encoder"], enc_preds)
     write_cell(runs, "ev-ag_news-n500-lttw", "ag_news", "lttw", [0.80, 0.82, 0.81], lttw_preds,
                train_size=625)
-    assert collected(runs) == {"ev-ag_news-lttw", "ev-ag_news-encoder", "ev-ag_news-n500-lttw"}
+    write_cell(runs, "ev-ag_news-tfidf_linear", "ag_news", "tfidf_linear", [0.95, 0.95, 0.95],
+               lttw_preds)
+    assert collected(runs) == {"ev-ag_news-lttw", "ev-ag_news-encoder", "ev-ag_news-n500-lttw",
+                               "ev-ag_news-tfidf_linear"}
 
     text, written = with_study(REPORT, study_file)
     assert text.startswith("# LTTW results\n\nintro\n\n## Where the latent factors help")
@@ -132,7 +136,9 @@ def test_the_report_opens_with_the_study_table_tests_and_curve(tmp_path):
     assert "- SST-2: not run yet." in text
     assert "- AG News: LTTW +1.17 points against `encoder` over 3 folds; only one of the two " \
         "tests finds a difference" in text
-    assert "Not run yet: `ev-sst2-lttw`, `ev-sst2-encoder`, `ev-ag_news-n500-encoder`." in text
+    assert "`tfidf_linear` is ahead of both (95.00 against 91.00)." in text
+    assert "Not run yet: `ev-sst2-lttw`, `ev-sst2-encoder`, `ev-sst2-tfidf_linear`, " \
+        "`ev-ag_news-n500-encoder`." in text
     assert "| 500 | 81.00 | not run |" in text and "| 4,000 | 91.00 | 89.83 |" in text
     curve = pd.read_csv(tmp_path / "learning_curve.csv")
     assert curve["train_texts"].tolist() == [500, 4000]

@@ -100,6 +100,27 @@ def _verdict(dataset: str, study: Study, results: dict[str, CellResult]) -> str:
         return f"- {name}: not run yet."
     t, m = paired_test(lttw.run, ref.run), pooled_mcnemar(ref.predictions, lttw.predictions)
     gap = 100 * t.get("delta", 0.0)
+    return _gap_sentence(name, study, t, m, gap) + _ahead_of_both(dataset, study, results)
+
+
+def _mean_f1(result: CellResult) -> float:
+    return float(np.mean([fold["test"]["f1_macro"] for fold in result.run.folds.values()]))
+
+
+def _ahead_of_both(dataset: str, study: Study, results: dict[str, CellResult]) -> str:
+    """Where another collected variant of the dataset has a higher mean F1 than LTTW and the
+    reference: say so (the factors may help the encoder and still lose to a simpler model)."""
+    mean = {variant: _mean_f1(results[f"ev-{dataset}-{variant}"]) for variant in study.variants
+            if f"ev-{dataset}-{variant}" in results}
+    both = max(mean["lttw"], mean[study.reference])
+    best = max((v for v in mean if v not in ("lttw", study.reference)), key=mean.get,
+               default=None)
+    if best is None or mean[best] <= both:
+        return ""
+    return f" `{best}` is ahead of both ({100 * mean[best]:.2f} against {100 * both:.2f})."
+
+
+def _gap_sentence(name: str, study: Study, t: dict, m: dict, gap: float) -> str:
     tests = f"paired t-test p {_p(t['p']) or 'n/a'}, McNemar p {_p(m['p']) or 'n/a'}"
     strong = all(p is not None and p < SIGNIFICANT for p in (t["p"], m["p"]))
     if strong:
