@@ -103,15 +103,11 @@ def _verdict(dataset: str, study: Study, results: dict[str, CellResult]) -> str:
     return _gap_sentence(name, study, t, m, gap) + _ahead_of_both(dataset, study, results)
 
 
-def _mean_f1(result: CellResult) -> float:
-    return float(np.mean([fold["test"]["f1_macro"] for fold in result.run.folds.values()]))
-
-
 def _ahead_of_both(dataset: str, study: Study, results: dict[str, CellResult]) -> str:
     """Where another collected variant of the dataset has a higher mean F1 than LTTW and the
     reference: say so (the factors may help the encoder and still lose to a simpler model)."""
-    mean = {variant: _mean_f1(results[f"ev-{dataset}-{variant}"]) for variant in study.variants
-            if f"ev-{dataset}-{variant}" in results}
+    mean = {variant: float(results[f"ev-{dataset}-{variant}"].f1().mean())
+            for variant in study.variants if f"ev-{dataset}-{variant}" in results}
     both = max(mean["lttw"], mean[study.reference])
     best = max((v for v in mean if v not in ("lttw", study.reference)), key=mean.get,
                default=None)
