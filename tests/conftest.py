@@ -12,6 +12,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# one intra-op thread per process (the workers and the stages they start): `make test` runs
+# two xdist workers on two cores, and two-thread torch processes side by side spin for a core
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import string  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -69,17 +72,22 @@ from stage_cases import stage_runs  # noqa: E402,F401  (session fixture: stage r
 
 
 @pytest.fixture(scope="session")
-def tiny_repro(tmp_path_factory, tiny_encoder_dir):
+def tiny_repro(request, tmp_path_factory, tiny_encoder_dir):
     """The tiny profile's ``dvc repro``, once per session (``tiny_project.TinyRepro``): the
     tests that only read a trained pipeline share it; the ones that change it take a copy."""
     from tiny_project import tiny_repro_once
 
-    return tiny_repro_once(tmp_path_factory.mktemp("tiny_repro"), tiny_encoder_dir)
+    if hasattr(request.config, "workerinput"):  # an xdist worker: one build for all
+        base = tmp_path_factory.getbasetemp().parent / "tiny_repro"  # the session's folder
+    else:
+        base = tmp_path_factory.mktemp("tiny_repro")
+    return tiny_repro_once(base, tiny_encoder_dir)
 
 
-#: session fixtures that cost a pipeline run: with pytest-xdist (``-n 2 --dist loadgroup``,
-#: ``make test``) every test that uses one runs on the same worker, so each is built once
-SHARED_RUNS = ("tiny_repro", "stage_runs")
+#: session fixtures that cost a pipeline run and are built per worker: with pytest-xdist
+#: (``-n 2 --dist loadgroup``, ``make test``) every test that uses one runs on the same worker,
+#: so each is built once (``tiny_repro`` is built once for all workers under a file lock)
+SHARED_RUNS = ("stage_runs",)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups

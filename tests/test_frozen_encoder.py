@@ -12,7 +12,7 @@ import pytest
 import torch
 import yaml
 
-from tiny_project import git_commit, make_tiny_project, ran, run
+from tiny_project import git_commit, ran, run
 
 from lttw.errors import UserError
 from lttw.settings import SettingsError, settings_from_dict
@@ -56,8 +56,10 @@ def test_missing_or_unfrozen_cache_is_one_clear_error(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory, tiny_encoder_dir) -> Path:
-    root = make_tiny_project(tmp_path_factory.mktemp("frozen"), tiny_encoder_dir)
+def project(tmp_path_factory, tiny_repro) -> Path:
+    """A copy of the session's tiny run, switched to a frozen encoder: sampling, folds,
+    factors and tokens are reused; encode, train and evaluate run."""
+    root = tiny_repro.copy(tmp_path_factory.mktemp("frozen") / "project")
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["train"]["freeze_encoder"] = True
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

@@ -100,10 +100,20 @@ class TinyRepro:
 
 
 def tiny_repro_once(base: Path, encoder_dir: Path) -> TinyRepro:
-    root = make_tiny_project(base / "project", encoder_dir)
-    trace = base / "param_trace"
-    path = os.pathsep.join(filter(None, [str(TRACER), os.environ.get("PYTHONPATH")]))
-    output = run(["dvc", "repro"], root,
-                 extra_env={"PYTHONPATH": path, "LTTW_PARAM_TRACE": str(trace)})
-    git_commit(root, "lock")
-    return TinyRepro(root, output, trace)
+    """Build the run in ``base`` unless an earlier caller has: with pytest-xdist ``base`` is
+    shared by the workers, so the first one runs ``dvc repro`` while the others wait on a file
+    lock, then read what it wrote (``output.txt`` is written last, as the mark of a whole
+    run). The tests that use the run are then free to spread over both workers."""
+    from filelock import FileLock
+
+    base.mkdir(parents=True, exist_ok=True)
+    root, trace, done = base / "project", base / "param_trace", base / "output.txt"
+    with FileLock(base / "build.lock"):
+        if not done.is_file():
+            make_tiny_project(root, encoder_dir)
+            path = os.pathsep.join(filter(None, [str(TRACER), os.environ.get("PYTHONPATH")]))
+            output = run(["dvc", "repro"], root,
+                         extra_env={"PYTHONPATH": path, "LTTW_PARAM_TRACE": str(trace)})
+            git_commit(root, "lock")
+            done.write_text(output)
+    return TinyRepro(root, done.read_text(), trace)
