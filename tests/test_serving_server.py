@@ -218,6 +218,30 @@ def test_a_failed_forward_pass_fails_its_batch_only():
     assert answers[0][0, 0] == 1.0
 
 
+def test_a_batch_runs_in_forward_passes_of_forward_batch(predictor):
+    """``Limits.forward_batch`` (``lttw serve --forward-batch``) is the predictor's pass size;
+    the answers are those of one pass over the whole batch (padding never changes a row)."""
+    seen = []
+
+    class Recording:  # the real predictor, noting the pass size it is asked for
+        def __getattr__(self, name):
+            return getattr(predictor, name)
+
+        def predict_proba(self, texts, batch_size=64):
+            seen.append(batch_size)
+            return predictor.predict_proba(texts, batch_size)
+
+    texts = ["the cat sat", "stock market news today says the bank", "win", "good movie",
+             "oil price deal with the government and the company", "team lost the game"]
+    with running(create_app(Recording(), Limits(forward_batch=4))) as (http, _):
+        answer = http.post("/predict", json={"texts": texts, "top_k": len(CLASSES)})
+    assert answer.status_code == 200 and seen == [4]
+    whole = predictor.predict_proba(texts, batch_size=64)
+    for row, item in zip(whole, answer.json()["predictions"]):
+        probs = {top["label"]: top["prob"] for top in item["top"]}
+        np.testing.assert_allclose([probs[c] for c in predictor.classes], row, atol=1e-5)
+
+
 # ------------------------------------------------------------------ shutdown
 
 

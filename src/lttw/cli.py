@@ -303,7 +303,10 @@ def serve(
         min=1, help="CPU threads of a forward pass [default: the CPUs this process may use]")
     ] = None,
     max_batch: Annotated[int, typer.Option(
-        min=1, help="texts per forward pass, gathered from concurrent requests")] = 64,
+        min=1, help="texts gathered from concurrent requests into one batch")] = 64,
+    forward_batch: Annotated[int, typer.Option(
+        min=1, help="texts per forward pass: a batch runs shortest first in passes of this "
+        "many, each padded only to its own longest text")] = 16,
     max_wait_ms: Annotated[float, typer.Option(
         min=0.0, help="how long a request waits for others to share its forward pass")] = 5.0,
     max_texts: Annotated[int, typer.Option(min=1, help="texts per request (more: 422)")] = 256,
@@ -327,12 +330,13 @@ def serve(
     predictor = load_predictor(folder, threads=threads, backend=backend)
     limits = Limits(max_texts=max_texts, max_text_chars=max_text_chars,
                     max_body_bytes=max_body_bytes, max_batch=max_batch,
-                    max_wait_ms=max_wait_ms)
+                    max_wait_ms=max_wait_ms, forward_batch=forward_batch)
     name = backend_name(predictor)
     typer.echo(f"serving {folder} ({predictor.meta['variant']}, {name}, "
                f"{len(predictor.classes)} labels) on http://{host}:{port}; limits: "
                f"{max_texts} texts of <= {max_text_chars} characters per request, batches of "
-               f"<= {max_batch} texts, waiting <= {max_wait_ms:g} ms", err=True)
+               f"<= {max_batch} texts in passes of {forward_batch}, waiting <= {max_wait_ms:g} ms",
+               err=True)
     run_server(predictor, host, port, limits, name, access_log)
 
 

@@ -1,11 +1,12 @@
-"""Micro-batching: the texts of concurrent requests gathered into one forward pass.
+"""Micro-batching: the texts of concurrent requests gathered into one batch.
 
 Each request puts its texts on a queue and awaits its answer. One worker takes the first
 waiting request, then keeps gathering until ``max_batch`` texts are together or ``max_wait_ms``
 has passed since that first request, runs the whole batch through the predictor on one
 background thread (the event loop keeps accepting requests meanwhile: they queue up for the
-next batch) and hands each request its rows. So a lone request waits at most
-``max_wait_ms`` extra, and under load every forward pass is a full batch, as with
+next batch) and hands each request its rows. The predictor runs a batch shortest text first
+in forward passes of ``batch_size`` texts, each padded to its own longest text. So a lone
+request waits at most ``max_wait_ms`` extra, and under load every batch is full, as with
 ``lttw predict --file``. A request is never split: one larger than ``max_batch`` runs alone.
 
 A failed forward pass fails the requests of that batch only (500), never the service.
