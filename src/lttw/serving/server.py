@@ -37,7 +37,7 @@ class Limits:
     max_texts: int = 256  # texts per request
     max_text_chars: int = 10_000  # characters per text (the model reads max_len tokens)
     max_body_bytes: int = 4 * 1024 * 1024  # request body
-    max_batch: int = 64  # texts per forward pass gathered from concurrent requests
+    max_batch: int = 64  # texts gathered from concurrent requests into one batch
     max_wait_ms: float = 5.0  # how long the first request of a batch waits for others
     #: texts per forward pass: a gathered batch runs shortest first in passes of this many, so
     #: each pass is padded to nearly its own texts' length, not to the batch's longest text
