@@ -12,9 +12,6 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# one intra-op thread per process (the workers and the stages they start): `make test` runs
-# two xdist workers on two cores, and two-thread torch processes side by side spin for a core
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import string  # noqa: E402
 from pathlib import Path  # noqa: E402
