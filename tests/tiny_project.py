@@ -110,6 +110,7 @@ def tiny_repro_once(base: Path, encoder_dir: Path) -> TinyRepro:
     root, trace, done = base / "project", base / "param_trace", base / "output.txt"
     with FileLock(base / "build.lock"):
         if not done.is_file():
+            shutil.rmtree(root, ignore_errors=True)  # what a failed build left, if any
             make_tiny_project(root, encoder_dir)
             path = os.pathsep.join(filter(None, [str(TRACER), os.environ.get("PYTHONPATH")]))
             output = run(["dvc", "repro"], root,
