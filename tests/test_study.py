@@ -199,7 +199,7 @@ def test_collect_keeps_the_newest_run_of_a_cell_and_skips_what_it_has(tmp_path, 
 
 @pytest.mark.slow
 def test_cells_run_through_the_queue_are_collected_and_reported(tmp_path, tiny_repro):
-    from tiny_project import run
+    from tiny_project import run, run_queue
 
     project = tiny_repro.copy(tmp_path / "project")
     (project / "tools").mkdir()
@@ -213,7 +213,7 @@ def test_cells_run_through_the_queue_are_collected_and_reported(tmp_path, tiny_r
     out = run([*evidence, "queue"], project)
     assert "queued 2 cell(s)" in out
     assert run([*evidence, "queue"], project).count("queued or finished") == 2  # not twice
-    run([sys.executable, "-m", "dvc", "exp", "run", "--run-all"], project)
+    run_queue([sys.executable, "-m", "dvc", "exp", "run", "--run-all"], project)
     out = run([*evidence, "collect"], project)
     assert "collected 2 cell(s): ev-ag_news-lttw, ev-ag_news-tfidf_linear" in out
     results = load_results(read_study(project / "evidence" / "study.yaml"),

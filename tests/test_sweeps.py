@@ -109,11 +109,11 @@ def test_one_fold_uses_mcnemar_on_the_test_texts():
 
 @pytest.mark.slow
 def test_a_two_setting_grid_runs_through_the_queue_and_renders(tmp_path, tiny_repro):
-    from tiny_project import ran, run
+    from tiny_project import ran, run, run_queue
 
     project = tiny_repro.copy(tmp_path / "project")  # the tiny pipeline, run and committed
-    out = run(["lttw", "sweep", "table7", "--frozen", "--only", "k10s10", "--only", "k5s5"],
-              project)
+    out = run_queue(["lttw", "sweep", "table7", "--frozen", "--only", "k10s10", "--only",
+                     "k5s5"], project)
     # one k / s change per experiment: the factor tensors and what reads them rerun; the
     # samples, folds, tokens, counts and NMF are the commit's cached ones; the encoder's
     # states are computed by the first experiment only

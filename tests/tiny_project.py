@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -41,15 +42,44 @@ def env() -> dict:
 
 
 def run(args: list[str] | str, cwd: Path, check: bool = True,
-        extra_env: dict | None = None) -> str:
-    proc = subprocess.run(args, cwd=cwd, env={**env(), **(extra_env or {})},
-                          capture_output=True, text=True,
-                          shell=isinstance(args, str))
-    out = proc.stdout + proc.stderr
+        extra_env: dict | None = None, timeout: float | None = None) -> str:
+    """Run ``args`` in ``cwd`` and return stdout + stderr; ``check``: assert it succeeded.
+    ``timeout``: stop it (and what it started) after that many seconds, raising
+    ``subprocess.TimeoutExpired`` with the output so far."""
+    proc = subprocess.Popen(args, cwd=cwd, env={**env(), **(extra_env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            shell=isinstance(args, str), start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        os.killpg(proc.pid, signal.SIGKILL)  # the command and its children
+        stdout, stderr = proc.communicate()
+        raise subprocess.TimeoutExpired(args, timeout, stdout, stderr) from err
+    out = stdout + stderr
     if check:
         shown = args if isinstance(args, str) else " ".join(args)
         assert proc.returncode == 0, f"{shown} failed:\n{out[-4000:]}"
     return out
+
+
+#: seconds a command that runs DVC's experiment queue may take before it counts as stuck
+#: (the tests' queues take 30 to 120 s on 2 cores)
+QUEUE_TIMEOUT = 420
+
+
+def run_queue(args: list[str], cwd: Path, timeout: float = QUEUE_TIMEOUT) -> str:
+    """Run a command that runs DVC's experiment queue (``dvc exp run --run-all``, ``lttw
+    sweep``), bounded. DVC's queue worker can die on a broker message that it reads while
+    another process writes it (kombu's filesystem transport; celery/kombu#1551,
+    treeverse/dvc#8570), and the command then waits forever on a queue no worker serves.
+    After ``timeout`` it is stopped and ``dvc exp run --run-all`` runs what is still queued
+    (finished experiments are not rerun). Returns the output of both."""
+    try:
+        return run(args, cwd, timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        first = (err.stdout or "") + (err.stderr or "")
+    again = [sys.executable, "-m", "dvc", "exp", "run", "--run-all"]
+    return first + run(again, cwd, timeout=timeout)
 
 
 def ran(output: str) -> set[str]:
