@@ -1,6 +1,11 @@
 """Metrics as the paper reports them (macro precision, recall, F1 over classes), per fold and
-across folds (mean and standard deviation). scikit-learn is imported where a metric is computed,
-so the stages that only summarise (``summary``) start without it (about 1.6 s here)."""
+across folds (mean and standard deviation).
+
+Why by hand: every one of them is a sum over the confusion matrix, and importing
+scikit-learn's metrics takes 1.3-1.6 s of the train and evaluate stages' start-up (each
+process; more than their own work on a small sample). The formulas are scikit-learn's
+(``precision_recall_fscore_support`` with ``zero_division=0``, F as ``2 tp / (true + pred)``,
+``accuracy_score``); ``tests/test_metrics.py`` checks them equal, to the bit."""
 
 from __future__ import annotations
 
@@ -22,28 +27,46 @@ def top_probability(probs: np.ndarray) -> np.ndarray:
     return probs.max(axis=1).astype(np.float32) if len(probs) else np.zeros(0, np.float32)
 
 
+def _confusion(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> np.ndarray:
+    """(n_labels, n_labels) int64 counts, rows actual, columns predicted (labels outside
+    0..n_labels-1 are left out, as scikit-learn's ``labels=`` leaves them)."""
+    y_true, y_pred = np.asarray(y_true, np.int64), np.asarray(y_pred, np.int64)
+    known = (y_true >= 0) & (y_true < n_labels) & (y_pred >= 0) & (y_pred < n_labels)
+    flat = y_true[known] * n_labels + y_pred[known]
+    return np.bincount(flat, minlength=n_labels * n_labels).reshape(n_labels, n_labels)
+
+
+def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator as float64, 0 where the denominator is 0 (zero_division=0)."""
+    numerator, denominator = np.asarray(numerator, np.float64), np.asarray(denominator, np.float64)
+    out = np.zeros_like(numerator)
+    np.divide(numerator, denominator, out=out, where=denominator != 0)
+    return out
+
+
+def _per_class(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int):
+    """Per class precision, recall, F1 (float64) and support (int64)."""
+    counts = _confusion(y_true, y_pred, n_labels)
+    tp, pred_sum, true_sum = np.diag(counts), counts.sum(axis=0), counts.sum(axis=1)
+    f1 = _divide(2.0 * tp, true_sum.astype(np.float64) + pred_sum)
+    return _divide(tp, pred_sum), _divide(tp, true_sum), f1, true_sum
+
+
 def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> dict:
     """Macro P / R / F1 and accuracy (classes absent from both y_true and y_pred score 0).
     An empty part (e.g. ``data.predict_size: 0``) has nothing to score: only ``n`` = 0."""
     if len(y_true) == 0:
         return {"n": 0}
-    from sklearn.metrics import accuracy_score, precision_recall_fscore_support
-
-    labels = np.arange(n_labels)
-    p, r, f, _ = precision_recall_fscore_support(y_true, y_pred, labels=labels,
-                                                 average="macro", zero_division=0)
-    return {"precision_macro": float(p), "recall_macro": float(r), "f1_macro": float(f),
-            "accuracy": float(accuracy_score(y_true, y_pred)) if len(y_true) else 0.0,
-            "n": int(len(y_true))}
+    p, r, f, _ = _per_class(y_true, y_pred, n_labels)
+    accuracy = np.mean(np.asarray(y_true) == np.asarray(y_pred))
+    return {"precision_macro": float(np.mean(p)), "recall_macro": float(np.mean(r)),
+            "f1_macro": float(np.mean(f)), "accuracy": float(accuracy), "n": int(len(y_true))}
 
 
 def per_class_report(y_true: np.ndarray, y_pred: np.ndarray, classes: list[str]) -> dict:
     if len(y_true) == 0:
         return {name: {"support": 0} for name in classes}
-    from sklearn.metrics import precision_recall_fscore_support
-
-    p, r, f, support = precision_recall_fscore_support(
-        y_true, y_pred, labels=np.arange(len(classes)), average=None, zero_division=0)
+    p, r, f, support = _per_class(y_true, y_pred, len(classes))
     return {name: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
                    "support": int(support[i])} for i, name in enumerate(classes)}
 
@@ -55,11 +78,7 @@ def confusion_long(y_true: np.ndarray, y_pred: np.ndarray, classes: list[str]) -
 
 
 def confusion_counts(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> list[list[int]]:
-    if len(y_true) == 0:
-        return [[0] * n_labels for _ in range(n_labels)]
-    from sklearn.metrics import confusion_matrix
-
-    return confusion_matrix(y_true, y_pred, labels=np.arange(n_labels)).tolist()
+    return _confusion(y_true, y_pred, n_labels).tolist()
 
 
 def summarize_folds(per_fold: dict[int, dict]) -> dict:
