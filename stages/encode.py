@@ -4,8 +4,6 @@ depth change never recomputes them); otherwise a record saying that nothing is c
 
 import logging
 
-import torch
-
 from lttw import layout
 from lttw.io import atomic_dir, read_arrays, write_arrays, write_json
 from lttw.stage import run_stage
@@ -21,6 +19,8 @@ def main(settings):
             write_json(tmp / RECORD, {"frozen": False})
             log.info("train.freeze_encoder is false: no encoder states to cache")
             return
+        import torch  # here: the stage without train.freeze_encoder starts without it
+
         path = encoder_for_tokens(resolve_encoder(settings.model.encoder))  # maybe extended
         encoder = load_pretrained_encoder(path)
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -57,13 +57,22 @@ def _layer_norm(config: SimpleNamespace) -> nn.LayerNorm:
     return nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
 
+def _embedding(rows: int, d: int, padding_idx: int | None = None) -> nn.Embedding:
+    """``nn.Embedding(rows, d)``; built on the meta device (a folder's weights are assigned
+    next) without its random init, since ``normal_`` on meta tensors imports
+    ``torch._dynamo`` (about 2 s of every stage's start-up that loads an encoder)."""
+    if torch.get_default_device().type == "meta":
+        return nn.Embedding(rows, d, padding_idx=padding_idx, _weight=torch.empty(rows, d))
+    return nn.Embedding(rows, d, padding_idx=padding_idx)
+
+
 class Embeddings(nn.Module):
     def __init__(self, config: SimpleNamespace):
         super().__init__()
         d = config.hidden_size
-        self.word_embeddings = nn.Embedding(config.vocab_size, d, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, d)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, d)
+        self.word_embeddings = _embedding(config.vocab_size, d, config.pad_token_id)
+        self.position_embeddings = _embedding(config.max_position_embeddings, d)
+        self.token_type_embeddings = _embedding(config.type_vocab_size, d)
         self.LayerNorm = _layer_norm(config)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from lttw.errors import UserError
 from lttw.io import read_arrays, read_json
@@ -24,14 +23,16 @@ RECORD = "encoded.json"
 STATES = "states.safetensors"
 
 
-@torch.inference_mode()
 def encoder_states(encoder: torch.nn.Module, input_ids: np.ndarray, attention_mask: np.ndarray,
                    batch_size: int = 64, device: str | torch.device = "cpu",
                    desc: str = "encode") -> np.ndarray:
     """(n, seq) token ids and mask -> (n, seq, d) float16 last hidden states, zero at padding.
 
     Rows are run in order of length (each batch trimmed to its longest row, so little padding
-    is computed) in float32, and written back in their own order."""
+    is computed) in float32, and written back in their own order. (torch is imported here:
+    the encode stage without train.freeze_encoder starts without it.)"""
+    import torch
+
     encoder = encoder.to(device).eval()
     n, seq = input_ids.shape
     d = int(encoder.config.hidden_size)
@@ -44,8 +45,9 @@ def encoder_states(encoder: torch.nn.Module, input_ids: np.ndarray, attention_ma
         width = max(1, int(lengths[rows].max()))
         ids = torch.from_numpy(input_ids[rows, :width].astype(np.int64)).to(device)
         mask = torch.from_numpy(attention_mask[rows, :width].astype(np.int64)).to(device)
-        hidden = encoder(input_ids=ids, attention_mask=mask).last_hidden_state  # (b, w, d)
-        hidden = hidden * mask[..., None]
+        with torch.inference_mode():
+            hidden = encoder(input_ids=ids, attention_mask=mask).last_hidden_state  # (b, w, d)
+            hidden = hidden * mask[..., None]
         out[rows, :width] = hidden.float().cpu().numpy().astype(np.float16)
     return out
 
