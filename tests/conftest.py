@@ -87,10 +87,34 @@ def tiny_repro(request, tmp_path_factory, tiny_encoder_dir):
 SHARED_RUNS = ("stage_runs",)
 
 
+def pytest_configure(config):
+    # xdist hands out the groups in the order of ``run_order`` below, not sorted by their
+    # number of tests (its default, which leaves the end-to-end files with few tests for last)
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def run_order(items) -> list:
+    """The tests, files that run the real pipeline (a ``slow`` test) first, so the long ones
+    start early and the unit tests even out the end on both workers: first those that build
+    a project of their own, then those that read ``tiny_repro``, so that while one worker
+    builds it the other has work. Collection order holds within each part."""
+    by_file: dict = {}
+    for item in items:
+        by_file.setdefault(item.path, []).append(item)
+    part = {}
+    for path, tests in by_file.items():
+        slow = any(test.get_closest_marker("slow") for test in tests)
+        shared = any("tiny_repro" in getattr(test, "fixturenames", ()) for test in tests)
+        part[path] = (0 if not shared else 1) if slow else 2
+    return sorted(items, key=lambda item: part[item.path])
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(config, items):
     """xdist groups: a shared run's name for the tests that use it, else the test's file, so
-    that a module's own fixtures are never built on both workers."""
+    that a module's own fixtures are never built on both workers; the tests in ``run_order``."""
+    items[:] = run_order(items)
     for item in items:
         shared = [name for name in SHARED_RUNS if name in getattr(item, "fixturenames", ())]
         item.add_marker(pytest.mark.xdist_group(shared[0] if shared else item.path.name))

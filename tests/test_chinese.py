@@ -17,6 +17,8 @@ import yaml
 
 from tiny_project import env, git_commit, make_tiny_project, ran, run
 
+pytestmark = pytest.mark.slow  # the real `dvc repro` on a project of its own
+
 TOPICS = {  # class -> dictionary words of jieba's that belong to it
     "sports": ["比赛", "球队", "冠军", "进球", "教练", "联赛", "球员", "赛季"],
     "finance": ["股票", "银行", "市场", "投资", "基金", "利率", "经济", "上涨"],

@@ -170,6 +170,7 @@ def _write_params(tmp_path, **model):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (DATASETS / "sst2").is_dir(), reason="shared datasets not present")
 def test_stage_scripts_end_to_end(tmp_path):
     _write_params(tmp_path)

@@ -239,6 +239,7 @@ def test_data_check_names_its_column_options(tmp_path):
 
 # ---- weak factors: the nmf warning and the slot figures, through the stage scripts --------
 
+@pytest.mark.slow
 def test_stratified_pipeline_warns_about_rank_and_short_texts(questions, tmp_path):
     _params(tmp_path, questions, {"train_size": 800, "test_size": 60, "predict_size": 60,
                                   "sampling": "stratified"},

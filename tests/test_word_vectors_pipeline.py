@@ -14,6 +14,8 @@ import pytest
 from test_chinese import TOPICS, set_params, write_dataset
 from tiny_project import git_commit, make_tiny_project, ran, run
 
+pytestmark = pytest.mark.slow  # the real `dvc repro` on a project of its own
+
 #: 4-d vectors: whole words, and characters from which other words are composed
 VECTORS = {"比赛": [1, 0, 0, 0], "股票": [0, 1, 0, 0], "手机": [0, 0, 1, 0], "电影": [0, 0, 0, 1],
            "球": [1, 1, 0, 0], "队": [1, 0, 1, 0], "the": [5, 5, 5, 5]}
