@@ -60,7 +60,8 @@ def _layer_norm(config: SimpleNamespace) -> nn.LayerNorm:
 def _embedding(rows: int, d: int, padding_idx: int | None = None) -> nn.Embedding:
     """``nn.Embedding(rows, d)``; built on the meta device (a folder's weights are assigned
     next) without its random init, since ``normal_`` on meta tensors imports
-    ``torch._dynamo`` (about 2 s of every stage's start-up that loads an encoder)."""
+    ``torch._dynamo`` (about 2 s; training imports it anyway, through the optimiser, but the
+    frozen ``encode`` stage need not)."""
     if torch.get_default_device().type == "meta":
         return nn.Embedding(rows, d, padding_idx=padding_idx, _weight=torch.empty(rows, d))
     return nn.Embedding(rows, d, padding_idx=padding_idx)
