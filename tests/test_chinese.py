@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-from tiny_project import env, git_commit, make_tiny_project, ran, run
+from tiny_project import env, git_commit, make_tiny_project, ran, run, set_params
 
 pytestmark = pytest.mark.slow  # the real `dvc repro` on a project of its own
 
@@ -60,14 +59,6 @@ def write_dataset(root: Path) -> None:
         "name": "tiny_zh", "language": "zh", "text_column": "text", "label_column": "label",
         "classes": list(TOPICS), "splits": {"train": "train.parquet", "test": "test.parquet"}},
         ensure_ascii=False))
-
-
-def set_params(project: Path, **groups) -> None:
-    params = yaml.safe_load((project / "params.yaml").read_text())
-    for group, values in groups.items():
-        params.setdefault(group, {}).update(values)
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False,
-                                                        allow_unicode=True))
 
 
 @pytest.fixture(scope="module")

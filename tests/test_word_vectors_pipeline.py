@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from test_chinese import TOPICS, set_params, write_dataset
-from tiny_project import git_commit, make_tiny_project, ran, run
+from test_chinese import TOPICS, write_dataset
+from tiny_project import git_commit, make_tiny_project, ran, run, set_params
 
 pytestmark = pytest.mark.slow  # the real `dvc repro` on a project of its own
 

@@ -93,6 +93,14 @@ def git_commit(root: Path, message: str) -> None:
          "--allow-empty"], root)
 
 
+def set_params(project: Path, **groups) -> None:
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    for group, values in groups.items():
+        params.setdefault(group, {}).update(values)
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False,
+                                                        allow_unicode=True))
+
+
 def make_tiny_project(root: Path, encoder_dir: Path) -> Path:
     """Copy the repo's pipeline files into ``root``, write the tiny params, git-commit."""
     if not DATASETS.is_dir():
