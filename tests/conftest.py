@@ -106,7 +106,7 @@ def run_order(items) -> list:
     for path, tests in by_file.items():
         slow = any(test.get_closest_marker("slow") for test in tests)
         shared = any("tiny_repro" in getattr(test, "fixturenames", ()) for test in tests)
-        part[path] = (0 if not shared else 1) if slow else 2
+        part[path] = int(shared) if slow else 2  # 0, 1: end-to-end; 2: the rest
     return sorted(items, key=lambda item: part[item.path])
 
 

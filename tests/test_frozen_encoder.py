@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
 
-from tiny_project import git_commit, ran, run
+from tiny_project import dvc_status, git_commit, ran, run, set_params
 
 from lttw.errors import UserError
 from lttw.settings import SettingsError, settings_from_dict
@@ -60,9 +59,7 @@ def project(tmp_path_factory, tiny_repro) -> Path:
     """A copy of the session's tiny run, switched to a frozen encoder: sampling, folds,
     factors and tokens are reused; encode, train and evaluate run."""
     root = tiny_repro.copy(tmp_path_factory.mktemp("frozen") / "project")
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    params["train"]["freeze_encoder"] = True
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    set_params(root, train={"freeze_encoder": True})
     git_commit(root, "frozen")
     return root
 
@@ -133,11 +130,8 @@ def stale_after(project: Path, **changes) -> set[str]:
     {key: value}); params.yaml is restored after."""
     path = project / "params.yaml"
     kept = path.read_text()
-    params = yaml.safe_load(kept)
-    for section, values in changes.items():
-        params[section].update(values)
-    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    set_params(project, **changes)
     try:
-        return set(json.loads(run(["dvc", "status", "--json"], project).strip() or "{}"))
+        return set(dvc_status(project))
     finally:
         path.write_text(kept)

@@ -5,14 +5,13 @@ the chosen dataset's files makes it stale."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from tiny_project import REPO, git_commit, make_tiny_project, run
+from tiny_project import REPO, dvc_status, git_commit, make_tiny_project, run
 
 DATASET_DEP = "${data.root}/${data.dataset}"
 
@@ -37,7 +36,7 @@ def _use(project: Path, root: Path, dataset: str) -> None:
 
 def sample_status(project: Path) -> dict:
     """`dvc status sample` as JSON: {} when the stage is up to date."""
-    return json.loads(run(["dvc", "status", "--json", "sample"], project).strip() or "{}")
+    return dvc_status(project, "sample")
 
 
 def check_sample_ignores_other_datasets(project: Path, root: Path) -> None:

@@ -101,6 +101,13 @@ def set_params(project: Path, **groups) -> None:
                                                         allow_unicode=True))
 
 
+def dvc_status(project: Path, *stages: str) -> dict:
+    """`dvc status --json` (of ``stages``, or all): the stale stages and why; {} when none."""
+    import json
+
+    return json.loads(run(["dvc", "status", "--json", *stages], project).strip() or "{}")
+
+
 def make_tiny_project(root: Path, encoder_dir: Path) -> Path:
     """Copy the repo's pipeline files into ``root``, write the tiny params, git-commit."""
     if not DATASETS.is_dir():
