@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tiny_project import env, git_commit, make_tiny_project, ran, run, set_params
+from tiny_project import git_commit, lttw, make_tiny_project, ran, run, set_params
 
 pytestmark = pytest.mark.slow  # the real `dvc repro` on a project of its own
 
@@ -107,18 +106,17 @@ def test_auto_resolves_to_jieba_and_predicts_chinese(project):
         "splitter"] == "jieba"
 
     text = "球队赢得联赛冠军"
-    run(["lttw", "predict", "--model", "models/fold_0", "--out", "saved.csv", text], project)
-    run(["lttw", "export", "--out", "exported", "--model", "models/fold_0"], project)
+    lttw(["predict", "--model", "models/fold_0", "--out", "saved.csv", text], project)
+    lttw(["export", "--out", "exported", "--model", "models/fold_0"], project)
     assert json.loads((project / "exported/lttw.json").read_text())["words"] == meta["words"]
-    run(["lttw", "predict", "--model", "exported", "--out", "exported.csv", text], project)
+    lttw(["predict", "--model", "exported", "--out", "exported.csv", text], project)
     saved, exported = (pd.read_csv(project / name) for name in ("saved.csv", "exported.csv"))
     assert saved["text"].tolist() == [text] and saved["label"].iloc[0] in TOPICS
     pd.testing.assert_frame_equal(saved, exported)
-    explained = json.loads(subprocess.run(
-        ["lttw", "explain", "--model", "exported", "--json", text], cwd=project, env=env(),
-        capture_output=True, text=True, check=True).stdout)
+    explained = json.loads(lttw(["explain", "--model", "exported", "--json", text],
+                                project).stdout)
     assert explained["factors"]["words"] == ["球队", "赢得", "联赛", "冠军"]
-    shown = run(["lttw", "explain", "--model", "exported", text], project)
+    shown = lttw(["explain", "--model", "exported", text], project).stdout
     assert "球队 赢得 联赛 冠军" in shown
 
 

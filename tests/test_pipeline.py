@@ -43,18 +43,15 @@ def test_repro_runs_every_stage_then_nothing(tiny_repro, project):
     assert ran(again) == set()
 
 
-def test_changing_k_reruns_features_and_after_only(project):
-    out = run(["dvc", "exp", "run", "-S", "model.k=2"], project)
-    assert ran(out) == {"features@0", "train@0", "evaluate@0", "summary"}
-
-
-def test_a_setting_trained_before_is_restored_not_retrained(project, tiny_repro):
-    """DVC's run-cache holds every stage, train included (its checkpoints are no output):
-    going back to the session run's k (trained there, then k=2 here or above) restores the
-    fold's model and metrics."""
+def test_changing_k_reruns_features_and_after_only_then_going_back_restores(project,
+                                                                           tiny_repro):
+    """A k change reruns the factor tensors and what reads them; going back to the session
+    run's k restores the fold's model and metrics from DVC's run-cache (which holds every
+    stage, train included: its checkpoints are no output)."""
     k = yaml.safe_load((tiny_repro.root / "params.yaml").read_text())["model"]["k"]
     assert k != 2
-    run(["dvc", "exp", "run", "-S", "model.k=2"], project)  # restored when trained above
+    out = run(["dvc", "exp", "run", "-S", "model.k=2"], project)
+    assert ran(out) == {"features@0", "train@0", "evaluate@0", "summary"}
     out = run(["dvc", "exp", "run", "-S", f"model.k={k}"], project)
     assert not {"features@0", "train@0", "evaluate@0"} & ran(out)
     assert "Stage 'train@0' is cached - skipping run" in out

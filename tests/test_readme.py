@@ -4,17 +4,20 @@ Every fenced code block whose info string is exactly ``bash runnable`` is run li
 (a line ending in ``\\`` continues on the next; blank lines and lines starting with ``#`` are
 skipped), in order, from the root of a tiny project (a copy of ``tiny_repro``: the repository's
 pipeline and README with the tiny profile, run once), with the venv's bin first on PATH. Each command
-must exit 0. Blocks with any other info string (``bash``, ``console``...) are documentation
+must exit 0. An ``lttw`` line without shell syntax runs in the test's process with the same
+arguments (``tiny_project.lttw``: no interpreter and torch start-up per line); every other line
+runs in a shell. Blocks with any other info string (``bash``, ``console``...) are documentation
 only. A README without a runnable block fails: the examples would go untested.
 """
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
 
-from tiny_project import REPO, run
+from tiny_project import REPO, lttw, run
 
 INFO = "bash runnable"
 
@@ -71,4 +74,23 @@ def test_readme_commands_run(tmp_path, tiny_repro):
     commands = readme_commands()
     project = tiny_repro.copy(tmp_path / "project")
     for command in commands:
-        run(command, project)  # asserts exit code 0, showing the command and its output
+        args = in_process_lttw(command)
+        if args is None:
+            run(command, project)  # asserts exit code 0, showing the command and its output
+        else:
+            lttw(args, project)  # the same
+
+
+def in_process_lttw(command: str) -> list[str] | None:
+    """The arguments after ``lttw`` of a plain ``lttw`` command line; None for any other line,
+    or one with shell syntax (pipes, redirections, variables, several commands)."""
+    if any(char in command for char in "|&;<>$`(){}*?~"):
+        return None
+    words = shlex.split(command)
+    return words[1:] if words[:1] == ["lttw"] else None
+
+
+def test_plain_lttw_lines_run_in_process_and_the_rest_in_a_shell():
+    assert in_process_lttw('lttw predict "a b" c') == ["predict", "a b", "c"]
+    assert in_process_lttw("lttw predict --file texts.txt > out.txt") is None
+    assert in_process_lttw("dvc repro") is None and in_process_lttw("lttwx report") is None

@@ -213,7 +213,7 @@ json.dump({"fold": 0, "test": {"f1_macro": f1, "precision_macro": f1, "recall_ma
 def test_report_reads_real_dvc_experiments(tmp_path):
     """A real `dvc exp run` in a two-file DVC project whose one stage writes the metrics
     files: `lttw report` lists the baseline and the experiment."""
-    from tiny_project import git_commit, run
+    from tiny_project import git_commit, lttw, run
 
     (tmp_path / "stage.py").write_text(STAGE)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"model": {"variant": "lttw"}}))
@@ -225,7 +225,7 @@ def test_report_reads_real_dvc_experiments(tmp_path):
     run(["dvc", "repro", "-q"], tmp_path)
     git_commit(tmp_path, "baseline")
     run(["dvc", "exp", "run", "-q", "-n", "enc", "-S", "model.variant=encoder"], tmp_path)
-    out = run(["lttw", "report", "--out", "report.md"], tmp_path)
+    out = lttw(["report", "--out", "report.md"], tmp_path).output
     text = (tmp_path / "report.md").read_text()
     assert "wrote report.md" in out
     assert "| 1 | 90.00 |" in row(text, "LTTW") and "| 1 | 80.00 |" in row(text, "encoder")

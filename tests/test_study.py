@@ -199,7 +199,7 @@ def test_collect_keeps_the_newest_run_of_a_cell_and_skips_what_it_has(tmp_path, 
 
 @pytest.mark.slow
 def test_cells_run_through_the_queue_are_collected_and_reported(tmp_path, tiny_repro):
-    from tiny_project import run, run_queue
+    from tiny_project import lttw, run, run_queue
 
     project = tiny_repro.copy(tmp_path / "project")
     (project / "tools").mkdir()
@@ -218,11 +218,11 @@ def test_cells_run_through_the_queue_are_collected_and_reported(tmp_path, tiny_r
     assert "collected 2 cell(s): ev-ag_news-lttw, ev-ag_news-tfidf_linear" in out
     results = load_results(read_study(project / "evidence" / "study.yaml"),
                            project / "evidence" / "runs")
-    lttw = results["ev-ag_news-lttw"]
+    cell = results["ev-ag_news-lttw"]
     committed = yaml.safe_load((tiny_repro.root / "metrics/folds/fold_0.json").read_text())
-    assert lttw.f1()[0] == committed["test"]["f1_macro"]  # the same run: from DVC's cache
-    assert len(lttw.predictions) == committed["test"]["n"]
-    run(["lttw", "report", "--out", "report.md"], project)
+    assert cell.f1()[0] == committed["test"]["f1_macro"]  # the same run: from DVC's cache
+    assert len(cell.predictions) == committed["test"]["n"]
+    lttw(["report", "--out", "report.md"], project)
     text = (project / "report.md").read_text()
     assert "2 of 2 cells of `evidence/study.yaml` collected" in text
     assert learning_curve(read_study(project / "evidence" / "study.yaml"), results).empty

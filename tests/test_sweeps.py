@@ -109,7 +109,7 @@ def test_one_fold_uses_mcnemar_on_the_test_texts():
 
 @pytest.mark.slow
 def test_a_two_setting_grid_runs_through_the_queue_and_renders(tmp_path, tiny_repro):
-    from tiny_project import ran, run, run_queue
+    from tiny_project import lttw, ran, run_queue
 
     project = tiny_repro.copy(tmp_path / "project")  # the tiny pipeline, run and committed
     out = run_queue(["lttw", "sweep", "table7", "--frozen", "--only", "k10s10", "--only",
@@ -121,7 +121,7 @@ def test_a_two_setting_grid_runs_through_the_queue_and_renders(tmp_path, tiny_re
     assert out.count("Running stage 'train@0'") == 2
     assert not {"sample", "folds", "tokens", "counts@0", "nmf@0"} & ran(out)
     assert out.count("Running stage 'encode'") == 1
-    run(["lttw", "report", "--out", "report.md"], project)
+    lttw(["report", "--out", "report.md"], project)
     text = (project / "report.md").read_text()
     table = text.split("### Table 7: top k + bottom s latent factors: frozen encoder")[1]
     rows = {line.split(" | ")[0][2:]: line for line in table.splitlines()
@@ -131,7 +131,7 @@ def test_a_two_setting_grid_runs_through_the_queue_and_renders(tmp_path, tiny_re
     # the predictions were read from DVC's cache at the experiment's revision
     assert "McNemar exact" in rows["5 + 5"] or "the same texts right" in rows["5 + 5"]
     assert "| 15 + 15 | not run |" in table
-    again = run(["lttw", "sweep", "table7", "--frozen", "--only", "k5s5"], project, check=False)
+    again = lttw(["sweep", "table7", "--frozen", "--only", "k5s5"], project, check=False).output
     assert "error: experiments table7-k5s5-frozen exist already" in again
 
 

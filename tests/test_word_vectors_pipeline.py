@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from test_chinese import TOPICS, write_dataset
-from tiny_project import git_commit, make_tiny_project, ran, run, set_params
+from tiny_project import git_commit, lttw, make_tiny_project, ran, run, set_params
 
 pytestmark = pytest.mark.slow  # the real `dvc repro` on a project of its own
 
@@ -58,9 +58,9 @@ def test_bilstm_on_words_with_vectors(project):
     assert scores  # the evaluate stage read word ids over the folder's vocabulary
 
     texts = ["球队赢得联赛冠军", "股票市场上涨"]
-    run(["lttw", "predict", "--model", "models/fold_0", "--out", "saved.csv", *texts], project)
-    run(["lttw", "export", "--out", "exported", "--model", "models/fold_0"], project)
-    run(["lttw", "predict", "--model", "exported", "--out", "exported.csv", *texts], project)
+    lttw(["predict", "--model", "models/fold_0", "--out", "saved.csv", *texts], project)
+    lttw(["export", "--out", "exported", "--model", "models/fold_0"], project)
+    lttw(["predict", "--model", "exported", "--out", "exported.csv", *texts], project)
     saved, exported = (pd.read_csv(project / name) for name in ("saved.csv", "exported.csv"))
     assert saved["text"].tolist() == texts and set(saved["label"]) <= set(TOPICS)
     assert any(column not in ("text", "label") for column in saved.columns)  # probabilities

@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CONFTEST = Path(__file__).with_name("conftest.py")
 
 
+@pytest.mark.slow  # a pytest run of its own, on two workers: scheduled early, not last
 def test_each_file_stays_on_one_worker(tmp_path):
     """conftest's groups (one per file here; a shared run's name is the same marker) hold."""
     (tmp_path / "conftest.py").write_text(CONFTEST.read_text())

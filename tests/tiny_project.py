@@ -62,6 +62,32 @@ def run(args: list[str] | str, cwd: Path, check: bool = True,
     return out
 
 
+def lttw(args: list[str], cwd: Path, check: bool = True):
+    """``lttw ARGS`` run from ``cwd`` inside this process, through the command line's own app:
+    the same arguments and code as the installed command, without an interpreter and torch
+    start-up per call (2 to 4 s; ``test_cli_startup`` and ``test_model_folder`` run the
+    installed ``lttw`` itself). Returns click's ``Result`` (``.stdout``, ``.output``: stdout
+    and stderr); ``check``: assert it exited 0."""
+    import traceback
+
+    from typer.testing import CliRunner
+
+    from lttw.cli import app
+
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, [str(arg) for arg in args])
+    finally:
+        os.chdir(before)
+    if check:
+        error = "" if result.exception is None or isinstance(result.exception, SystemExit) \
+            else "".join(traceback.format_exception(result.exception))
+        assert result.exit_code == 0, f"lttw {' '.join(map(str, args))} failed:\n" \
+                                      f"{result.output[-4000:]}{error[-4000:]}"
+    return result
+
+
 #: seconds a command that runs DVC's experiment queue may take before it counts as stuck
 #: (the tests' queues take 30 to 120 s on 2 cores)
 QUEUE_TIMEOUT = 420
