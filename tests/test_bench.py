@@ -123,3 +123,18 @@ def test_gpu_sh_packs_minilm_in_fp16_that_loads_as_fp32(tmp_path):
         with torch.no_grad():
             outputs.append(model(input_ids=ids).last_hidden_state)
     torch.testing.assert_close(outputs[1], outputs[0], atol=5e-3, rtol=5e-3)
+
+
+def test_serve_bench_reports_the_median_run_and_sums_failures():
+    from serve_throughput import median_run
+
+    def row(rate, failed=0, wrong=0):
+        return {"texts_per_s": rate, "failed": failed, "labels_differing_from_batch_path": wrong,
+                "p99_ms": 1000 / rate}
+
+    runs = [row(123.5, wrong=1), row(87.2, failed=2), row(98.7)]
+    median = median_run(runs)
+    assert median["texts_per_s"] == 98.7 and median["p99_ms"] == 1000 / 98.7
+    assert median["runs_texts_per_s"] == [123.5, 87.2, 98.7]
+    assert median["failed_all_runs"] == 2 and median["labels_differing_all_runs"] == 1
+    assert median_run([row(2.0), row(1.0)])["texts_per_s"] == 1.0  # the lower middle one
