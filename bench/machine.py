@@ -19,6 +19,24 @@ def cpu_name() -> str:
     return platform.processor() or "unknown"
 
 
+#: the instruction sets that decide CPU speed here: int8 (VNNI) and bf16 matrix products
+ISA_FLAGS = ("avx2", "avx512f", "avx_vnni", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
+
+
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> list[str]:
+    """Which of ``ISA_FLAGS`` this CPU has (empty where ``cpuinfo`` cannot be read): the same
+    model name covers machines with and without VNNI / bf16."""
+    try:
+        with open(cpuinfo, encoding="utf-8") as lines:
+            for line in lines:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[1].split())
+                    return [flag for flag in ISA_FLAGS if flag in have]
+    except OSError:
+        pass
+    return []
+
+
 def versions(*packages: str) -> dict[str, str | None]:
     """Installed versions of ``packages`` (None: not installed)."""
     found = {}
@@ -31,10 +49,10 @@ def versions(*packages: str) -> dict[str, str | None]:
 
 
 def describe(device=None, packages: tuple[str, ...] = ("torch",)) -> dict:
-    """Python, platform, CPU (name, cores, the ones this process may use), ``packages``'
+    """Python, platform, CPU (name, instruction sets, cores, the ones this process may use), ``packages``'
     versions and, for a torch ``device``, its name, torch's threads and a GPU's memory."""
     info = {"python": platform.python_version(), "platform": platform.platform(),
-            "cpu": cpu_name(), "cpu_count": os.cpu_count(),
+            "cpu": cpu_name(), "cpu_flags": cpu_flags(), "cpu_count": os.cpu_count(),
             "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
             else os.cpu_count(), **versions(*packages)}
     if device is not None:

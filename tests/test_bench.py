@@ -138,3 +138,16 @@ def test_serve_bench_reports_the_median_run_and_sums_failures():
     assert median["runs_texts_per_s"] == [123.5, 87.2, 98.7]
     assert median["failed_all_runs"] == 2 and median["labels_differing_all_runs"] == 1
     assert median_run([row(2.0), row(1.0)])["texts_per_s"] == 1.0  # the lower middle one
+
+
+def test_machine_description_names_the_instruction_sets_that_set_the_speed(tmp_path):
+    """Two AMD EPYC machines of one name, with and without VNNI / bf16, tell apart."""
+    from machine import cpu_flags
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx2 avx512f "
+                    "avx512_vnni avx512_bf16 sha_ni\n", encoding="utf-8")
+    assert cpu_flags(str(info)) == ["avx2", "avx512f", "avx512_vnni", "avx512_bf16"]
+    info.write_text("model name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n", encoding="utf-8")
+    assert cpu_flags(str(info)) == ["avx2"]
+    assert cpu_flags(str(tmp_path / "missing")) == []
