@@ -86,10 +86,12 @@ def build_synthetic_folder(folder: Path, encoder_dir: str, variant: str, max_len
     from lttw.io import read_json, write_json
     from lttw.models.lttw import LTTWClassifier, LTTWConfig
     from lttw.models.registry import MODEL_REGISTRY, save_model
-    from lttw.settings import ModelSettings, Settings
+    from lttw.settings import ModelSettings, NMFSettings, Settings
 
     fusion = "concat" if variant == "lttw" else "none"
-    settings = Settings(model=ModelSettings(encoder=encoder_dir, max_len=max_len, fusion=fusion))
+    # the paper's numbers for what the pipeline resolves from the data (k, s and rank auto)
+    settings = Settings(model=ModelSettings(encoder=encoder_dir, max_len=max_len, fusion=fusion,
+                                            k=10, s=10), nmf=NMFSettings(rank=5))
     tokenizer = load_tokenizer(encoder_dir)
     shape = None
     if fusion != "none":  # counts + NMF on synthetic "training" texts with random labels
@@ -120,7 +122,8 @@ def build_synthetic_folder(folder: Path, encoder_dir: str, variant: str, max_len
     tokenizer.save_pretrained(folder / TOKENIZER)
     if shape is not None:
         meta = read_json(folder / META)
-        write_json(folder / META, {**meta, "with_factors": True})
+        write_json(folder / META, {**meta, "with_factors": True, "k": settings.model.k,
+                                   "s": settings.model.s, "ranking": settings.model.ranking})
         (folder / FACTORS).mkdir()
         save_counts(folder / FACTORS, counts, vocabulary)
         save_factors(folder / FACTORS, factors)

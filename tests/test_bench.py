@@ -151,3 +151,21 @@ def test_machine_description_names_the_instruction_sets_that_set_the_speed(tmp_p
     info.write_text("model name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n", encoding="utf-8")
     assert cpu_flags(str(info)) == ["avx2"]
     assert cpu_flags(str(tmp_path / "missing")) == []
+
+
+def test_predict_throughput_builds_and_measures_a_synthetic_lttw_folder(tmp_path,
+                                                                         tiny_encoder_dir):
+    """--synthetic (the GPU runner's path): a model folder with latent factors that
+    `Predictor` loads (k, s and rank as numbers, as the pipeline records them), measured."""
+    from predict_throughput import main as predict_throughput
+
+    texts = tmp_path / "texts.txt"
+    texts.write_text("stocks rally as oil prices fall\nlate goal wins the final\n",
+                     encoding="utf-8")
+    out = tmp_path / "predict.json"
+    result = predict_throughput(["--synthetic", "--encoder", str(tiny_encoder_dir), "--quick",
+                                 "--max-len", "32", "--n", "16", "--texts", str(texts),
+                                 "--out", str(out)])
+    assert json.loads(out.read_text()) == result
+    (row,) = result["rows"]
+    assert row["texts_per_s"] > 0 and row["device"] == "cpu" and row["batch_size"] == 64
