@@ -17,7 +17,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 from lttw import layout
 from lttw.factors.features import (FactorLookup, latent_factor_tensor, slot_fill,
                                    top_bottom_words)
-from lttw.io import read_arrays, read_json
+from lttw.io import read_arrays, read_arrays_metadata, read_json
 from lttw.text.words import WordSplitter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -184,6 +184,15 @@ def test_stage_scripts_end_to_end(tmp_path):
     arrays = read_arrays(tmp_path / layout.features_file(0))
     assert {k: v.shape for k, v in arrays.items()} == {"train": (300, 7, 3), "test": (40, 7, 3),
                                                        "predict": (40, 7, 3)}
+    # k and s auto: resolved from the fold's train part, recorded as numbers, shaping H_tw
+    _write_params(tmp_path, k="auto", s="auto")
+    done = _run("features", tmp_path, "--fold", "0")
+    assert done.returncode == 0, done.stderr
+    meta = read_arrays_metadata(tmp_path / layout.features_file(0))
+    k, s = int(meta["k"]), int(meta["s"])
+    assert "model.k=auto, model.s=auto: " in done.stderr and f"-> k={k}, s={s}" in done.stderr
+    assert 1 <= k == s <= 10
+    assert read_arrays(tmp_path / layout.features_file(0))["test"].shape == (40, k + s, 3)
     # a failing per-fold stage leaves no output directory behind
     shutil.rmtree(tmp_path / layout.counts_dir(0))
     params = yaml.safe_load((tmp_path / "params.yaml").read_text())
@@ -217,3 +226,30 @@ def test_features_without_factors_do_not_depend_on_k_s_rank(tmp_path, monkeypatc
     arrays = read_arrays(layout.features_file(0))
     assert {k: v.shape for k, v in arrays.items()} == {"train": (6, 0, 0), "test": (2, 0, 0),
                                                        "predict": (3, 0, 0)}
+
+
+@pytest.mark.parametrize("words_per_text, k, s, want", [
+    ([30, 40, 25], "auto", "auto", (10, 10)),   # long texts (AG News): the paper's 10 + 10
+    ([19, 18], "auto", "auto", (10, 10)),       # mean 18.5: half rounded up is 10
+    ([8, 9, 8, 9, 8], "auto", "auto", (5, 5)),  # titles (THUCNews: 8.4 words) -> 5 + 5
+    ([8, 9, 8, 9, 8], 10, "auto", (10, 5)),     # a number stays as given
+    ([8, 9, 8, 9, 8], "auto", 0, (5, 0)),
+    ([1, 0, 0], "auto", "auto", (1, 1)),        # at least one slot each
+    ([], "auto", "auto", (1, 1)),
+    ([3], 7, 2, (7, 2)),
+])
+def test_auto_slots_are_half_the_mean_distinct_words_at_most_the_papers(words_per_text, k, s,
+                                                                        want):
+    from lttw.factors.features import resolve_slots
+
+    assert resolve_slots(k, s, np.array(words_per_text, dtype=np.int64)) == want
+
+
+def test_distinct_words_counts_each_vocabulary_word_of_a_text_once():
+    from lttw.factors.features import FactorLookup
+    from lttw.text.words import WordSplitter
+
+    lookup = FactorLookup(["a", "b", "c"], np.array([3, 2, 1]), np.ones((3, 2), np.float32),
+                          WordSplitter())
+    got = lookup.distinct_words(["a a b", "zzz", "", "c b a c", "A b"])
+    assert got.tolist() == [2, 0, 0, 3, 2]  # repeats once, out-of-vocabulary none, lowercased

@@ -74,6 +74,11 @@ def test_data_check_reports_the_rule_and_degenerate_splitting(tmp_path):
     auto = check_dataset(settings_from_dict(base), str(tmp_path / "zh.csv")).words
     assert auto["rule"] == "jieba" and "CJK letters" in auto["reason"]
     assert auto["warning"] is None and auto["median_words"] >= 3
+    # k / s auto on these 3-4 word texts: 2 + 2 slots (and nothing where both are numbers)
+    assert 3 <= auto["distinct_words"] <= 4 and auto["slots"] == (2, 2)
+    fixed = check_dataset(settings_from_dict({**base, "model": {"k": 10, "s": 10}}),
+                          str(tmp_path / "zh.csv")).words
+    assert fixed["slots"] is None and fixed["distinct_words"] == auto["distinct_words"]
     regex = check_dataset(settings_from_dict({**base, "words": {"splitter": "regex"}}),
                           str(tmp_path / "zh.csv")).words
     assert regex["rule"] == "regex" and regex["median_words"] == 1

@@ -107,8 +107,10 @@ class ModelSettings(_Group):
     variant: Variant = "lttw"
     encoder: str = "sentence-transformers/all-MiniLM-L6-v2"
     max_len: int = Field(64, ge=8, le=8192)
-    k: int = Field(10, ge=0, le=1000)
-    s: int = Field(10, ge=0, le=1000)
+    # top-k / bottom-s words; auto: half the fold's mean distinct words a text, at most the
+    # paper's 10 (lttw.factors.features.resolve_slots)
+    k: Annotated[int, Field(ge=0, le=1000)] | Literal["auto"] = "auto"
+    s: Annotated[int, Field(ge=0, le=1000)] | Literal["auto"] = "auto"
     ranking: Ranking = "count_then_corpus"
     # training rows' factors: out_of_fold (cross-fitted, as an unseen text would get them) or
     # in_sample (the paper, literally: looked up in counts that include the text's own label)
@@ -145,7 +147,7 @@ class ModelSettings(_Group):
 
     @model_validator(mode="after")
     def _factor_slots(self) -> "ModelSettings":
-        if self.uses_factors and self.k + self.s == 0:
+        if self.uses_factors and self.k == 0 and self.s == 0:
             raise ValueError("model.k + model.s must be >= 1 when latent factors are fused "
                              "(set model.fusion: none to run without them)")
         return self

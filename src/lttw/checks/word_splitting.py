@@ -1,11 +1,15 @@
 """``lttw data check``'s word-splitting report: the rule ``words.splitter`` resolves to for a
-dataset (as the counts stage resolves it), why, how it splits the texts, and a warning when
-the splitting is degenerate (issue 12)."""
+dataset (as the counts stage resolves it), why, how it splits the texts, what ``model.k`` /
+``model.s`` ``auto`` come to on them, and a warning when the splitting is degenerate
+(issue 12)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from lttw.data.datasets import Dataset
 from lttw.data.sample_sizes import pools_of
+from lttw.factors.features import resolve_slots
 from lttw.settings import DataSettings, Settings
 from lttw.text.words import degenerate_warning, make_splitter, splitting_quality
 
@@ -34,10 +38,15 @@ def word_splitting(settings: Settings, dataset: Dataset, data: DataSettings) -> 
                                      language=dataset.language)
     sample = evenly_spaced(texts)
     quality = splitting_quality(sample, splitter)
+    distinct = np.array([len(set(splitter(text))) for text in sample], dtype=np.int64)
+    m = settings.model
     return {"rule": splitter.rule, "reason": reason, "texts": quality.texts,
             "median_words": quality.median_words, "share_short": quality.share_short,
             "vocabulary": quality.vocabulary, "example": splitter(sample[0]) if sample else [],
-            "warning": degenerate_warning(splitter.rule, quality)}
+            "warning": degenerate_warning(splitter.rule, quality),
+            # every word of the sample counts (the counts stage's vocabulary: min_count 1)
+            "distinct_words": float(distinct.mean()) if len(distinct) else 0.0,
+            "slots": resolve_slots(m.k, m.s, distinct) if "auto" in (m.k, m.s) else None}
 
 
 def render_word_splitting(words: dict, console) -> None:
@@ -48,5 +57,9 @@ def render_word_splitting(words: dict, console) -> None:
                          f"words per text, {words['share_short']:.0%} of {words['texts']} texts "
                          f"with <= 2 words, {words['vocabulary']} distinct words; e.g. "
                          f"{' | '.join(words['example'][:12])}"))
+    if words.get("slots"):
+        console.print(escape(f"model.k / model.s auto: k={words['slots'][0]}, "
+                             f"s={words['slots'][1]} (about {words['distinct_words']:.1f} "
+                             "distinct words a text; the features stage resolves them per fold)"))
     if words["warning"]:
         console.print(f"[yellow]warning:[/yellow] {escape(words['warning'])}")

@@ -18,6 +18,8 @@ out-of-vocabulary text gives an all-zero (k+s, rank) block).
 
 from __future__ import annotations
 
+import logging
+import math
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,28 @@ from lttw.errors import DataError
 from lttw.factors.nmf import load_word_factors
 from lttw.settings import RANKINGS, Ranking
 from lttw.text.words import WordSplitter, read_rule
+
+log = logging.getLogger(__name__)
+
+
+#: the paper's k and s (AG News); ``model.k`` / ``model.s`` ``auto`` never go above it
+PAPER_SLOTS = 10
+
+
+def resolve_slots(k: int | str, s: int | str, words_per_text: np.ndarray) -> tuple[int, int]:
+    """``model.k`` and ``model.s`` as numbers. ``auto`` is half the mean number of distinct
+    vocabulary words a text holds (``words_per_text``: one count per text of the fold's train
+    part), rounded up, at least 1 and at most the paper's 10: no more slots than a typical
+    text fills. AG News' texts (about 30 distinct words) keep the paper's 10 + 10; THUCNews
+    titles (8.4) get 5 + 5, which measured better than 10 + 10 (README, "Choosing parameters
+    for your data"); empty slots are zero vectors that the fusion carries for nothing."""
+    mean = float(np.mean(words_per_text)) if len(words_per_text) else 0.0
+    half = min(PAPER_SLOTS, max(1, math.ceil(mean / 2)))
+    resolved = (half if k == "auto" else int(k), half if s == "auto" else int(s))
+    if "auto" in (k, s):
+        log.info("model.k=%s, model.s=%s: %.1f distinct vocabulary words a text on average -> "
+                 "k=%d, s=%d", k, s, mean, *resolved)
+    return resolved
 
 
 def _check_ranking(ranking: str) -> None:
@@ -172,6 +196,11 @@ class FactorLookup:
     @property
     def rank(self) -> int:
         return int(self.word_factors.shape[1])
+
+    def distinct_words(self, texts: Sequence[str]) -> np.ndarray:
+        """(n_texts,) int64: how many distinct vocabulary words each text holds."""
+        rows = _entries(list(texts), self.vocabulary, self.splitter, with_positions=False)[0]
+        return np.bincount(rows, minlength=len(texts))
 
     def transform(self, texts: Sequence[str], k: int, s: int,
                   ranking: Ranking = "count_then_corpus") -> np.ndarray:

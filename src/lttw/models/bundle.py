@@ -40,6 +40,9 @@ def write_model_folder(folder: Path, classes: list[str], settings, fold: int,
     with_factors = bool(factor_dirs)
     m = settings.model
     if with_factors and selection is None:  # a folder built by hand: the settings' selection
+        if "auto" in (m.k, m.s):
+            raise ValueError("model.k / model.s auto resolve in the features stage: a model "
+                             "folder built by hand needs them as numbers (or selection)")
         selection = {"k": m.k, "s": m.s, "ranking": m.ranking}
     folder = Path(folder)
     write_json(folder / LABELS, {"classes": classes})
