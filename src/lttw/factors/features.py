@@ -45,7 +45,7 @@ def resolve_slots(k: int | str, s: int | str, words_per_text: np.ndarray) -> tup
     vocabulary words a text holds (``words_per_text``: one count per text of the fold's train
     part), rounded up, at least 1 and at most the paper's 10: no more slots than a typical
     text fills. AG News' texts (about 30 distinct words) keep the paper's 10 + 10; THUCNews
-    titles (8.4) get 5 + 5, which measured better than 10 + 10 (README, "Choosing parameters
+    titles (9.9) get 5 + 5, which measured better than 10 + 10 (README, "Choosing parameters
     for your data"); empty slots are zero vectors that the fusion carries for nothing."""
     mean = float(np.mean(words_per_text)) if len(words_per_text) else 0.0
     half = min(PAPER_SLOTS, max(1, math.ceil(mean / 2)))
