@@ -141,7 +141,10 @@ def test_the_report_opens_with_the_study_table_tests_and_curve(tmp_path):
         "against `lttw`)." in text
     assert "Not run yet: `ev-sst2-lttw`, `ev-sst2-encoder`, `ev-sst2-tfidf_linear`, " \
         "`ev-ag_news-n500-encoder`." in text
-    assert "| 500 | 81.00 | not run |" in text and "| 4,000 | 91.00 | 89.83 |" in text
+    assert "| training texts | lttw | encoder | Δ lttw vs encoder (points) | McNemar exact p |" \
+        in text
+    assert "| 500 | 81.00 | not run |  |  |" in text
+    assert f"| 4,000 | 91.00 | 89.83 | +1.17 | {p:.3g} |" in text
     curve = pd.read_csv(tmp_path / "learning_curve.csv")
     assert curve["train_texts"].tolist() == [500, 4000]
     assert curve["lttw"].round(4).tolist() == [0.81, 0.91]

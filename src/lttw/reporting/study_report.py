@@ -170,6 +170,18 @@ def learning_curve(study: Study, results: dict[str, CellResult]) -> pd.DataFrame
     return frame.sort_index().rename_axis("train_texts")
 
 
+def _curve_gap(study: Study, results: dict[str, CellResult], texts: int) -> list[str]:
+    """The learning curve's lttw against the reference at one size: the mean paired gap and
+    McNemar's exact p on the pooled held-out predictions ("" where either is not run)."""
+    at = {r.cell.variant: r for r in results.values()
+          if r.cell.dataset == study.curve_dataset and r.train_texts == texts}
+    if "lttw" not in at or study.reference not in at:
+        return ["", ""]
+    t = paired_test(at["lttw"].run, at[study.reference].run)
+    m = pooled_mcnemar(at[study.reference].predictions, at["lttw"].predictions)
+    return [f"{100 * t['delta']:+.2f}" if "delta" in t else "n/a", _p(m["p"]) or m["why"]]
+
+
 def render_study(study: Study, results: dict[str, CellResult]) -> list[str]:
     n_cells = len(study.cells())
     lines = ["## Where the latent factors help (the paired study)", "",
@@ -183,12 +195,16 @@ def render_study(study: Study, results: dict[str, CellResult]) -> list[str]:
     curve = learning_curve(study, results)
     if study.curve_dataset:
         name = DATASET_NAMES.get(study.curve_dataset, study.curve_dataset)
+        paired = "lttw" in study.curve_variants and study.reference in study.curve_variants
+        extra = [f"Δ lttw vs {study.reference} (points)", "McNemar exact p"] if paired else []
         lines += ["", f"Learning curve ({name}, held-out macro F1 %, mean over folds; "
                   "`dvc plots show evidence/learning_curve.csv`):", "",
-                  "| training texts | " + " | ".join(study.curve_variants) + " |",
-                  "| --- |" + " --- |" * len(study.curve_variants)]
+                  "| training texts | " + " | ".join([*study.curve_variants, *extra]) + " |",
+                  "| --- |" + " --- |" * (len(study.curve_variants) + len(extra))]
         for texts, row in curve.iterrows():
             values = [f"{100 * v:.2f}" if v == v else "not run" for v in row]
+            if paired:
+                values += _curve_gap(study, results, texts)
             lines.append(f"| {texts:,} | " + " | ".join(values) + " |")
     missing = [c.name for c in study.cells() if c.name not in results]
     if missing:
