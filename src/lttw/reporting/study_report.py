@@ -248,6 +248,8 @@ def write_curve(curve: pd.DataFrame, folder: Path) -> list[Path]:
         points = curve[variant].dropna()
         ax.plot(points.index, 100 * points.values, marker="o", label=variant)
     ax.set_xscale("log")
+    ax.set_xticks(curve.index, [f"{n:,}" for n in curve.index])  # the sizes, not 10^k
+    ax.minorticks_off()
     ax.set_xlabel("training texts per fold")
     ax.set_ylabel("held-out macro F1 (%)")
     ax.legend()
