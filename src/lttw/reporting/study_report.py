@@ -74,14 +74,24 @@ def _p(value: float | None) -> str:
     return "" if value is None else f"{value:.3g}"
 
 
+def _paired(result: CellResult, reference: CellResult) -> tuple[dict, dict]:
+    """``result`` against ``reference``: the paired test across folds (delta = result -
+    reference) and McNemar's exact test on the pooled held-out predictions."""
+    return (paired_test(result.run, reference.run),
+            pooled_mcnemar(reference.predictions, result.predictions))
+
+
+def _delta(t: dict, missing: str = "") -> str:
+    return f"{100 * t['delta']:+.2f}" if "delta" in t else missing
+
+
 def _comparison(result: CellResult, reference: CellResult | None) -> list[str]:
     if result is reference:
         return ["reference", "", "", ""]
     if reference is None:
         return ["n/a (reference not run)", "", "", ""]
-    t = paired_test(result.run, reference.run)
-    m = pooled_mcnemar(reference.predictions, result.predictions)
-    delta = f"{100 * t['delta']:+.2f}" if "delta" in t else ""
+    t, m = _paired(result, reference)
+    delta = _delta(t)
     wins = ""
     if t["n"]:
         common = sorted(set(result.run.folds) & set(reference.run.folds))
@@ -98,7 +108,7 @@ def _verdict(dataset: str, study: Study, results: dict[str, CellResult]) -> str:
     lttw, ref = results.get(f"ev-{dataset}-lttw"), results.get(f"ev-{dataset}-{study.reference}")
     if lttw is None or ref is None:
         return f"- {name}: not run yet."
-    t, m = paired_test(lttw.run, ref.run), pooled_mcnemar(ref.predictions, lttw.predictions)
+    t, m = _paired(lttw, ref)
     gap = 100 * t.get("delta", 0.0)
     return _gap_sentence(name, study, t, m, gap) + _ahead_of_both(dataset, study, results)
 
@@ -177,9 +187,8 @@ def _curve_gap(study: Study, results: dict[str, CellResult], texts: int) -> list
           if r.cell.dataset == study.curve_dataset and r.train_texts == texts}
     if "lttw" not in at or study.reference not in at:
         return ["", ""]
-    t = paired_test(at["lttw"].run, at[study.reference].run)
-    m = pooled_mcnemar(at[study.reference].predictions, at["lttw"].predictions)
-    return [f"{100 * t['delta']:+.2f}" if "delta" in t else "n/a", _p(m["p"]) or m["why"]]
+    t, m = _paired(at["lttw"], at[study.reference])
+    return [_delta(t, "n/a"), _p(m["p"]) or m["why"]]
 
 
 def render_study(study: Study, results: dict[str, CellResult]) -> list[str]:
