@@ -37,10 +37,10 @@ import time
 from pathlib import Path
 
 import torch
+from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from lttw.io import write_json  # noqa: E402
-from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 from lttw.models.attention import AttentionBlock, MultiHeadSelfAttention
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,8 +79,16 @@ class _KernelSpy(TorchDispatchMode):
 
 
 def block(kind: str, d: int, heads: int, n: int, k: int, dropout: float) -> AttentionBlock:
-    blk = AttentionBlock(d, "linformer" if kind == "linformer" else "mha", heads, 4, dropout,
-                         max_seq=n, linformer_k=k, share_kv=True)
+    blk = AttentionBlock(
+        d,
+        "linformer" if kind == "linformer" else "mha",
+        heads,
+        4,
+        dropout,
+        max_seq=n,
+        linformer_k=k,
+        share_kv=True,
+    )
     if kind == "mha_nomask":
         old = blk.attn
         blk.attn = _NoMaskMHA(d, heads, dropout)
@@ -89,6 +97,7 @@ def block(kind: str, d: int, heads: int, n: int, k: int, dropout: float) -> Atte
 
 
 # --- CPU peak memory: RSS high-water mark, reset per run (Linux) -----------------------------
+
 
 def _libc():
     try:
@@ -139,6 +148,7 @@ class CpuPeak:
 
 # --- one measurement ------------------------------------------------------------------------
 
+
 def sync(device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -187,24 +197,37 @@ def measure(kind: str, n: int, args, device, cpu_peak: CpuPeak | None) -> dict:
         peak = (torch.cuda.max_memory_allocated(device) - base) / 2**20
     else:
         peak = cpu_peak.peak_mib() if cpu_peak is not None and cpu_peak.ok else None
-    return {"kind": kind, "n": n, "ms_median": round(1e3 * statistics.median(times), 3),
-            "ms_min": round(1e3 * min(times), 3),
-            "peak_mib": None if peak is None else round(peak, 2),
-            # no fused op seen: SDPA decomposed into bmm + softmax (the math backend)
-            "sdpa_kernel": ",".join(sorted(spy.kernels)) or "math"}
+    return {
+        "kind": kind,
+        "n": n,
+        "ms_median": round(1e3 * statistics.median(times), 3),
+        "ms_min": round(1e3 * min(times), 3),
+        "peak_mib": None if peak is None else round(peak, 2),
+        # no fused op seen: SDPA decomposed into bmm + softmax (the math backend)
+        "sdpa_kernel": ",".join(sorted(spy.kernels)) or "math",
+    }
 
 
 def _is_oom(err: BaseException) -> bool:
     if isinstance(err, (torch.OutOfMemoryError, MemoryError)):
         return True
     text = str(err).lower()
-    return "out of memory" in text or "can't allocate memory" in text or "alloc" in text and (
-        "fail" in text)
+    return (
+        "out of memory" in text
+        or "can't allocate memory" in text
+        or "alloc" in text
+        and ("fail" in text)
+    )
 
 
-
-FULL = {"ns": "512,1024,2048,4096,8192,16384", "d": 768, "batch": 8, "heads": 12, "reps": 5,
-        "warmup": 2}
+FULL = {
+    "ns": "512,1024,2048,4096,8192,16384",
+    "d": 768,
+    "batch": 8,
+    "heads": 12,
+    "reps": 5,
+    "warmup": 2,
+}
 QUICK = {"ns": "128,256,512,1024", "d": 64, "batch": 2, "heads": 4, "reps": 3, "warmup": 1}
 
 
@@ -214,24 +237,33 @@ def main(argv=None) -> dict:
     ap.add_argument("--ns", help="sequence lengths, comma separated")
     ap.add_argument("--d", type=int, help="model width (768; quick 64)")
     ap.add_argument("--batch", type=int, help="batch (8; quick 2)")
-    ap.add_argument("--heads", type=int,
-                    help="heads (12: head width 64 as in BERT-base; quick 4). The pipeline's "
-                         "default model.heads is 4")
+    ap.add_argument(
+        "--heads",
+        type=int,
+        help="heads (12: head width 64 as in BERT-base; quick 4). The pipeline's "
+        "default model.heads is 4",
+    )
     ap.add_argument("--k", type=int, default=32, help="Linformer projected length K")
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--reps", type=int)
     ap.add_argument("--warmup", type=int)
     ap.add_argument("--kinds", default=",".join(KINDS))
-    ap.add_argument("--precision", choices=["fp32", "bf16"],
-                    help="default: bf16 autocast on CUDA (as training), fp32 on the CPU")
+    ap.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        help="default: bf16 autocast on CUDA (as training), fp32 on the CPU",
+    )
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
     for key, value in (QUICK if args.quick else FULL).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    device = torch.device("cuda" if args.device == "cuda" or (
-        args.device == "auto" and torch.cuda.is_available()) else "cpu")
+    device = torch.device(
+        "cuda"
+        if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+        else "cpu"
+    )
     if args.precision is None:
         args.precision = "bf16" if device.type == "cuda" else "fp32"
     if device.type == "cuda":
@@ -239,15 +271,23 @@ def main(argv=None) -> dict:
     ns = [int(x) for x in args.ns.split(",")]
     kinds = [k for k in args.kinds.split(",") if k]
     cpu_peak = CpuPeak() if device.type == "cpu" else None
-    mem_method = ("torch.cuda.max_memory_allocated - memory_allocated before the timed runs"
-                  if device.type == "cuda" else
-                  CpuPeak.method if cpu_peak.ok else "unavailable (no /proc/self/clear_refs)")
+    mem_method = (
+        "torch.cuda.max_memory_allocated - memory_allocated before the timed runs"
+        if device.type == "cuda"
+        else CpuPeak.method
+        if cpu_peak.ok
+        else "unavailable (no /proc/self/clear_refs)"
+    )
     info = describe(device)
-    print(f"# {info['device_name']} | torch {info['torch']} | d {args.d} heads {args.heads} "
-          f"batch {args.batch} K {args.k} {args.precision} | fwd+bwd of one AttentionBlock")
+    print(
+        f"# {info['device_name']} | torch {info['torch']} | d {args.d} heads {args.heads} "
+        f"batch {args.batch} K {args.k} {args.precision} | fwd+bwd of one AttentionBlock"
+    )
     print(f"# peak memory: {mem_method}")
-    print(f"{'n':>6} {'kind':11} {'kernel':10} {'ms':>9} {'peak MiB':>9}  "
-          f"{'time vs linformer':>17} {'mem vs linformer':>16}")
+    print(
+        f"{'n':>6} {'kind':11} {'kernel':10} {'ms':>9} {'peak MiB':>9}  "
+        f"{'time vs linformer':>17} {'mem vs linformer':>16}"
+    )
     rows, dead = [], set()
     for n in ns:
         by_kind = {}
@@ -275,12 +315,21 @@ def main(argv=None) -> dict:
                 if row.get("peak_mib") and lin.get("peak_mib"):
                     row["memory_ratio_vs_linformer"] = round(row["peak_mib"] / lin["peak_mib"], 3)
             _print(row)
-    result = {**info, "settings": {k: getattr(args, k) for k in (
-        "quick", "d", "batch", "heads", "k", "dropout", "reps", "warmup", "precision")},
-        "ns": ns, "memory_method": mem_method, "rows": rows,
-        "notes": ["mha is the pipeline's MultiHeadSelfAttention, which always passes the "
-                  "key-padding mask (no flash on CUDA); mha_nomask drops it",
-                  "sdpa_kernel: the aten SDPA op that ran in the forward"]}
+    result = {
+        **info,
+        "settings": {
+            k: getattr(args, k)
+            for k in ("quick", "d", "batch", "heads", "k", "dropout", "reps", "warmup", "precision")
+        },
+        "ns": ns,
+        "memory_method": mem_method,
+        "rows": rows,
+        "notes": [
+            "mha is the pipeline's MultiHeadSelfAttention, which always passes the "
+            "key-padding mask (no flash on CUDA); mha_nomask drops it",
+            "sdpa_kernel: the aten SDPA op that ran in the forward",
+        ],
+    }
     out = Path(args.out)
     write_json(out, result)  # atomic: a killed run leaves the old file
     print(f"# wrote {out}")
@@ -294,9 +343,12 @@ def _print(row: dict) -> None:
     peak = "n/a" if row["peak_mib"] is None else f"{row['peak_mib']:.1f}"
     t = row.get("time_ratio_vs_linformer")
     m = row.get("memory_ratio_vs_linformer")
-    print(f"{row['n']:6d} {row['kind']:11} {row['sdpa_kernel']:10} {row['ms_median']:9.2f} "
-          f"{peak:>9}  {'' if t is None else f'{t:.2f}x':>17} "
-          f"{'' if m is None else f'{m:.2f}x':>16}", flush=True)
+    print(
+        f"{row['n']:6d} {row['kind']:11} {row['sdpa_kernel']:10} {row['ms_median']:9.2f} "
+        f"{peak:>9}  {'' if t is None else f'{t:.2f}x':>17} "
+        f"{'' if m is None else f'{m:.2f}x':>16}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

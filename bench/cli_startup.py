@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -63,13 +64,18 @@ def build_model_folder(folder: Path, encoder: str | None) -> str:
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=None, help="a trained model folder (default: build a "
-                    "MiniLM LTTW folder in a temporary folder)")
-    ap.add_argument("--encoder", default=None, help="without --model: the encoder folder "
-                    "(default: the embedded MiniLM package)")
+    ap.add_argument(
+        "--model",
+        default=None,
+        help="a trained model folder (default: build a MiniLM LTTW folder in a temporary folder)",
+    )
+    ap.add_argument(
+        "--encoder",
+        default=None,
+        help="without --model: the encoder folder (default: the embedded MiniLM package)",
+    )
     ap.add_argument("--runs", type=int, default=5, help="runs per command (median reported)")
-    ap.add_argument("--check", action="store_true", help="exit 1 when a median is above its "
-                    "target")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a median is above its target")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
 
@@ -84,20 +90,32 @@ def main(argv=None) -> dict:
             folder = tmp / "model"
             source = f"synthetic LTTW around {build_model_folder(folder, args.encoder)}"
         lttw = lttw_command()
-        commands = {"help": [*lttw, "--help"],
-                    "predict": [*lttw, "predict", "--model", str(folder), TEXT]}
+        commands = {
+            "help": [*lttw, "--help"],
+            "predict": [*lttw, "predict", "--model", str(folder), TEXT],
+        }
         rows = {}
         print(f"# model: {source} | {args.runs} runs each | python {platform.python_version()}")
         print(f"{'command':8} {'median s':>9} {'min s':>7} {'max s':>7} {'target s':>9}")
         for name, command in commands.items():
             times = time_command(command, args.runs)
-            rows[name] = {"command": " ".join(command[len(lttw) - 1:]),
-                          "median_s": round(statistics.median(times), 3),
-                          "runs_s": [round(t, 3) for t in times], "target_s": TARGETS_S[name]}
-            print(f"{name:8} {rows[name]['median_s']:9.3f} {min(times):7.3f} {max(times):7.3f} "
-                  f"{TARGETS_S[name]:9.1f}", flush=True)
-        result = {"machine": describe(packages=("torch", "transformers", "tokenizers")),
-                  "model": source, "runs": args.runs, "rows": rows}
+            rows[name] = {
+                "command": " ".join(command[len(lttw) - 1 :]),
+                "median_s": round(statistics.median(times), 3),
+                "runs_s": [round(t, 3) for t in times],
+                "target_s": TARGETS_S[name],
+            }
+            print(
+                f"{name:8} {rows[name]['median_s']:9.3f} {min(times):7.3f} {max(times):7.3f} "
+                f"{TARGETS_S[name]:9.1f}",
+                flush=True,
+            )
+        result = {
+            "machine": describe(packages=("torch", "transformers", "tokenizers")),
+            "model": source,
+            "runs": args.runs,
+            "rows": rows,
+        }
         from lttw.io import write_json
 
         write_json(Path(args.out), result)

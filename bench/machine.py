@@ -51,19 +51,29 @@ def versions(*packages: str) -> dict[str, str | None]:
 def describe(device=None, packages: tuple[str, ...] = ("torch",)) -> dict:
     """Python, platform, CPU (name, instruction sets, cores, the ones this process may use), ``packages``'
     versions and, for a torch ``device``, its name, torch's threads and a GPU's memory."""
-    info = {"python": platform.python_version(), "platform": platform.platform(),
-            "cpu": cpu_name(), "cpu_flags": cpu_flags(), "cpu_count": os.cpu_count(),
-            "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-            else os.cpu_count(), **versions(*packages)}
+    info = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": cpu_name(),
+        "cpu_flags": cpu_flags(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
+        **versions(*packages),
+    }
     if device is not None:
         import torch
 
         info.update(device=str(device), cpu_threads=torch.get_num_threads())
         if device.type == "cuda":
             p = torch.cuda.get_device_properties(device)
-            info.update(device_name=p.name, cuda=torch.version.cuda,
-                        gpu_memory_gib=round(p.total_memory / 2**30, 1),
-                        capability=f"{p.major}.{p.minor}")
+            info.update(
+                device_name=p.name,
+                cuda=torch.version.cuda,
+                gpu_memory_gib=round(p.total_memory / 2**30, 1),
+                capability=f"{p.major}.{p.minor}",
+            )
         else:
             info["device_name"] = info["cpu"]
     return info

@@ -26,11 +26,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: E402
+from train_throughput import (  # noqa: E402
+    FULL,
+    QUICK,
+    VARIANTS,
+    StepClock,
+    _Stop,
+    build,
+    device_info,
+    encoder_config,
+    real_lengths,
+    synthetic,
+)
 
-from train_throughput import (FULL, QUICK, VARIANTS, StepClock, _Stop, build,  # noqa: E402
-                              device_info, encoder_config, real_lengths, synthetic)
-from lttw.io import write_json  # noqa: E402
 from lttw.device import make_runtime  # noqa: E402
+from lttw.io import write_json  # noqa: E402
 from lttw.settings import TrainSettings  # noqa: E402
 from lttw.training.loop import train_classifier  # noqa: E402
 
@@ -39,19 +49,78 @@ OUT = ROOT / "bench" / "results" / "profile_train.json"
 
 #: op-name fragments -> category (first match wins; names are lower-cased)
 CATEGORIES = [
-    ("attention (SDPA)", ("scaled_dot_product", "flash", "efficient_attention", "_cudnn_attention")),
+    (
+        "attention (SDPA)",
+        ("scaled_dot_product", "flash", "efficient_attention", "_cudnn_attention"),
+    ),
     ("optimizer", ("adam", "optimizer", "_foreach")),
-    ("matmul", ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
-                "aten::linear", "einsum", "gemm", "sgemm", "cublas", "cutlass", "sm90_xmma",
-                "ampere_", "matmul")),
+    (
+        "matmul",
+        (
+            "aten::mm",
+            "aten::addmm",
+            "aten::bmm",
+            "aten::baddbmm",
+            "aten::matmul",
+            "aten::linear",
+            "einsum",
+            "gemm",
+            "sgemm",
+            "cublas",
+            "cutlass",
+            "sm90_xmma",
+            "ampere_",
+            "matmul",
+        ),
+    ),
     ("normalisation", ("layer_norm", "layernorm")),
-    ("copies / indexing", ("copy", "aten::to", "index", "gather", "embedding", "cat",
-                           "pin_memory", "contiguous", "clone", "slice", "select", "memcpy",
-                           "memset", "fill", "zero", "scatter")),
+    (
+        "copies / indexing",
+        (
+            "copy",
+            "aten::to",
+            "index",
+            "gather",
+            "embedding",
+            "cat",
+            "pin_memory",
+            "contiguous",
+            "clone",
+            "slice",
+            "select",
+            "memcpy",
+            "memset",
+            "fill",
+            "zero",
+            "scatter",
+        ),
+    ),
     ("softmax / loss", ("softmax", "cross_entropy", "nll_loss", "log_softmax")),
-    ("element-wise", ("gelu", "add", "mul", "div", "tanh", "dropout", "bernoulli", "where", "sub", "pow",
-                      "sqrt", "exp", "relu", "clamp", "norm", "sum", "mean", "elementwise",
-                      "vectorized", "reduce")),
+    (
+        "element-wise",
+        (
+            "gelu",
+            "add",
+            "mul",
+            "div",
+            "tanh",
+            "dropout",
+            "bernoulli",
+            "where",
+            "sub",
+            "pow",
+            "sqrt",
+            "exp",
+            "relu",
+            "clamp",
+            "norm",
+            "sum",
+            "mean",
+            "elementwise",
+            "vectorized",
+            "reduce",
+        ),
+    ),
 ]
 
 
@@ -64,7 +133,7 @@ def phase_of(event) -> str:
         if node.name.startswith("autograd::engine"):
             return "backward"
         if node.name.startswith("lttw."):
-            return node.name[len("lttw."):]
+            return node.name[len("lttw.") :]
         node = node.cpu_parent
     return "other (outside the step's phases)"
 
@@ -129,8 +198,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--batch", type=int)
     ap.add_argument("--warmup", type=int, default=None, help="unprofiled steps first (3; quick 1)")
     ap.add_argument("--steps", type=int, default=None, help="profiled steps (5; quick 2)")
-    ap.add_argument("--lengths-from", default=None, metavar="PATH",
-                    help="real token lengths (see train_throughput.py --help)")
+    ap.add_argument(
+        "--lengths-from",
+        default=None,
+        metavar="PATH",
+        help="real token lengths (see train_throughput.py --help)",
+    )
     ap.add_argument("--encoder-dir", default=None)
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=0)
@@ -145,19 +218,33 @@ def main(argv=None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    cfg = TrainSettings(device=args.device, bf16=args.precision == "bf16", epochs=1,
-                        batch_size=batch, eval_batch_size=batch, lr=2e-5, head_lr=1e-3,
-                        patience=0, log_every=1, distributed="off", num_threads=args.threads)
+    cfg = TrainSettings(
+        device=args.device,
+        bf16=args.precision == "bf16",
+        epochs=1,
+        batch_size=batch,
+        eval_batch_size=batch,
+        lr=2e-5,
+        head_lr=1e-3,
+        patience=0,
+        log_every=1,
+        distributed="off",
+        num_threads=args.threads,
+    )
     rt = make_runtime(cfg)
     cuda = rt.device.type == "cuda"
     info = device_info(rt.device)
     enc_cfg, source = encoder_config(args.encoder, args.encoder_dir)
     torch.manual_seed(0)
     model = build(enc_cfg, args.variant, seq)
-    lengths = real_lengths(args.lengths_from, seq, args.encoder_dir) if args.lengths_from \
-        else None
-    data = synthetic(batch * (warmup + steps + 1), seq, enc_cfg["vocab_size"],
-                     VARIANTS[args.variant] != "none", lengths=lengths)
+    lengths = real_lengths(args.lengths_from, seq, args.encoder_dir) if args.lengths_from else None
+    data = synthetic(
+        batch * (warmup + steps + 1),
+        seq,
+        enc_cfg["vocab_size"],
+        VARIANTS[args.variant] != "none",
+        lengths=lengths,
+    )
     handles = label_forward(model)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     captured = {}
@@ -168,13 +255,29 @@ def main(argv=None) -> dict:
         if args.trace:
             p.export_chrome_trace(args.trace)
 
-    with profile(activities=activities, on_trace_ready=ready, record_shapes=False,
-                 schedule=schedule(wait=0, warmup=warmup, active=steps, repeat=1)) as prof, \
-            tempfile.TemporaryDirectory() as ckpt:
+    with (
+        profile(
+            activities=activities,
+            on_trace_ready=ready,
+            record_shapes=False,
+            schedule=schedule(wait=0, warmup=warmup, active=steps, repeat=1),
+        ) as prof,
+        tempfile.TemporaryDirectory() as ckpt,
+    ):
         clock = ProfiledClock(prof, stop_at=warmup + steps)
         try:
-            train_classifier(model, data, data, cfg, seed=0, rt=rt, checkpoint_dir=ckpt,
-                             live=clock, fingerprint="profile", checkpoint_every_s=1e9)
+            train_classifier(
+                model,
+                data,
+                data,
+                cfg,
+                seed=0,
+                rt=rt,
+                checkpoint_dir=ckpt,
+                live=clock,
+                fingerprint="profile",
+                checkpoint_every_s=1e9,
+            )
         except _Stop:
             pass
     for h in handles:
@@ -203,25 +306,40 @@ def main(argv=None) -> dict:
         if phase in ("forward", "backward"):
             by_cat[category(e.name)] += t
     total = sum(by_phase.values())
-    forward = {e.key: e.cpu_time_total / 1e3 / steps for e in events
-               if e.key.startswith("forward: ")}
-    result = {**info, "settings": {"encoder": args.encoder, "encoder_config_source": source,
-                                   "variant": args.variant, "precision": args.precision,
-                                   "bf16_autocast": rt.bf16, "seq": seq, "batch": batch,
-                                   "warmup": warmup, "steps": steps,
-                                   "lengths_from": args.lengths_from},
-              "clock": clock_name,
-              "step_ms_wall": None if wall is None else round(1e3 * wall / steps, 2),
-              "ms_per_step_by_phase": _rounded(by_phase),
-              "forward_backward_ms_per_step_by_category": _rounded(by_cat),
-              "forward_ms_per_step_cpu_inclusive": {k: round(v, 2) for k, v in forward.items()},
-              "top_ops": [{"op": k, "ms_per_step": round(t, 3), "calls_per_step": c}
-                          for k, t, c in sorted(ops, key=lambda x: -x[1])[:args.top]]}
+    forward = {
+        e.key: e.cpu_time_total / 1e3 / steps for e in events if e.key.startswith("forward: ")
+    }
+    result = {
+        **info,
+        "settings": {
+            "encoder": args.encoder,
+            "encoder_config_source": source,
+            "variant": args.variant,
+            "precision": args.precision,
+            "bf16_autocast": rt.bf16,
+            "seq": seq,
+            "batch": batch,
+            "warmup": warmup,
+            "steps": steps,
+            "lengths_from": args.lengths_from,
+        },
+        "clock": clock_name,
+        "step_ms_wall": None if wall is None else round(1e3 * wall / steps, 2),
+        "ms_per_step_by_phase": _rounded(by_phase),
+        "forward_backward_ms_per_step_by_category": _rounded(by_cat),
+        "forward_ms_per_step_cpu_inclusive": {k: round(v, 2) for k, v in forward.items()},
+        "top_ops": [
+            {"op": k, "ms_per_step": round(t, 3), "calls_per_step": c}
+            for k, t, c in sorted(ops, key=lambda x: -x[1])[: args.top]
+        ],
+    }
 
-    print(f"# {info['device_name']} | {args.encoder} {args.variant} {args.precision} "
-          f"(autocast {'bf16' if rt.bf16 else 'off'}) | seq {seq} batch {batch} | "
-          f"{steps} profiled steps after {warmup}"
-          + (f" | wall {result['step_ms_wall']} ms/step (profiler on)" if wall else ""))
+    print(
+        f"# {info['device_name']} | {args.encoder} {args.variant} {args.precision} "
+        f"(autocast {'bf16' if rt.bf16 else 'off'}) | seq {seq} batch {batch} | "
+        f"{steps} profiled steps after {warmup}"
+        + (f" | wall {result['step_ms_wall']} ms/step (profiler on)" if wall else "")
+    )
     print(f"\n{clock_name} per step, by phase of the training step")
     for k, v in result["ms_per_step_by_phase"].items():
         print(f"  {k:22} {v:10.1f} ms  {100 * v / total:5.1f}%")

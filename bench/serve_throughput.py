@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
 from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,12 +63,14 @@ def read_texts(path: Path, n: int) -> list[str]:
     import pandas as pd
 
     frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    return frame["text"].astype(str).str.replace(r"\s+", " ", regex=True).str.strip().head(n
-                                                                                          ).tolist()
+    return (
+        frame["text"].astype(str).str.replace(r"\s+", " ", regex=True).str.strip().head(n).tolist()
+    )
 
 
-def batch_path(model: Path, texts: list[str], work: Path,
-               repeats: int = 3) -> tuple[dict, list[str]]:
+def batch_path(
+    model: Path, texts: list[str], work: Path, repeats: int = 3
+) -> tuple[dict, list[str]]:
     """``lttw predict --file`` (torch) on all texts and on one, ``repeats`` times each:
     texts/s without start-up, from the median times."""
     import pandas as pd
@@ -76,29 +79,59 @@ def batch_path(model: Path, texts: list[str], work: Path,
     (work / "one.txt").write_text(texts[0] + "\n", encoding="utf-8")
     ones, alls = [], []
     for _ in range(repeats):  # alternated; the medians (one run swung 69 to 105 texts/s)
-        ones.append(run(lttw("predict", "--model", str(model), "--file", str(work / "one.txt"),
-                             "--out", str(work / "one.csv"), "--force"))[0])
-        alls.append(run(lttw("predict", "--model", str(model), "--file", str(work / "all.txt"),
-                             "--out", str(work / "all.csv"), "--force"))[0])
+        ones.append(
+            run(
+                lttw(
+                    "predict",
+                    "--model",
+                    str(model),
+                    "--file",
+                    str(work / "one.txt"),
+                    "--out",
+                    str(work / "one.csv"),
+                    "--force",
+                )
+            )[0]
+        )
+        alls.append(
+            run(
+                lttw(
+                    "predict",
+                    "--model",
+                    str(model),
+                    "--file",
+                    str(work / "all.txt"),
+                    "--out",
+                    str(work / "all.csv"),
+                    "--force",
+                )
+            )[0]
+        )
     t_one, t_all = statistics.median(ones), statistics.median(alls)
     labels = pd.read_csv(work / "all.csv", keep_default_na=False)["label"].tolist()
-    return {"backend": "lttw predict --file (torch)", "clients": None, "texts": len(texts),
-            "wall_s": round(t_all, 3), "startup_s": round(t_one, 3),
-            "runs_wall_s": [round(t, 3) for t in alls],
-            "runs_startup_s": [round(t, 3) for t in ones],
-            # None where the texts took no longer than one text (a model that costs nothing)
-            "texts_per_s": round((len(texts) - 1) / (t_all - t_one), 1) if t_all > t_one
-            else None,
-            "texts_per_s_with_startup": round(len(texts) / t_all, 1)}, labels
+    return {
+        "backend": "lttw predict --file (torch)",
+        "clients": None,
+        "texts": len(texts),
+        "wall_s": round(t_all, 3),
+        "startup_s": round(t_one, 3),
+        "runs_wall_s": [round(t, 3) for t in alls],
+        "runs_startup_s": [round(t, 3) for t in ones],
+        # None where the texts took no longer than one text (a model that costs nothing)
+        "texts_per_s": round((len(texts) - 1) / (t_all - t_one), 1) if t_all > t_one else None,
+        "texts_per_s_with_startup": round(len(texts) / t_all, 1),
+    }, labels
 
 
 class Server:
     """``lttw serve --port 0`` in a subprocess; its port read from uvicorn's start line."""
 
     def __init__(self, model: Path, extra: list[str]):
-        self.proc = subprocess.Popen(lttw("serve", "--model", str(model), "--host", HOST,
-                                          "--port", "0", *extra),
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            lttw("serve", "--model", str(model), "--host", HOST, "--port", "0", *extra),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.watchdog = threading.Timer(1800, self.proc.kill)  # never outlives the bench
         self.watchdog.start()
         self.log = []
@@ -118,8 +151,14 @@ class Server:
         return rest
 
 
-async def load(port: int, texts: list[str], expected: list[str], clients: int,
-               requests: int, max_seconds: float) -> dict:
+async def load(
+    port: int,
+    texts: list[str],
+    expected: list[str],
+    clients: int,
+    requests: int,
+    max_seconds: float,
+) -> dict:
     """``clients`` workers, one ``{"text": ...}`` request each at a time, bounded. The client
     is aiohttp (its HTTP parser is C): httpx's pure-Python one was the bottleneck here, at 50
     requests/s with 64 clients against a model that costs nothing (aiohttp: 500)."""
@@ -129,8 +168,9 @@ async def load(port: int, texts: list[str], expected: list[str], clients: int,
     issued = answered = 0
     connector = aiohttp.TCPConnector(limit=clients)
     timeout = aiohttp.ClientTimeout(total=120)
-    async with aiohttp.ClientSession(f"http://{HOST}:{port}", connector=connector,
-                                     timeout=timeout) as client:
+    async with aiohttp.ClientSession(
+        f"http://{HOST}:{port}", connector=connector, timeout=timeout
+    ) as client:
         start = time.perf_counter()
         stop_at = start + max_seconds
 
@@ -158,22 +198,29 @@ async def load(port: int, texts: list[str], expected: list[str], clients: int,
         await asyncio.gather(*(worker() for _ in range(clients)))
         wall = time.perf_counter() - start
     ms = sorted(1000 * t for t in latencies)
-    return {"clients": clients, "requests": issued, "answered": answered,
-            "failed": len(failures), "labels_differing_from_batch_path": wrong,
-            "wall_s": round(wall, 3), "texts_per_s": round(answered / wall, 1),
-            "p50_ms": round(statistics.median(ms), 1) if ms else None,
-            "p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 1) if ms else None}
+    return {
+        "clients": clients,
+        "requests": issued,
+        "answered": answered,
+        "failed": len(failures),
+        "labels_differing_from_batch_path": wrong,
+        "wall_s": round(wall, 3),
+        "texts_per_s": round(answered / wall, 1),
+        "p50_ms": round(statistics.median(ms), 1) if ms else None,
+        "p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 1) if ms else None,
+    }
 
 
 def median_run(runs: list[dict]) -> dict:
     """The run of median texts/s (the lower middle one of an even count), with every run's
     texts/s and the failures and wrong labels summed over all runs."""
     ranked = sorted(runs, key=lambda row: row["texts_per_s"])
-    return {**ranked[(len(ranked) - 1) // 2],
-            "runs_texts_per_s": [row["texts_per_s"] for row in runs],
-            "failed_all_runs": sum(row["failed"] for row in runs),
-            "labels_differing_all_runs": sum(row["labels_differing_from_batch_path"]
-                                             for row in runs)}
+    return {
+        **ranked[(len(ranked) - 1) // 2],
+        "runs_texts_per_s": [row["texts_per_s"] for row in runs],
+        "failed_all_runs": sum(row["failed"] for row in runs),
+        "labels_differing_all_runs": sum(row["labels_differing_from_batch_path"] for row in runs),
+    }
 
 
 def load_average() -> list[float]:
@@ -183,16 +230,28 @@ def load_average() -> list[float]:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="models/fold_0", help="a trained (torch) model folder")
-    ap.add_argument("--texts", default="data/sample/test.parquet",
-                    help="labelled held-out texts (.parquet/.csv, columns text, label)")
+    ap.add_argument(
+        "--texts",
+        default="data/sample/test.parquet",
+        help="labelled held-out texts (.parquet/.csv, columns text, label)",
+    )
     ap.add_argument("--n-texts", type=int, default=1000, help="texts used")
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 8, 64])
-    ap.add_argument("--requests", type=int, default=1000,
-                    help="requests per load run (1 client: a quarter)")
-    ap.add_argument("--max-seconds", type=float, default=60.0,
-                    help="no new request starts after this many seconds of a load run")
-    ap.add_argument("--repeats", type=int, default=3,
-                    help="load runs per client count; the run of median texts/s is reported")
+    ap.add_argument(
+        "--requests", type=int, default=1000, help="requests per load run (1 client: a quarter)"
+    )
+    ap.add_argument(
+        "--max-seconds",
+        type=float,
+        default=60.0,
+        help="no new request starts after this many seconds of a load run",
+    )
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="load runs per client count; the run of median texts/s is reported",
+    )
     ap.add_argument("--backends", nargs="+", default=["torch", "onnx-fp32", "onnx-int8"])
     ap.add_argument("--serve-args", default="", help="extra `lttw serve` options")
     ap.add_argument("--out", default=str(OUT))
@@ -201,28 +260,51 @@ def main(argv=None) -> dict:
     model, texts_path = Path(args.model), Path(args.texts)
     texts = read_texts(texts_path, args.n_texts)
     work = Path(tempfile.mkdtemp(prefix="lttw-serve-bench-"))
-    result = {"machine": describe(packages=("torch", "onnxruntime", "fastapi", "uvicorn",
-                                            "aiohttp", "uvloop", "httptools")),
-              "load_average_before": load_average(), "model": str(model),
-              "texts": f"{texts_path} (first {len(texts)})", "settings": vars(args),
-              "exports": {}, "rows": []}
+    result = {
+        "machine": describe(
+            packages=(
+                "torch",
+                "onnxruntime",
+                "fastapi",
+                "uvicorn",
+                "aiohttp",
+                "uvloop",
+                "httptools",
+            )
+        ),
+        "load_average_before": load_average(),
+        "model": str(model),
+        "texts": f"{texts_path} (first {len(texts)})",
+        "settings": vars(args),
+        "exports": {},
+        "rows": [],
+    }
     try:
         folders = {"torch": model}
         for name, flag in (("onnx-fp32", "--onnx"), ("onnx-int8", "--int8")):
             if name in args.backends:
                 print(f"# exporting {name}", flush=True)
-                _, log = run(lttw("export", "--model", str(model), "--out", str(work / name),
-                                  flag, "--check-file", str(texts_path), "--check-rows",
-                                  str(len(texts))))
-                result["exports"][name] = [line for line in log.splitlines()
-                                           if "vs torch" in line]
+                _, log = run(
+                    lttw(
+                        "export",
+                        "--model",
+                        str(model),
+                        "--out",
+                        str(work / name),
+                        flag,
+                        "--check-file",
+                        str(texts_path),
+                        "--check-rows",
+                        str(len(texts)),
+                    )
+                )
+                result["exports"][name] = [line for line in log.splitlines() if "vs torch" in line]
                 print("#", *result["exports"][name], flush=True)
                 folders[name] = work / name
         print("# batch path: lttw predict --file", flush=True)
         row, expected = batch_path(model, texts, work)
         result["rows"].append(row)
-        print(f"{row['backend']:32} {row['texts_per_s'] or float('nan'):8.1f} texts/s",
-              flush=True)
+        print(f"{row['backend']:32} {row['texts_per_s'] or float('nan'):8.1f} texts/s", flush=True)
         for name in args.backends:
             server = Server(folders[name], args.serve_args.split())
             try:
@@ -231,30 +313,38 @@ def main(argv=None) -> dict:
                 for _ in range(args.repeats):  # the client counts in turn, not one after one
                     for clients in args.clients:
                         n = args.requests // 4 if clients == 1 else args.requests
-                        runs[clients].append(asyncio.run(load(
-                            server.port, texts, expected, clients, n, args.max_seconds)))
+                        runs[clients].append(
+                            asyncio.run(
+                                load(server.port, texts, expected, clients, n, args.max_seconds)
+                            )
+                        )
                 for clients in args.clients:
                     row = {"backend": f"lttw serve ({name})", **median_run(runs[clients])}
                     result["rows"].append(row)
-                    print(f"{row['backend']:32} {row['texts_per_s']:8.1f} texts/s  "
-                          f"{clients:3d} clients  p50 {row['p50_ms']} ms  p99 {row['p99_ms']}"
-                          f" ms  runs {row['runs_texts_per_s']}  failed "
-                          f"{row['failed_all_runs']}  labels differing "
-                          f"{row['labels_differing_all_runs']}", flush=True)
+                    print(
+                        f"{row['backend']:32} {row['texts_per_s']:8.1f} texts/s  "
+                        f"{clients:3d} clients  p50 {row['p50_ms']} ms  p99 {row['p99_ms']}"
+                        f" ms  runs {row['runs_texts_per_s']}  failed "
+                        f"{row['failed_all_runs']}  labels differing "
+                        f"{row['labels_differing_all_runs']}",
+                        flush=True,
+                    )
             finally:
                 tail = server.stop()
                 result.setdefault("server_logs", {})[name] = [
-                    line for line in tail.splitlines() if "stopped after" in line]
+                    line for line in tail.splitlines() if "stopped after" in line
+                ]
         result["load_average_after"] = load_average()
         from lttw.io import write_json
 
         write_json(Path(args.out), result)
-        print(f"# wrote {args.out} (load average before {result['load_average_before']}, "
-              f"after {result['load_average_after']})")
+        print(
+            f"# wrote {args.out} (load average before {result['load_average_before']}, "
+            f"after {result['load_average_after']})"
+        )
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
 
 
 if __name__ == "__main__":

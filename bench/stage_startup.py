@@ -28,19 +28,22 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "stage_startup.json"
 WATCHED = ("transformers", "torch._dynamo", "sklearn", "pandas", "jieba")
 #: runs the stage as __main__ (as `python stages/x.py` does), then reports the imports
-RUNNER = ("import runpy, sys, json\n"
-          "sys.argv = sys.argv[1:]\n"
-          "try:\n"
-          "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
-          "finally:\n"
-          "    print('IMPORTED ' + json.dumps({m: m in sys.modules for m in %r}),\n"
-          "          file=sys.stderr)\n" % (WATCHED,))
+RUNNER = (
+    "import runpy, sys, json\n"
+    "sys.argv = sys.argv[1:]\n"
+    "try:\n"
+    "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    "finally:\n"
+    f"    print('IMPORTED ' + json.dumps({{m: m in sys.modules for m in {WATCHED!r}}}),\n"
+    "          file=sys.stderr)\n"
+)
 
 
 def run_once(project: Path, argv: list[str]) -> tuple[float, dict]:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", RUNNER, *argv], cwd=project,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", RUNNER, *argv], cwd=project, capture_output=True, text=True
+    )
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit(f"error: {' '.join(argv)} failed in {project}:\n{proc.stderr[-2000:]}")
@@ -49,8 +52,9 @@ def run_once(project: Path, argv: list[str]) -> tuple[float, dict]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--project", type=Path, required=True, help="a project after dvc repro")
     parser.add_argument("--stage", default="train", help="stages/<name>.py (default train)")
     parser.add_argument("--fold", type=int, default=0, help="for per-fold stages")
@@ -68,14 +72,21 @@ def main(argv: list[str] | None = None) -> dict:
     for _ in range(args.runs):
         wall, imported = run_once(args.project, stage)
         walls.append(wall)
-    result = {"machine": describe(), "project": str(args.project.resolve()),
-              "command": " ".join(["python", *stage]), "runs_s": [round(w, 3) for w in walls],
-              "median_s": round(statistics.median(walls), 3), "imported": imported}
+    result = {
+        "machine": describe(),
+        "project": str(args.project.resolve()),
+        "command": " ".join(["python", *stage]),
+        "runs_s": [round(w, 3) for w in walls],
+        "median_s": round(statistics.median(walls), 3),
+        "imported": imported,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"{result['command']}: median {result['median_s']:.2f} s over {args.runs} runs "
-          f"({', '.join(f'{w:.2f}' for w in walls)}); imported: "
-          f"{', '.join(m for m, yes in imported.items() if yes) or 'none of the watched'}")
+    print(
+        f"{result['command']}: median {result['median_s']:.2f} s over {args.runs} runs "
+        f"({', '.join(f'{w:.2f}' for w in walls)}); imported: "
+        f"{', '.join(m for m, yes in imported.items() if yes) or 'none of the watched'}"
+    )
     print(f"wrote {args.out}")
     return result
 

@@ -22,17 +22,17 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 
-from lttw.io import write_json  # noqa: E402
-from lttw.factors.counts import regex_splitter, corpus_counts, normalise_rows, word_label_counts
 from lttw.data.datasets import load_dataset
-from lttw.factors.nmf import latent_factors
-from lttw.factors.cross_fit import out_of_fold_factors
-from lttw.factors.features import latent_factor_tensor
 from lttw.data.folds import assign_folds, fold_parts
 from lttw.data.sampling import draw_samples
+from lttw.factors.counts import corpus_counts, normalise_rows, regex_splitter, word_label_counts
+from lttw.factors.cross_fit import out_of_fold_factors
+from lttw.factors.features import latent_factor_tensor
+from lttw.factors.nmf import latent_factors
+from lttw.io import write_json  # noqa: E402
 from lttw.settings import CountSettings, DataSettings, NMFSettings
-from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,12 +86,24 @@ def main(argv=None) -> dict:
     p = len(dataset.classes)
     largest = p * int(np.bincount(dataset.labels, minlength=p).min())
     size = min(args.size, largest)
-    note = (f"{args.dataset}: {len(dataset.labels)} rows (all splits pooled); balanced sample of "
-            f"{size} texts" + ("" if size == args.size else f" (asked {args.size}; largest "
-                                                          f"balanced size here is {largest})"))
+    note = (
+        f"{args.dataset}: {len(dataset.labels)} rows (all splits pooled); balanced sample of "
+        f"{size} texts"
+        + (
+            ""
+            if size == args.size
+            else f" (asked {args.size}; largest balanced size here is {largest})"
+        )
+    )
     print(note)
-    data_settings = DataSettings(dataset=args.dataset, root=args.root, train_size=size,
-                                 test_size=0, predict_size=0, use_splits=False)
+    data_settings = DataSettings(
+        dataset=args.dataset,
+        root=args.root,
+        train_size=size,
+        test_size=0,
+        predict_size=0,
+        use_splits=False,
+    )
     frame = draw_samples(dataset, data_settings, args.seed)[0]["train"]
     texts, labels = frame["text"].tolist(), frame["label"].to_numpy()
     train_rows = fold_parts(assign_folds(labels, 10, args.seed), args.fold, 10)["train"]
@@ -106,13 +118,30 @@ def main(argv=None) -> dict:
         return latent_factors(normalise_rows(counts), args.rank, nmf, args.seed)
 
     def features_stage(counts, vocabulary, factors):
-        tensor = latent_factor_tensor(texts, vocabulary, corpus_counts(counts),
-                                      factors.word_factors, args.k, args.s, "count_then_corpus",
-                                      regex_splitter(cs))
+        tensor = latent_factor_tensor(
+            texts,
+            vocabulary,
+            corpus_counts(counts),
+            factors.word_factors,
+            args.k,
+            args.s,
+            "count_then_corpus",
+            regex_splitter(cs),
+        )
         if args.train_factors == "out_of_fold":  # the stage's default (model.train_factors)
             tensor[train_rows] = out_of_fold_factors(
-                train_texts, train_labels, p, factors.factor_label, args.k, args.s,
-                "count_then_corpus", cs, nmf, args.factor_splits, args.seed)
+                train_texts,
+                train_labels,
+                p,
+                factors.factor_label,
+                args.k,
+                args.s,
+                "count_then_corpus",
+                cs,
+                nmf,
+                args.factor_splits,
+                args.seed,
+            )
         return tensor
 
     rows = []
@@ -121,12 +150,19 @@ def main(argv=None) -> dict:
     factors, t_nmf = timed(lambda: nmf_stage(counts))
     rows.append(("nmf", t_nmf, rss_mib(), traced_peak(lambda: nmf_stage(counts))))
     tensor, t_feat = timed(lambda: features_stage(counts, vocabulary, factors))
-    rows.append(("features", t_feat, rss_mib(),
-                 traced_peak(lambda: features_stage(counts, vocabulary, factors))))
+    rows.append(
+        (
+            "features",
+            t_feat,
+            rss_mib(),
+            traced_peak(lambda: features_stage(counts, vocabulary, factors)),
+        )
+    )
     brute, t_dict = timed(lambda: dict_algorithm_1(train_texts, train_labels, p, cs))
     dense = counts.toarray()
-    same = len(brute) == len(vocabulary) and all(brute[w] == dense[i].tolist()
-                                                 for i, w in enumerate(vocabulary))
+    same = len(brute) == len(vocabulary) and all(
+        brute[w] == dense[i].tolist() for i, w in enumerate(vocabulary)
+    )
     total = t_counts + t_nmf + t_feat
 
     print(f"\n{'stage':<22}{'wall s':>9}{'peak RSS MiB':>14}{'peak traced MiB':>17}")
@@ -134,22 +170,39 @@ def main(argv=None) -> dict:
         print(f"{name:<22}{t:>9.2f}{rss:>14.0f}{traced:>17.1f}")
     print(f"{'total (3 stages)':<22}{total:>9.2f}")
     print(f"{'dict Algorithm 1':<22}{t_dict:>9.2f}   (counts only; same matrix: {same})")
-    print(f"\ncounts speed-up over the dict version: {t_dict / t_counts:.1f}x; "
-          f"{len(train_texts)} train-part texts, {len(vocabulary)} words, "
-          f"features {tuple(tensor.shape)}; NMF {factors.n_iter} iterations, init {factors.init}")
+    print(
+        f"\ncounts speed-up over the dict version: {t_dict / t_counts:.1f}x; "
+        f"{len(train_texts)} train-part texts, {len(vocabulary)} words, "
+        f"features {tuple(tensor.shape)}; NMF {factors.n_iter} iterations, init {factors.init}"
+    )
 
     result = {
-        "note": note, "dataset": args.dataset, "sample_size": size, "fold": args.fold,
-        "train_part_texts": len(train_texts), "feature_texts": len(texts),
-        "n_words": len(vocabulary), "n_labels": p, "rank": args.rank, "k": args.k, "s": args.s,
+        "note": note,
+        "dataset": args.dataset,
+        "sample_size": size,
+        "fold": args.fold,
+        "train_part_texts": len(train_texts),
+        "feature_texts": len(texts),
+        "n_words": len(vocabulary),
+        "n_labels": p,
+        "rank": args.rank,
+        "k": args.k,
+        "s": args.s,
         "train_factors": args.train_factors,
-        "stages": {name: {"wall_s": round(t, 3), "peak_rss_mib": round(rss, 1),
-                          "peak_traced_mib": round(traced, 1)} for name, t, rss, traced in rows},
+        "stages": {
+            name: {
+                "wall_s": round(t, 3),
+                "peak_rss_mib": round(rss, 1),
+                "peak_traced_mib": round(traced, 1),
+            }
+            for name, t, rss, traced in rows
+        },
         "total_wall_s": round(total, 3),
         "dict_algorithm_1_wall_s": round(t_dict, 3),
         "counts_speedup_vs_dict": round(t_dict / t_counts, 2),
         "dict_matches_sparse": same,
-        "nmf_n_iter": factors.n_iter, "nmf_init": factors.init,
+        "nmf_n_iter": factors.n_iter,
+        "nmf_init": factors.init,
         "machine": describe(packages=("numpy", "scipy", "scikit-learn")),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }

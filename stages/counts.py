@@ -4,8 +4,8 @@ resolved word-splitting rule (`words.json`) every later consumer of words reads.
 import pandas as pd
 
 from lttw import layout
-from lttw.factors.counts import choose_splitter, save_counts, word_label_counts
 from lttw.data.folds import read_fold_parts
+from lttw.factors.counts import choose_splitter, save_counts, word_label_counts
 from lttw.io import atomic_dir, read_json
 from lttw.stage import run_stage
 from lttw.text.words import write_rule
@@ -18,10 +18,12 @@ def main(settings, fold):
     n_labels = len(labels_info["classes"])
     part = sample.iloc[rows]
     texts = part["text"].tolist()
-    splitter, reason = choose_splitter(settings.words.splitter, settings.counts, texts,
-                                       labels_info.get("language"))
-    counts, vocabulary = word_label_counts(texts, part["label"].to_numpy(), n_labels,
-                                           settings.counts, splitter)
+    splitter, reason = choose_splitter(
+        settings.words.splitter, settings.counts, texts, labels_info.get("language")
+    )
+    counts, vocabulary = word_label_counts(
+        texts, part["label"].to_numpy(), n_labels, settings.counts, splitter
+    )
     with atomic_dir(layout.counts_dir(fold)) as tmp:
         save_counts(tmp, counts, vocabulary)
         write_rule(tmp, splitter, reason)

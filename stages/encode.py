@@ -5,10 +5,10 @@ depth change never recomputes them); otherwise a record saying that nothing is c
 import logging
 
 from lttw import layout
-from lttw.io import atomic_dir, read_arrays, write_arrays, write_json
-from lttw.stage import run_stage
 from lttw.encoder.pretrained import encoder_for_tokens, load_pretrained_encoder, resolve_encoder
 from lttw.encoder.states import RECORD, STATES, encoder_states
+from lttw.io import atomic_dir, read_arrays, write_arrays, write_json
+from lttw.stage import run_stage
 
 log = logging.getLogger("lttw.encode")
 
@@ -25,17 +25,33 @@ def main(settings):
         encoder = load_pretrained_encoder(path)
         device = "cuda" if torch.cuda.is_available() else "cpu"
         tokens = read_arrays(layout.tokens_file())
-        states = {split: encoder_states(encoder, tokens[f"{split}_input_ids"],
-                                        tokens[f"{split}_attention_mask"], device=device,
-                                        desc=f"encode {split}")
-                  for split in layout.SPLITS}
+        states = {
+            split: encoder_states(
+                encoder,
+                tokens[f"{split}_input_ids"],
+                tokens[f"{split}_attention_mask"],
+                device=device,
+                desc=f"encode {split}",
+            )
+            for split in layout.SPLITS
+        }
         write_arrays(tmp / STATES, **states)
         d = int(encoder.config.hidden_size)
-        write_json(tmp / RECORD, {"frozen": True, "hidden_size": d, "dtype": "float16",
-                                  "max_len": settings.model.max_len,
-                                  "rows": {s: len(a) for s, a in states.items()}})
-        log.info("encoder states of %s texts cached (%d wide, float16)",
-                 sum(len(a) for a in states.values()), d)
+        write_json(
+            tmp / RECORD,
+            {
+                "frozen": True,
+                "hidden_size": d,
+                "dtype": "float16",
+                "max_len": settings.model.max_len,
+                "rows": {s: len(a) for s, a in states.items()},
+            },
+        )
+        log.info(
+            "encoder states of %s texts cached (%d wide, float16)",
+            sum(len(a) for a in states.values()),
+            d,
+        )
 
 
 if __name__ == "__main__":

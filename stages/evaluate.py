@@ -7,11 +7,17 @@ import logging
 import pandas as pd
 
 from lttw import layout
-from lttw.evaluation.metrics import (classification_metrics, confusion_counts, confusion_long,
-                             per_class_report, predicted_labels, top_probability)
 from lttw.data.fold_inputs import EVAL_PARTS, load_fold_inputs
-from lttw.io import atomic_dir, read_json, write_csv, write_json, write_parquet
+from lttw.evaluation.metrics import (
+    classification_metrics,
+    confusion_counts,
+    confusion_long,
+    per_class_report,
+    predicted_labels,
+    top_probability,
+)
 from lttw.inference.predict import predict_cached_parts
+from lttw.io import atomic_dir, read_json, write_csv, write_json, write_parquet
 from lttw.stage import run_stage
 
 log = logging.getLogger("lttw.evaluate")
@@ -22,18 +28,34 @@ def main(settings, fold: int):
     probs = predict_cached_parts(layout.model_dir(fold), inputs, fold, settings.train)
     training = read_json(layout.train_metrics(fold))
     m = settings.model
-    metrics = {"fold": fold, "dataset": settings.data.dataset, "variant": m.variant,
-               "fusion": m.fusion, "attention": m.attention, "seed": settings.seed}
+    metrics = {
+        "fold": fold,
+        "dataset": settings.data.dataset,
+        "variant": m.variant,
+        "fusion": m.fusion,
+        "attention": m.attention,
+        "seed": settings.seed,
+    }
     report, frames = {}, []
     for part in EVAL_PARTS:
         y, pred = inputs.part_labels(part), predicted_labels(probs[part])
         metrics[part] = classification_metrics(y, pred, inputs.n_labels)
-        report[part] = {"per_class": per_class_report(y, pred, inputs.classes),
-                        "confusion": confusion_counts(y, pred, inputs.n_labels)}
-        frames.append(pd.DataFrame({"part": part, "label": y, "pred": pred,
-                                    "prob": top_probability(probs[part])}))
-        log.info("fold %d %s: macro-F1 %.4f (n=%d)", fold, part,
-                 metrics[part].get("f1_macro", float("nan")), len(y))
+        report[part] = {
+            "per_class": per_class_report(y, pred, inputs.classes),
+            "confusion": confusion_counts(y, pred, inputs.n_labels),
+        }
+        frames.append(
+            pd.DataFrame(
+                {"part": part, "label": y, "pred": pred, "prob": top_probability(probs[part])}
+            )
+        )
+        log.info(
+            "fold %d %s: macro-F1 %.4f (n=%d)",
+            fold,
+            part,
+            metrics[part].get("f1_macro", float("nan")),
+            len(y),
+        )
     for key in ("time_per_epoch_s", "samples_per_s", "epochs_run", "device"):
         if key in training:
             metrics[key] = training[key]
@@ -41,8 +63,10 @@ def main(settings, fold: int):
     with atomic_dir(layout.eval_dir(fold)) as tmp:
         write_parquet(tmp / "predictions.parquet", pd.concat(frames, ignore_index=True))
         write_json(tmp / "report.json", report)
-    write_csv(layout.confusion_csv(fold),
-                  confusion_long(test_y, predicted_labels(probs["test"]), inputs.classes))
+    write_csv(
+        layout.confusion_csv(fold),
+        confusion_long(test_y, predicted_labels(probs["test"]), inputs.classes),
+    )
     write_json(layout.fold_metrics(fold), metrics)
 
 

@@ -2,8 +2,8 @@
 
 from lttw import layout
 from lttw.data.datasets import load_dataset
-from lttw.io import atomic_dir, write_json
 from lttw.data.sampling import draw_samples
+from lttw.io import atomic_dir, write_json
 from lttw.stage import run_stage
 
 

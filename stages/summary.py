@@ -20,13 +20,21 @@ def main(settings):
             raise UserError(f"{path}: missing; run the evaluate stage for fold {fold}")
         per_fold[fold] = read_json(path)
     first = per_fold[settings.folds.run[0]]
-    summary = {"dataset": settings.data.dataset, "variant": settings.model.variant,
-               "device": first.get("device", "unknown"), "seed": settings.seed,
-               **summarize_folds(per_fold)}
+    summary = {
+        "dataset": settings.data.dataset,
+        "variant": settings.model.variant,
+        "device": first.get("device", "unknown"),
+        "seed": settings.seed,
+        **summarize_folds(per_fold),
+    }
     write_json(layout.SUMMARY_METRICS, summary)
     f1 = summary.get("test/f1_macro", {})
-    log.info("held-out test macro-F1 over %d fold(s): %.4f +- %.4f", len(per_fold),
-             f1.get("mean", float("nan")), f1.get("std", float("nan")))
+    log.info(
+        "held-out test macro-F1 over %d fold(s): %.4f +- %.4f",
+        len(per_fold),
+        f1.get("mean", float("nan")),
+        f1.get("std", float("nan")),
+    )
 
 
 if __name__ == "__main__":

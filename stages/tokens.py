@@ -7,12 +7,17 @@ import logging
 import pandas as pd
 
 from lttw import layout
-from lttw.encoder.pretrained import (check_max_len, load_transformers_encoder, load_tokenizer,
-                                     resolve_encoder, save_tokenizer)
+from lttw.encoder.pretrained import (
+    check_max_len,
+    load_tokenizer,
+    load_transformers_encoder,
+    resolve_encoder,
+    save_tokenizer,
+)
 from lttw.encoder.tokens import UNK_SHARE_WARN, coverage_warning, encode_texts, unknown_share
-from lttw.text.encoder_vocab import extend_encoder, should_extend, unknown_pieces
 from lttw.io import atomic_dir, read_json, write_arrays, write_json
 from lttw.stage import run_stage
+from lttw.text.encoder_vocab import extend_encoder, should_extend, unknown_pieces
 
 log = logging.getLogger("lttw.tokens")
 
@@ -23,8 +28,9 @@ def encode_samples(tokenizer, texts: dict, max_len: int) -> dict:
         ids, mask = encode_texts(tokenizer, split_texts, max_len, progress=True)
         arrays[f"{split}_input_ids"], arrays[f"{split}_attention_mask"] = ids, mask
         truncated = int((mask[:, -1] == 1).sum()) if len(mask) else 0
-        log.info("%s: %d texts, %d truncated at max_len=%d", split, len(split_texts), truncated,
-                 max_len)
+        log.info(
+            "%s: %d texts, %d truncated at max_len=%d", split, len(split_texts), truncated, max_len
+        )
     return arrays
 
 
@@ -32,8 +38,10 @@ def main(settings):
     path = resolve_encoder(settings.model.encoder)
     check_max_len(path, settings.model.max_len)  # before any work: the config alone
     tokenizer = load_tokenizer(path)
-    texts = {split: pd.read_parquet(layout.sample_parquet(split), columns=["text"])["text"]
-             .tolist() for split in layout.SPLITS}
+    texts = {
+        split: pd.read_parquet(layout.sample_parquet(split), columns=["text"])["text"].tolist()
+        for split in layout.SPLITS
+    }
     train = {"train": texts["train"]}  # the train sample decides the vocabulary first
     arrays = encode_samples(tokenizer, train, settings.model.max_len)
     share, n = unknown_share(tokenizer, arrays["train_input_ids"], arrays["train_attention_mask"])
@@ -47,21 +55,33 @@ def main(settings):
     if should_extend(settings.model.extend_vocab, share, UNK_SHARE_WARN):
         pieces = [piece for piece, _ in unknown_pieces(tokenizer, texts["train"])]
         if not pieces:
-            log.info("model.extend_vocab: no [UNK] piece is seen twice in the train sample; "
-                     "the vocabulary stays as it is")
+            log.info(
+                "model.extend_vocab: no [UNK] piece is seen twice in the train sample; "
+                "the vocabulary stays as it is"
+            )
     if pieces:
         encoder = load_transformers_encoder(path)  # resized, saved
         extension = extend_encoder(tokenizer, encoder, pieces, labels.get("word_vectors"))
         arrays = encode_samples(tokenizer, train, settings.model.max_len)
         extension["unk_share_before"] = share
-        extension["unk_share_after"], _ = unknown_share(tokenizer, arrays["train_input_ids"],
-                                                        arrays["train_attention_mask"])
-        log.info("model.extend_vocab: %d pieces added to the encoder's vocabulary (%d rows "
-                 "from word vectors %s, %d as [UNK]'s); [UNK] share %.1f%% -> %.1f%%",
-                 extension["added"], extension["from_vectors"], extension["vectors"],
-                 extension["from_unk"], 100 * share, 100 * extension["unk_share_after"])
-    arrays.update(encode_samples(tokenizer, {s: t for s, t in texts.items() if s != "train"},
-                                 settings.model.max_len))  # once, with the final vocabulary
+        extension["unk_share_after"], _ = unknown_share(
+            tokenizer, arrays["train_input_ids"], arrays["train_attention_mask"]
+        )
+        log.info(
+            "model.extend_vocab: %d pieces added to the encoder's vocabulary (%d rows "
+            "from word vectors %s, %d as [UNK]'s); [UNK] share %.1f%% -> %.1f%%",
+            extension["added"],
+            extension["from_vectors"],
+            extension["vectors"],
+            extension["from_unk"],
+            100 * share,
+            100 * extension["unk_share_after"],
+        )
+    arrays.update(
+        encode_samples(
+            tokenizer, {s: t for s, t in texts.items() if s != "train"}, settings.model.max_len
+        )
+    )  # once, with the final vocabulary
     with atomic_dir(layout.TOKENS_DIR) as tmp:
         write_arrays(tmp / layout.tokens_file().name, **arrays)
         save_tokenizer(tokenizer, tmp / layout.tokenizer_dir().name)  # same bytes everywhere

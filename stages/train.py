@@ -15,8 +15,13 @@ log = logging.getLogger("lttw.train")
 
 def main(settings, fold: int):
     summary = train_fold(settings, fold)
-    log.info("fold %d trained: %d of %d planned epochs, %.1f s per epoch", fold,
-             summary["epochs_run"], summary["epochs_planned"], summary["time_per_epoch_s"])
+    log.info(
+        "fold %d trained: %d of %d planned epochs, %.1f s per epoch",
+        fold,
+        summary["epochs_run"],
+        summary["epochs_planned"],
+        summary["time_per_epoch_s"],
+    )
 
 
 if __name__ == "__main__":

@@ -57,9 +57,15 @@ def tiny_encoder_dir(tmp_path_factory) -> Path:
     assert len(tokenizer) == len(vocab), "tiny tokenizer lost its vocabulary"
     tokenizer.save_pretrained(folder)
 
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=64,
-                        max_position_embeddings=128, pad_token_id=0)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        pad_token_id=0,
+    )
     torch.manual_seed(0)
     BertModel(config, add_pooling_layer=False).save_pretrained(folder)
     return folder

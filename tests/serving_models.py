@@ -10,9 +10,12 @@ from pathlib import Path
 import numpy as np
 
 CLASSES = ["World", "Sports", "Business", "Sci/Tech"]
-TOPICS = ["government president war world news", "team game match player season score",
-          "company market stock price oil bank shares profit deal",
-          "computer internet technology science tech music"]
+TOPICS = [
+    "government president war world news",
+    "team game match player season score",
+    "company market stock price oil bank shares profit deal",
+    "computer internet technology science tech music",
+]
 
 
 def labelled_texts(n_per_class: int = 6) -> tuple[list[str], np.ndarray]:
@@ -32,8 +35,9 @@ _BUILT: dict[Path, Path] = {}
 def shared_lttw_folder(tmp_path_factory, encoder_dir: Path) -> Path:
     """One ``build_lttw_folder`` per test session (read-only for the tests that share it)."""
     if encoder_dir not in _BUILT:
-        _BUILT[encoder_dir] = build_lttw_folder(tmp_path_factory.mktemp("lttw") / "model",
-                                                encoder_dir)
+        _BUILT[encoder_dir] = build_lttw_folder(
+            tmp_path_factory.mktemp("lttw") / "model", encoder_dir
+        )
     return _BUILT[encoder_dir]
 
 
@@ -57,13 +61,23 @@ def build_lttw_folder(folder: Path, encoder_dir: Path) -> Path:
     save_counts(work / "counts", counts, vocab)
     write_rule(work / "counts", WordSplitter())
     save_factors(work / "nmf", latent_factors(normalise_rows(counts), 3, nmf, random_state=0))
-    settings = Settings(model=ModelSettings(variant="lttw", encoder=str(encoder_dir), max_len=32,
-                                            k=4, s=4, heads=2, linformer_k=8), nmf=nmf)
+    settings = Settings(
+        model=ModelSettings(
+            variant="lttw", encoder=str(encoder_dir), max_len=32, k=4, s=4, heads=2, linformer_k=8
+        ),
+        nmf=nmf,
+    )
     torch.manual_seed(0)
     model = LTTWClassifier.from_settings(settings.model, len(CLASSES), (8, 3), str(encoder_dir))
     save_model(model, folder)
-    write_model_folder(folder, CLASSES, settings, fold=0, words=WordSplitter(),
-                       factor_dirs=[work / "counts", work / "nmf"])
+    write_model_folder(
+        folder,
+        CLASSES,
+        settings,
+        fold=0,
+        words=WordSplitter(),
+        factor_dirs=[work / "counts", work / "nmf"],
+    )
     save_tokenizer(load_tokenizer(encoder_dir), folder / TOKENIZER)
     _fit(folder, texts, labels)
     return folder

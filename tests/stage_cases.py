@@ -14,10 +14,10 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -32,12 +32,14 @@ LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d lttw[\w.]*: ")  # stage.py's logging for
 
 # ------------------------------------------------------------------ the bad-data matrix
 
+
 def frame(per_class=(10, 10), names=None, prefix="row") -> pd.DataFrame:
     """Unique texts, ``per_class[i]`` rows of label ``names[i]`` (default: 0, 1, ...)."""
     names = list(range(len(per_class))) if names is None else list(names)
     labels = [names[c] for c, n in enumerate(per_class) for _ in range(n)]
-    return pd.DataFrame({"text": [f"{prefix} {i} word{i % 7} news" for i in range(len(labels))],
-                         "label": labels})
+    return pd.DataFrame(
+        {"text": [f"{prefix} {i} word{i % 7} news" for i in range(len(labels))], "label": labels}
+    )
 
 
 def csv_bytes(data: pd.DataFrame, **kw) -> bytes:
@@ -52,8 +54,9 @@ class DataCase:
     files: dict[str, Callable[[Path], object]]
     dataset: str
     error: str | None = None
-    sizes: dict = field(default_factory=lambda: {"train_size": 8, "test_size": 2,
-                                                 "predict_size": 2})
+    sizes: dict = field(
+        default_factory=lambda: {"train_size": 8, "test_size": 2, "predict_size": 2}
+    )
     check: Callable | None = None
     data: dict = field(default_factory=dict)  # other data.* parameters
 
@@ -73,6 +76,7 @@ def _check_classes(classes, values=None):
             assert info["label_values"] == values
         for split, sample in samples.items():
             assert sample["label"].between(0, len(classes) - 1).all(), split
+
     return check
 
 
@@ -111,8 +115,9 @@ def _latin1(p):
 
 
 def _binary_parquet(p):
-    pd.DataFrame({"text": [b"caf\xe9 %d" % i for i in range(20)],
-                  "label": [0, 1] * 10}).to_parquet(p, index=False)
+    pd.DataFrame({"text": [b"caf\xe9 %d" % i for i in range(20)], "label": [0, 1] * 10}).to_parquet(
+        p, index=False
+    )
 
 
 def _big_texts():
@@ -141,92 +146,162 @@ def _ragged(p):
 
 DATA_CASES: dict[str, DataCase] = {
     "missing file": DataCase(
-        {"other.csv": _csv(frame)}, "missing.csv",
-        r"data\.dataset 'missing\.csv': \S*missing\.csv not found \(data\.root \S+ has other\.csv\)"),
+        {"other.csv": _csv(frame)},
+        "missing.csv",
+        r"data\.dataset 'missing\.csv': \S*missing\.csv not found \(data\.root \S+ has other\.csv\)",
+    ),
     "unreadable parquet": DataCase(
-        {"d.parquet": lambda p: p.write_bytes(np.random.default_rng(0).bytes(512))}, "d.parquet",
-        r"d\.parquet: not a readable parquet file \(.*magic bytes"),
+        {"d.parquet": lambda p: p.write_bytes(np.random.default_rng(0).bytes(512))},
+        "d.parquet",
+        r"d\.parquet: not a readable parquet file \(.*magic bytes",
+    ),
     "CSV with ; delimiter": DataCase(
-        {"d.csv": _csv(frame, sep=";")}, "d.csv",
+        {"d.csv": _csv(frame, sep=";")},
+        "d.csv",
         r"d\.csv: no text column 'text' and no label column 'label' \(columns: text;label\); "
-        r"set data\.text_column and data\.label_column; .*semicolon-separated"),
+        r"set data\.text_column and data\.label_column; .*semicolon-separated",
+    ),
     "CSV without header": DataCase(
-        {"d.csv": _csv(frame, header=False)}, "d.csv",
+        {"d.csv": _csv(frame, header=False)},
+        "d.csv",
         r"d\.csv: no text column 'text' and no label column 'label' \(columns: row 0 word0 news, "
-        r"0\).*no header line"),
+        r"0\).*no header line",
+    ),
     "missing text column": DataCase(
-        {"d.csv": _csv(lambda: frame().rename(columns={"text": "body"}))}, "d.csv",
-        r"d\.csv: no text column 'text' \(columns: body, label\); set data\.text_column$"),
+        {"d.csv": _csv(lambda: frame().rename(columns={"text": "body"}))},
+        "d.csv",
+        r"d\.csv: no text column 'text' \(columns: body, label\); set data\.text_column$",
+    ),
     "missing label column": DataCase(
-        {"d.csv": _csv(lambda: frame().rename(columns={"label": "y"}))}, "d.csv",
-        r"d\.csv: no label column 'label' \(columns: text, y\); set data\.label_column$"),
+        {"d.csv": _csv(lambda: frame().rename(columns={"label": "y"}))},
+        "d.csv",
+        r"d\.csv: no label column 'label' \(columns: text, y\); set data\.label_column$",
+    ),
     "configured column missing": DataCase(
-        {"d.csv": _csv(frame)}, "d.csv", r"d\.csv: no text column 'body' .*data\.text_column",
-        data={"text_column": "body"}),
-    "empty file": DataCase({"d.csv": lambda p: p.write_bytes(b"")}, "d.csv",
-                           r"d\.csv: the file is empty"),
-    "header only": DataCase({"d.csv": lambda p: p.write_text("text,label\n")}, "d.csv",
-                            r"d\.csv: the dataset has no rows"),
-    "parquet without rows": DataCase({"d.parquet": _parquet(lambda: frame().iloc[:0])},
-                                     "d.parquet", r"d\.parquet: the dataset has no rows"),
+        {"d.csv": _csv(frame)},
+        "d.csv",
+        r"d\.csv: no text column 'body' .*data\.text_column",
+        data={"text_column": "body"},
+    ),
+    "empty file": DataCase(
+        {"d.csv": lambda p: p.write_bytes(b"")}, "d.csv", r"d\.csv: the file is empty"
+    ),
+    "header only": DataCase(
+        {"d.csv": lambda p: p.write_text("text,label\n")},
+        "d.csv",
+        r"d\.csv: the dataset has no rows",
+    ),
+    "parquet without rows": DataCase(
+        {"d.parquet": _parquet(lambda: frame().iloc[:0])},
+        "d.parquet",
+        r"d\.parquet: the dataset has no rows",
+    ),
     "all texts NaN": DataCase(
-        {"d.parquet": _parquet(lambda: frame().assign(text=None))}, "d.parquet",
-        r"d\.parquet: all 20 texts \(column text\) are missing, empty or whitespace-only"),
+        {"d.parquet": _parquet(lambda: frame().assign(text=None))},
+        "d.parquet",
+        r"d\.parquet: all 20 texts \(column text\) are missing, empty or whitespace-only",
+    ),
     "all labels NaN": DataCase(
-        {"d.parquet": _parquet(lambda: frame().assign(label=np.nan))}, "d.parquet",
-        r"d\.parquet: every label \(column label\) is missing"),
-    "ragged CSV": DataCase({"d.csv": _ragged}, "d.csv",
-                           r"d\.csv: not a readable CSV file \(.*line 3"),
+        {"d.parquet": _parquet(lambda: frame().assign(label=np.nan))},
+        "d.parquet",
+        r"d\.parquet: every label \(column label\) is missing",
+    ),
+    "ragged CSV": DataCase(
+        {"d.csv": _ragged}, "d.csv", r"d\.csv: not a readable CSV file \(.*line 3"
+    ),
     "class too small": DataCase(
-        {"d.parquet": _parquet(lambda: frame((10, 3), names=["a", "b"]))}, "d.parquet",
+        {"d.parquet": _parquet(lambda: frame((10, 3), names=["a", "b"]))},
+        "d.parquet",
         r"data\.train_size \+ data\.test_size \+ data\.predict_size = 8 \+ 2 \+ 2 need 4 \+ 1 \+ 1 "
         r"= 6 rows per class from all rows \(pooled\), whose rarest class b has 3 \(the classes "
         r"have a 10, b 3\) .*Sizes that fit together: data\.train_size=2, data\.test_size=2, "
-        r"data\.predict_size=2; or data\.sampling=stratified"),
-    "single class": DataCase({"d.parquet": _parquet(lambda: frame((20,), names=["only"]))},
-                             "d.parquet", r"d\.parquet: only one class \('only'\) in column label"),
+        r"data\.predict_size=2; or data\.sampling=stratified",
+    ),
+    "single class": DataCase(
+        {"d.parquet": _parquet(lambda: frame((20,), names=["only"]))},
+        "d.parquet",
+        r"d\.parquet: only one class \('only'\) in column label",
+    ),
     "1,000 classes, sizes fit": DataCase(
-        {"d.parquet": _parquet(lambda: frame((4,) * 1000))}, "d.parquet",
+        {"d.parquet": _parquet(lambda: frame((4,) * 1000))},
+        "d.parquet",
         sizes={"train_size": 2000, "test_size": 1000, "predict_size": 1000},
-        check=_check_1000_classes),
+        check=_check_1000_classes,
+    ),
     "1,000 classes, too few rows": DataCase(
-        {"d.parquet": _parquet(lambda: frame((4,) * 1000))}, "d.parquet",
+        {"d.parquet": _parquet(lambda: frame((4,) * 1000))},
+        "d.parquet",
         r"data\.train_size=500 is smaller than the number of classes \(1000\)",
-        sizes={"train_size": 500, "test_size": 0, "predict_size": 0}),
+        sizes={"train_size": 500, "test_size": 0, "predict_size": 0},
+    ),
     "string labels": DataCase(
-        {"d.csv": _csv(lambda: frame(names=["pos", "neg"]))}, "d.csv",
-        check=_check_classes(["neg", "pos"])),
+        {"d.csv": _csv(lambda: frame(names=["pos", "neg"]))},
+        "d.csv",
+        check=_check_classes(["neg", "pos"]),
+    ),
     "integral float labels": DataCase(
-        {"d.parquet": _parquet(lambda: frame(names=[1.0, 2.0]))}, "d.parquet",
-        check=_check_classes(["1", "2"], [1, 2])),
+        {"d.parquet": _parquet(lambda: frame(names=[1.0, 2.0]))},
+        "d.parquet",
+        check=_check_classes(["1", "2"], [1, 2]),
+    ),
     "integer labels with gaps (NaN -> float)": DataCase(
-        {"d.csv": _csv(lambda: pd.concat([frame(names=[3, 7]), pd.DataFrame(
-            {"text": ["no label here"], "label": [None]})]))}, "d.csv",
-        check=_check_classes(["3", "7"], [3, 7])),
+        {
+            "d.csv": _csv(
+                lambda: pd.concat(
+                    [
+                        frame(names=[3, 7]),
+                        pd.DataFrame({"text": ["no label here"], "label": [None]}),
+                    ]
+                )
+            )
+        },
+        "d.csv",
+        check=_check_classes(["3", "7"], [3, 7]),
+    ),
     "mixed labels (strings verbatim)": DataCase(
-        {"d.csv": _csv(lambda: frame((6, 6, 6), names=["1", "pos", "2.0"]))}, "d.csv",
+        {"d.csv": _csv(lambda: frame((6, 6, 6), names=["1", "pos", "2.0"]))},
+        "d.csv",
         check=_check_classes(["1", "2.0", "pos"]),
-        sizes={"train_size": 6, "test_size": 3, "predict_size": 3}),
+        sizes={"train_size": 6, "test_size": 3, "predict_size": 3},
+    ),
     "non-integral float labels (error)": DataCase(
-        {"d.parquet": _parquet(lambda: frame(names=[0.5, 1.5]))}, "d.parquet",
+        {"d.parquet": _parquet(lambda: frame(names=[0.5, 1.5]))},
+        "d.parquet",
         r"d\.parquet, column label: label 0\.5 \(row 0\) is not an integer; labels must be "
-        r"integers, integral floats or strings"),
-    "non-UTF-8 CSV": DataCase({"d.csv": _latin1}, "d.csv",
-                              r"d\.csv: not valid UTF-8 at byte \d+ \(line 5, about data row 4\)"),
+        r"integers, integral floats or strings",
+    ),
+    "non-UTF-8 CSV": DataCase(
+        {"d.csv": _latin1},
+        "d.csv",
+        r"d\.csv: not valid UTF-8 at byte \d+ \(line 5, about data row 4\)",
+    ),
     "non-UTF-8 bytes in parquet": DataCase(
-        {"d.parquet": _binary_parquet}, "d.parquet",
-        r"d\.parquet, column text: row 0 is not valid UTF-8 at byte 3"),
-    "1 MB texts": DataCase({"d.parquet": _parquet(_big_texts)}, "d.parquet",
-                           check=_check_big_texts),
+        {"d.parquet": _binary_parquet},
+        "d.parquet",
+        r"d\.parquet, column text: row 0 is not valid UTF-8 at byte 3",
+    ),
+    "1 MB texts": DataCase(
+        {"d.parquet": _parquet(_big_texts)}, "d.parquet", check=_check_big_texts
+    ),
     "only punctuation or emoji": DataCase(
-        {"d.parquet": _parquet(lambda: frame().assign(
-            text=["!!! ???", "😀😀🎉", "...", "—–", "🙂 👍"] * 4))}, "d.parquet",
-        check=_check_symbols, sizes={"train_size": 4, "test_size": 2, "predict_size": 2}),
-    "duplicate rows": DataCase({"d.parquet": _parquet(_duplicates)}, "d.parquet",
-                               check=_check_duplicates),
+        {
+            "d.parquet": _parquet(
+                lambda: frame().assign(text=["!!! ???", "😀😀🎉", "...", "—–", "🙂 👍"] * 4)
+            )
+        },
+        "d.parquet",
+        check=_check_symbols,
+        sizes={"train_size": 4, "test_size": 2, "predict_size": 2},
+    ),
+    "duplicate rows": DataCase(
+        {"d.parquet": _parquet(_duplicates)}, "d.parquet", check=_check_duplicates
+    ),
     "test rows duplicated in train": DataCase(
-        _test_split_copies_train(), "split", check=_check_test_in_train,
-        sizes={"train_size": 8, "test_size": 2, "predict_size": 2}),
+        _test_split_copies_train(),
+        "split",
+        check=_check_test_in_train,
+        sizes={"train_size": 8, "test_size": 2, "predict_size": 2},
+    ),
 }
 
 
@@ -250,8 +325,7 @@ class Ran:
 
 def write_params(folder: Path, params: dict) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False),
-                                        encoding="utf-8")
+    (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     return folder / "params.yaml"
 
 
@@ -262,19 +336,28 @@ def make_data_case(folder: Path, case: DataCase) -> Path:
     target.mkdir(parents=True)
     for name, write in case.files.items():
         write(target / name)
-    write_params(folder, {"seed": 0, "data": {"dataset": case.dataset, "root": str(root),
-                                              **case.sizes, **case.data}})
+    write_params(
+        folder,
+        {
+            "seed": 0,
+            "data": {"dataset": case.dataset, "root": str(root), **case.sizes, **case.data},
+        },
+    )
     return folder
 
 
 def stage_cmd(stage: str, *extra: str) -> list[str]:
-    return [sys.executable, str(REPO / "stages" / f"{stage}.py"), "--params", "params.yaml",
-            *extra]
+    return [sys.executable, str(REPO / "stages" / f"{stage}.py"), "--params", "params.yaml", *extra]
 
 
 def _env() -> dict:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1"}
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+    }
 
 
 def _run(cmd: list[str], cwd: Path) -> Ran:
@@ -328,10 +411,21 @@ print(json.dumps(codes))
 
 
 def _run_forked(stage: str, folders: list[Path]) -> dict[Path, Ran]:
-    jobs = [{"script": str(REPO / "stages" / f"{stage}.py"), "args": ["--params", "params.yaml"],
-             "cwd": str(folder)} for folder in folders]
-    done = subprocess.run([sys.executable, "-c", FORK_RUNNER, json.dumps(jobs)], env=_env(),
-                          capture_output=True, text=True, timeout=600)
+    jobs = [
+        {
+            "script": str(REPO / "stages" / f"{stage}.py"),
+            "args": ["--params", "params.yaml"],
+            "cwd": str(folder),
+        }
+        for folder in folders
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_RUNNER, json.dumps(jobs)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     codes = json.loads(done.stdout.strip().splitlines()[-1])
     out = {}
@@ -342,6 +436,7 @@ def _run_forked(stage: str, folders: list[Path]) -> dict[Path, Ran]:
 
 
 # ----------------------------------------------------------- cases that run other stages
+
 
 def _nmf_rank_case(folder: Path) -> list[str]:
     """Counts of a 3-word vocabulary and nmf.rank 5: the nmf stage must refuse it."""
@@ -375,6 +470,7 @@ def _max_len_case(encoder_dir: Path) -> Callable[[Path], list[str]]:
     def make(folder: Path) -> list[str]:
         write_params(folder, {"model": {"encoder": str(encoder_dir), "max_len": 129}})
         return stage_cmd("tokens")
+
     return make
 
 
@@ -388,22 +484,27 @@ def stage_runs(tmp_path_factory, tiny_encoder_dir) -> dict[str, Ran]:
     """Every stage run of this module: case name -> result (``plain: <case>`` for the plain
     subprocess twins of PLAIN_DATA_CASES)."""
     base = tmp_path_factory.mktemp("hardening")
-    folders = {name: make_data_case(base / f"data{i}", case)
-               for i, (name, case) in enumerate(DATA_CASES.items())}
+    folders = {
+        name: make_data_case(base / f"data{i}", case)
+        for i, (name, case) in enumerate(DATA_CASES.items())
+    }
     plain: dict[str, tuple[list[str], Path]] = {}
-    for name, make in {"model.max_len > encoder positions": _max_len_case(tiny_encoder_dir),
-                       "nmf.rank > vocabulary": _nmf_rank_case,
-                       "bad params through a stage": _bad_params_case,
-                       "--fold outside folds.n_folds": _bad_fold_case}.items():
+    for name, make in {
+        "model.max_len > encoder positions": _max_len_case(tiny_encoder_dir),
+        "nmf.rank > vocabulary": _nmf_rank_case,
+        "bad params through a stage": _bad_params_case,
+        "--fold outside folds.n_folds": _bad_fold_case,
+    }.items():
         folder = base / re.sub(r"\W+", "_", name)
         folder.mkdir()
         plain[name] = (make(folder), folder)
     for i, name in enumerate(PLAIN_DATA_CASES):
-        plain[f"plain: {name}"] = (stage_cmd("sample"),
-                                   make_data_case(base / f"plain{i}", DATA_CASES[name]))
+        plain[f"plain: {name}"] = (
+            stage_cmd("sample"),
+            make_data_case(base / f"plain{i}", DATA_CASES[name]),
+        )
     with ThreadPoolExecutor(max_workers=2) as pool:
         forked = pool.submit(_run_forked, "sample", list(folders.values()))
         serial = pool.submit(lambda: {name: _run(*job) for name, job in plain.items()})
         by_folder = forked.result()
-        return {**{name: by_folder[folder] for name, folder in folders.items()},
-                **serial.result()}
+        return {**{name: by_folder[folder] for name, folder in folders.items()}, **serial.result()}

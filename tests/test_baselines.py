@@ -9,28 +9,43 @@ import pytest
 import torch
 
 import lttw.models  # noqa: F401  (registers every variant)
-from lttw.models import registry
 from lttw.encoder.pretrained import load_pretrained_encoder, load_tokenizer
-from lttw.settings import ModelSettings
+from lttw.models import registry
 from lttw.models.tfidf import TfidfLinear, fit_tfidf_linear
+from lttw.settings import ModelSettings
 
 NEURAL = ["encoder", "encoder_cnn", "transformer", "bilstm_attention", "leam"]
 N_LABELS = 3
-TEXTS = ["the cat sat on the mat", "a dog", "great movie , good film and a great team",
-         "bad news", "the team ran fast"]
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog",
+    "great movie , good film and a great team",
+    "bad news",
+    "the team ran fast",
+]
 LABELS = torch.tensor([0, 1, 2, 1, 0])
 
 
 def _settings(variant: str, **over) -> ModelSettings:
-    base = dict(variant=variant, hidden=16, layers=1, heads=2, cnn_widths=[2, 3],
-                cnn_channels=8, leam_r=1, dropout=0.1, max_len=16)
+    base = dict(
+        variant=variant,
+        hidden=16,
+        layers=1,
+        heads=2,
+        cnn_widths=[2, 3],
+        cnn_channels=8,
+        leam_r=1,
+        dropout=0.1,
+        max_len=16,
+    )
     return ModelSettings(**(base | over))
 
 
 def _build(variant, encoder_dir, **over):
     torch.manual_seed(0)
-    return registry.MODEL_REGISTRY[variant].from_settings(_settings(variant, **over), N_LABELS,
-                                                         None, encoder_dir)
+    return registry.MODEL_REGISTRY[variant].from_settings(
+        _settings(variant, **over), N_LABELS, None, encoder_dir
+    )
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +101,9 @@ def test_save_load_identical_logits(variant, tiny_encoder_dir, batch, tmp_path):
         assert torch.equal(model(*batch), loaded(*batch))
 
 
-@pytest.mark.parametrize("variant,pooling",
-                         [(v, "cls") for v in NEURAL] + [("transformer", "mean")])
+@pytest.mark.parametrize(
+    "variant,pooling", [(v, "cls") for v in NEURAL] + [("transformer", "mean")]
+)
 def test_padding_is_masked(variant, pooling, tiny_encoder_dir, batch):
     """A padded sample's logits equal those of the same sample alone, unpadded."""
     model = _build(variant, tiny_encoder_dir, pooling=pooling).eval()
@@ -96,8 +112,8 @@ def test_padding_is_masked(variant, pooling, tiny_encoder_dir, batch):
         padded = model(ids, mask)
         for i in range(len(TEXTS)):
             n = int(mask[i].sum())
-            alone = model(ids[i:i + 1, :n], mask[i:i + 1, :n])
-            torch.testing.assert_close(padded[i:i + 1], alone, atol=1e-5, rtol=1e-4)
+            alone = model(ids[i : i + 1, :n], mask[i : i + 1, :n])
+            torch.testing.assert_close(padded[i : i + 1], alone, atol=1e-5, rtol=1e-4)
 
 
 @pytest.mark.parametrize("variant", ["bilstm_attention", "leam"])
@@ -129,9 +145,17 @@ def test_bad_settings_are_user_errors(tiny_encoder_dir):
 
 # --------------------------------------------------------------------------- tfidf_linear
 
-CORPUS = ["great film, great cast", "a wonderful movie", "what a great movie",
-          "awful film", "terrible plot, awful acting", "boring and awful",
-          "the match ended in a draw", "the team won the match", "a late goal won the game"]
+CORPUS = [
+    "great film, great cast",
+    "a wonderful movie",
+    "what a great movie",
+    "awful film",
+    "terrible plot, awful acting",
+    "boring and awful",
+    "the match ended in a draw",
+    "the team won the match",
+    "a late goal won the game",
+]
 CORPUS_Y = [0, 0, 0, 1, 1, 1, 3, 3, 3]  # label 2 never occurs in training
 
 
@@ -146,8 +170,11 @@ def test_tfidf_fit_predict_roundtrip(linear_model, tmp_path):
     assert model.predict(queries[:3]).tolist() == [0, 1, 3]
 
     model.save(tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors",
-                                                          "vocabulary.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "config.json",
+        "model.safetensors",
+        "vocabulary.json",
+    ]
     assert json.loads((tmp_path / "config.json").read_text())["variant"] == "tfidf_linear"
     assert np.array_equal(TfidfLinear.load(tmp_path).predict_proba(queries), proba)
 
@@ -165,7 +192,14 @@ def test_tfidf_logistic_matches_sklearn(labels):
     np.testing.assert_allclose(ours, clf.predict_proba(vec.transform(queries)), atol=1e-10)
 
 
-ZH_CORPUS = ["球队赢得联赛冠军", "主场比赛球队获胜", "股票市场大涨", "基金股票收益", "新款手机发布", "手机芯片性能"]
+ZH_CORPUS = [
+    "球队赢得联赛冠军",
+    "主场比赛球队获胜",
+    "股票市场大涨",
+    "基金股票收益",
+    "新款手机发布",
+    "手机芯片性能",
+]
 ZH_Y = [0, 0, 1, 1, 2, 2]
 
 
@@ -186,8 +220,9 @@ def test_tfidf_on_cjk_text_chosen_by_auto_reads_characters(tmp_path):
     explicit = fit_tfidf_linear(ZH_CORPUS, ZH_Y, 3, "svm", 0, words=jieba)
     assert explicit.settings.analyzer == "word" and "球队" in explicit.vocabulary
     assert "队赢" not in explicit.vocabulary
-    english = fit_tfidf_linear(CORPUS, CORPUS_Y, 4, "svm", 0, words=WordSplitter("regex"),
-                               auto=True)
+    english = fit_tfidf_linear(
+        CORPUS, CORPUS_Y, 4, "svm", 0, words=WordSplitter("regex"), auto=True
+    )
     assert english.settings.analyzer == "word"  # English keeps its words
 
 
@@ -201,27 +236,44 @@ def test_tfidf_needs_two_labels():
 def test_leam_label_regularizer_is_trained(tiny_encoder_dir, batch, tmp_path):
     """train_classifier adds LEAM's label regulariser to the loss (auxiliary_loss); the other
     variants add nothing."""
+    from lttw.data.batching import Batchable
     from lttw.device import Runtime
     from lttw.settings import TrainSettings
-    from lttw.data.batching import Batchable
     from lttw.training.loop import train_classifier
 
     assert _build("encoder", tiny_encoder_dir).auxiliary_loss() is None
     model = _build("leam", tiny_encoder_dir, dropout=0.0)
     torch.testing.assert_close(model.auxiliary_loss(), model.label_regularizer())
     ids, mask = batch
-    data = Batchable(ids.to(torch.int32).repeat(8, 1), mask.to(torch.int8).repeat(8, 1), None,
-                     LABELS.repeat(8))
-    cfg = TrainSettings(device="cpu", bf16=False, epochs=1, min_steps=0, batch_size=5, lr=1e-2,
-                        head_lr=None,
-                        patience=0, warmup_ratio=0.0, distributed="off")  # 8 steps, one epoch: last = best
+    data = Batchable(
+        ids.to(torch.int32).repeat(8, 1), mask.to(torch.int8).repeat(8, 1), None, LABELS.repeat(8)
+    )
+    cfg = TrainSettings(
+        device="cpu",
+        bf16=False,
+        epochs=1,
+        min_steps=0,
+        batch_size=5,
+        lr=1e-2,
+        head_lr=None,
+        patience=0,
+        warmup_ratio=0.0,
+        distributed="off",
+    )  # 8 steps, one epoch: last = best
     after = {}
     for weight in (1.0, 0.0):
         model = _build("leam", tiny_encoder_dir, dropout=0.0)
         before = model.label_regularizer().item()
         model.config.label_reg_weight = weight
-        train_classifier(model, data, data, cfg, seed=0, checkpoint_dir=tmp_path / str(weight),
-                         rt=Runtime(device=torch.device("cpu"), bf16=False))
+        train_classifier(
+            model,
+            data,
+            data,
+            cfg,
+            seed=0,
+            checkpoint_dir=tmp_path / str(weight),
+            rt=Runtime(device=torch.device("cpu"), bf16=False),
+        )
         after[weight] = model.label_regularizer().item()
     assert after[1.0] < before - 0.05 and after[1.0] < after[0.0] - 0.05  # 1.02 vs 1.12
 

@@ -36,7 +36,10 @@ def test_profile_train_attributes_time_to_the_step_phases(tmp_path):
     assert phases.get("other (outside the step's phases)", 0) < 0.05 * sum(phases.values())
     assert result["forward_backward_ms_per_step_by_category"]["matmul"] > 0
     assert set(result["forward_ms_per_step_cpu_inclusive"]) == {
-        "forward: encoder", "forward: attention block 0", "forward: classifier"}
+        "forward: encoder",
+        "forward: attention block 0",
+        "forward: classifier",
+    }
 
 
 def test_train_throughput_with_real_lengths_trims_batches(tmp_path):
@@ -46,15 +49,39 @@ def test_train_throughput_with_real_lengths_trims_batches(tmp_path):
     import pandas as pd
 
     pd.DataFrame({"text": ["short text"] * 30 + ["a somewhat longer text " * 3] * 2}).to_parquet(
-        texts)
-    result = train_throughput.main(["--quick", "--encoders", "minilm", "--variants", "lttw",
-                                    "--precisions", "fp32", "--lengths-from", str(texts),
-                                    "--out", str(tmp_path / "t.json")])
+        texts
+    )
+    result = train_throughput.main(
+        [
+            "--quick",
+            "--encoders",
+            "minilm",
+            "--variants",
+            "lttw",
+            "--precisions",
+            "fp32",
+            "--lengths-from",
+            str(texts),
+            "--out",
+            str(tmp_path / "t.json"),
+        ]
+    )
     row = result["rows"][0]
     assert row["lengths_from"] == str(texts)
     assert 8 <= row["mean_batch_width"] < 32  # quick seq 32: most batches trim to 8
-    full = train_throughput.main(["--quick", "--encoders", "minilm", "--variants", "lttw",
-                                  "--precisions", "fp32", "--out", str(tmp_path / "f.json")])
+    full = train_throughput.main(
+        [
+            "--quick",
+            "--encoders",
+            "minilm",
+            "--variants",
+            "lttw",
+            "--precisions",
+            "fp32",
+            "--out",
+            str(tmp_path / "f.json"),
+        ]
+    )
     assert row["gflops_per_sample_fwd_bwd"] < full["rows"][0]["gflops_per_sample_fwd_bwd"]
 
 
@@ -69,13 +96,27 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
     project = make_tiny_project(tmp_path / "p", tiny_encoder_dir)
     script = [sys.executable, str(BENCH.parent / "tools" / "run_stages.py")]
     env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run(script + ["-S", "model.k=2", "-S", "folds.run=[1]"], cwd=project,
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        script + ["-S", "model.k=2", "-S", "folds.run=[1]"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     timings = json.loads((project / "bench/results/run_stages.json").read_text())
     assert [r["stage"] for r in timings["stages"]] == [
-        "sample", "folds", "tokens", "encode", "counts@1", "nmf@1", "features@1", "train@1",
-        "evaluate@1", "summary"]
+        "sample",
+        "folds",
+        "tokens",
+        "encode",
+        "counts@1",
+        "nmf@1",
+        "features@1",
+        "train@1",
+        "evaluate@1",
+        "summary",
+    ]
     summary = json.loads((project / "metrics/summary.json").read_text())
     assert summary["folds"] == [1] and 0 <= summary["test/f1_macro"]["mean"] <= 1
     assert not list(project.glob("params-*.yaml"))  # its temporary params file is gone
@@ -84,17 +125,35 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
     import stage_startup
 
     out = tmp_path / "startup.json"
-    result = stage_startup.main(["--project", str(project), "--stage", "nmf", "--fold", "1",
-                                 "--runs", "1", "--out", str(out)])
+    result = stage_startup.main(
+        [
+            "--project",
+            str(project),
+            "--stage",
+            "nmf",
+            "--fold",
+            "1",
+            "--runs",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     assert json.loads(out.read_text()) == result
     assert result["command"] == "python stages/nmf.py --fold 1" and result["median_s"] > 0
     assert result["imported"]["transformers"] is False
 
-    bad = subprocess.run(script + ["-S", "model.k=-1", "--only", "features"], cwd=project,
-                         env=env, capture_output=True, text=True)
+    bad = subprocess.run(
+        script + ["-S", "model.k=-1", "--only", "features"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "model.k" in bad.stderr
-    unknown = subprocess.run(script + ["-S", "model.kk=1"], cwd=project, env=env,
-                             capture_output=True, text=True)
+    unknown = subprocess.run(
+        script + ["-S", "model.kk=1"], cwd=project, env=env, capture_output=True, text=True
+    )
     assert unknown.returncode != 0 and "unknown parameter 'model.kk'" in unknown.stderr
 
 
@@ -109,9 +168,12 @@ def test_gpu_sh_packs_minilm_in_fp16_that_loads_as_fp32(tmp_path):
     if not (original / "model.safetensors").is_file():
         pytest.skip("the embedded MiniLM package is not installed")
     packed = tmp_path / "minilm"
-    proc = subprocess.run(["bash", str(BENCH / "gpu.sh"), "--pack-fp16", str(packed)],
-                          capture_output=True, text=True,
-                          env={**__import__("os").environ, "PYTHON": sys.executable})
+    proc = subprocess.run(
+        ["bash", str(BENCH / "gpu.sh"), "--pack-fp16", str(packed)],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PYTHON": sys.executable},
+    )
     assert proc.returncode == 0, proc.stderr
     size = sum(f.stat().st_size for f in packed.iterdir())
     assert size < 64 * 2**20 and (packed / "tokenizer.json").is_file()
@@ -129,8 +191,12 @@ def test_serve_bench_reports_the_median_run_and_sums_failures():
     from serve_throughput import median_run
 
     def row(rate, failed=0, wrong=0):
-        return {"texts_per_s": rate, "failed": failed, "labels_differing_from_batch_path": wrong,
-                "p99_ms": 1000 / rate}
+        return {
+            "texts_per_s": rate,
+            "failed": failed,
+            "labels_differing_from_batch_path": wrong,
+            "p99_ms": 1000 / rate,
+        }
 
     runs = [row(123.5, wrong=1), row(87.2, failed=2), row(98.7)]
     median = median_run(runs)
@@ -145,27 +211,43 @@ def test_machine_description_names_the_instruction_sets_that_set_the_speed(tmp_p
     from machine import cpu_flags
 
     info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx2 avx512f "
-                    "avx512_vnni avx512_bf16 sha_ni\n", encoding="utf-8")
+    info.write_text(
+        "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx2 avx512f "
+        "avx512_vnni avx512_bf16 sha_ni\n",
+        encoding="utf-8",
+    )
     assert cpu_flags(str(info)) == ["avx2", "avx512f", "avx512_vnni", "avx512_bf16"]
     info.write_text("model name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n", encoding="utf-8")
     assert cpu_flags(str(info)) == ["avx2"]
     assert cpu_flags(str(tmp_path / "missing")) == []
 
 
-def test_predict_throughput_builds_and_measures_a_synthetic_lttw_folder(tmp_path,
-                                                                         tiny_encoder_dir):
+def test_predict_throughput_builds_and_measures_a_synthetic_lttw_folder(tmp_path, tiny_encoder_dir):
     """--synthetic (the GPU runner's path): a model folder with latent factors that
     `Predictor` loads (k, s and rank as numbers, as the pipeline records them), measured."""
     from predict_throughput import main as predict_throughput
 
     texts = tmp_path / "texts.txt"
-    texts.write_text("stocks rally as oil prices fall\nlate goal wins the final\n",
-                     encoding="utf-8")
+    texts.write_text(
+        "stocks rally as oil prices fall\nlate goal wins the final\n", encoding="utf-8"
+    )
     out = tmp_path / "predict.json"
-    result = predict_throughput(["--synthetic", "--encoder", str(tiny_encoder_dir), "--quick",
-                                 "--max-len", "32", "--n", "16", "--texts", str(texts),
-                                 "--out", str(out)])
+    result = predict_throughput(
+        [
+            "--synthetic",
+            "--encoder",
+            str(tiny_encoder_dir),
+            "--quick",
+            "--max-len",
+            "32",
+            "--n",
+            "16",
+            "--texts",
+            str(texts),
+            "--out",
+            str(out),
+        ]
+    )
     assert json.loads(out.read_text()) == result
     (row,) = result["rows"]
     assert row["texts_per_s"] > 0 and row["device"] == "cpu" and row["batch_size"] == 64

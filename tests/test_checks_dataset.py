@@ -7,12 +7,10 @@ import logging
 import re
 
 import pytest
-
 from stage_cases import DATA_CASES, make_data_case
 
-
-
 # ------------------------------------------------------------------ `lttw data check`
+
 
 def _cli_app():
     try:
@@ -48,13 +46,13 @@ DROPPING_CASES = {"integer labels with gaps (NaN -> float)": "1 rows without a l
 #: `lttw data check` names its --text-column / --label-column options (and the params)
 CHECK_ERRORS = {
     "CSV with ; delimiter": r"d\.csv: no text column 'text' and no label column 'label' "
-                            r"\(columns: text;label\); pass --text-column and --label-column "
-                            r"\(for the pipeline: set data\.text_column and data\.label_column\); "
-                            r".*semicolon-separated",
+    r"\(columns: text;label\); pass --text-column and --label-column "
+    r"\(for the pipeline: set data\.text_column and data\.label_column\); "
+    r".*semicolon-separated",
     "missing text column": r"d\.csv: no text column 'text' \(columns: body, label\); pass "
-                           r"--text-column \(for the pipeline: set data\.text_column\)$",
+    r"--text-column \(for the pipeline: set data\.text_column\)$",
     "missing label column": r"d\.csv: no label column 'label' \(columns: text, y\); pass "
-                            r"--label-column \(for the pipeline: set data\.label_column\)$",
+    r"--label-column \(for the pipeline: set data\.label_column\)$",
 }
 
 
@@ -71,8 +69,11 @@ def test_data_check_cli_matrix(tmp_path, name):
             args += [f"--{option.replace('_', '-')}", case.data[option]]
     result = _invoke_cli(app, args)
     stderr = result.stderr
-    assert "Traceback" not in stderr and result.exception is None or \
-        isinstance(result.exception, SystemExit), (result.exception, stderr[-2000:])
+    assert (
+        "Traceback" not in stderr
+        and result.exception is None
+        or isinstance(result.exception, SystemExit)
+    ), (result.exception, stderr[-2000:])
     if case.error or name in DROPPING_CASES:
         assert result.exit_code == 2, (result.exit_code, result.stdout[-2000:], stderr)
         errors = [line for line in stderr.splitlines() if line.startswith("error: ")]

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from tiny_project import git_commit, lttw, make_tiny_project, ran, run, set_params
 
 pytestmark = pytest.mark.slow  # the real `dvc repro` on a project of its own
@@ -34,7 +33,8 @@ DVC_CHANGE = (
     "      deps: [stages/counts.py, src/lttw/data, src/lttw/factors, src/lttw/io.py,\n"
     "             src/lttw/text/words.py, data/sample/train.parquet, data/sample/labels.json,\n"
     "             data/folds]\n"
-    "      params: [counts, words, folds.n_folds]\n")
+    "      params: [counts, words, folds.n_folds]\n",
+)
 
 
 def chinese_titles(n_per_class: int, seed: int) -> pd.DataFrame:
@@ -54,10 +54,19 @@ def write_dataset(root: Path) -> None:
     folder.mkdir(parents=True)
     chinese_titles(50, 0).to_parquet(folder / "train.parquet", index=False)
     chinese_titles(25, 1).to_parquet(folder / "test.parquet", index=False)
-    (folder / "manifest.json").write_text(json.dumps({
-        "name": "tiny_zh", "language": "zh", "text_column": "text", "label_column": "label",
-        "classes": list(TOPICS), "splits": {"train": "train.parquet", "test": "test.parquet"}},
-        ensure_ascii=False))
+    (folder / "manifest.json").write_text(
+        json.dumps(
+            {
+                "name": "tiny_zh",
+                "language": "zh",
+                "text_column": "text",
+                "label_column": "label",
+                "classes": list(TOPICS),
+                "splits": {"train": "train.parquet", "test": "test.parquet"},
+            },
+            ensure_ascii=False,
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +77,12 @@ def project(tmp_path_factory, tiny_encoder_dir) -> Path:
     dvc_yaml = (root / "dvc.yaml").read_text()
     if DVC_CHANGE[0] in dvc_yaml:
         (root / "dvc.yaml").write_text(dvc_yaml.replace(*DVC_CHANGE))
-    set_params(root, data={"dataset": "tiny_zh", "root": str(datasets)},
-               words={"splitter": "auto"}, nmf={"rank": 4})
+    set_params(
+        root,
+        data={"dataset": "tiny_zh", "root": str(datasets)},
+        words={"splitter": "auto"},
+        nmf={"rank": 4},
+    )
     git_commit(root, "tiny Chinese profile")
     # the first run belongs to the fixture, so that each test below starts from a reproduced
     # project whichever worker and order it runs in
@@ -102,8 +115,10 @@ def test_auto_resolves_to_jieba_and_predicts_chinese(project):
     assert {"比赛", "股票", "手机", "电影"} <= set(vocabulary)
     meta = json.loads((project / "models/fold_0/lttw.json").read_text())
     assert meta["words"]["splitter"] == "jieba"
-    assert json.loads((project / "models/fold_0/factors/words.json").read_text())[
-        "splitter"] == "jieba"
+    assert (
+        json.loads((project / "models/fold_0/factors/words.json").read_text())["splitter"]
+        == "jieba"
+    )
 
     text = "球队赢得联赛冠军"
     lttw(["predict", "--model", "models/fold_0", "--out", "saved.csv", text], project)
@@ -113,8 +128,7 @@ def test_auto_resolves_to_jieba_and_predicts_chinese(project):
     saved, exported = (pd.read_csv(project / name) for name in ("saved.csv", "exported.csv"))
     assert saved["text"].tolist() == [text] and saved["label"].iloc[0] in TOPICS
     pd.testing.assert_frame_equal(saved, exported)
-    explained = json.loads(lttw(["explain", "--model", "exported", "--json", text],
-                                project).stdout)
+    explained = json.loads(lttw(["explain", "--model", "exported", "--json", text], project).stdout)
     assert explained["factors"]["words"] == ["球队", "赢得", "联赛", "冠军"]
     shown = lttw(["explain", "--model", "exported", text], project).stdout
     assert "球队 赢得 联赛 冠军" in shown

@@ -20,8 +20,15 @@ from lttw import cli
 from lttw.inference import batch_predict
 from lttw.inference.predict import Predictor
 
-COMMANDS = [["predict"], ["explain"], ["export"], ["serve"], ["report"], ["data", "check"],
-            ["data", "list"]]
+COMMANDS = [
+    ["predict"],
+    ["explain"],
+    ["export"],
+    ["serve"],
+    ["report"],
+    ["data", "check"],
+    ["data", "list"],
+]
 
 
 def invoke(*args: str):
@@ -52,8 +59,9 @@ def test_every_command_has_help_with_an_example(command):
 def test_user_errors_are_one_line(tmp_path):
     assert_user_error(invoke("predict"), "either TEXT arguments or --file")
     assert_user_error(invoke("predict", "--file", tmp_path / "a.txt"), "--file needs --out")
-    assert_user_error(invoke("predict", "--file", tmp_path / "none.txt", "--out", "x.csv"),
-                      "none.txt")
+    assert_user_error(
+        invoke("predict", "--file", tmp_path / "none.txt", "--out", "x.csv"), "none.txt"
+    )
     assert_user_error(invoke("predict", "hi", "--out", tmp_path / "x.json"), "unsupported")
     assert_user_error(invoke("predict", "hi", "--model", tmp_path), "not a trained model")
     assert_user_error(invoke("explain", "hi", "--params", tmp_path / "no.yaml"), "no.yaml")
@@ -71,8 +79,13 @@ def data_dir(tmp_path) -> Path:
     rng = np.random.default_rng(0)
 
     def frame(n):
-        return pd.DataFrame({"review": [" ".join(rng.choice(words, 6)) for _ in range(n)],
-                             "stars": [("pos", "neg")[i % 2] for i in range(n)]})
+        return pd.DataFrame(
+            {
+                "review": [" ".join(rng.choice(words, 6)) for _ in range(n)],
+                "stars": [("pos", "neg")[i % 2] for i in range(n)],
+            }
+        )
+
     frame(80).to_csv(tmp_path / "good.csv", index=False)
     nan = frame(80)
     nan.loc[[3, 7], "review"] = np.nan
@@ -80,16 +93,30 @@ def data_dir(tmp_path) -> Path:
     small = frame(80)
     small.loc[:70, "stars"] = "pos"
     small.to_csv(tmp_path / "small.csv", index=False)
-    (tmp_path / "latin1.csv").write_bytes("review,stars\ncafé good,pos\nbad,neg\n"
-                                          .encode("latin-1"))
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(
-        {"data": {"root": str(tmp_path), "train_size": 40, "test_size": 4, "predict_size": 4}}))
+    (tmp_path / "latin1.csv").write_bytes(
+        "review,stars\ncafé good,pos\nbad,neg\n".encode("latin-1")
+    )
+    (tmp_path / "params.yaml").write_text(
+        yaml.safe_dump(
+            {"data": {"root": str(tmp_path), "train_size": 40, "test_size": 4, "predict_size": 4}}
+        )
+    )
     return tmp_path
 
 
 def check(data_dir: Path, name: str, *extra: str):
-    return invoke("data", "check", data_dir / name, "--text-column", "review",
-                  "--label-column", "stars", "--params", data_dir / "params.yaml", *extra)
+    return invoke(
+        "data",
+        "check",
+        data_dir / name,
+        "--text-column",
+        "review",
+        "--label-column",
+        "stars",
+        "--params",
+        data_dir / "params.yaml",
+        *extra,
+    )
 
 
 def test_data_check_good_file(data_dir):
@@ -98,14 +125,21 @@ def test_data_check_good_file(data_dir):
     assert "Class balance" in result.stdout and "ok: the sample stage" in result.stdout
 
 
-@pytest.mark.parametrize("name,needles", [
-    ("nan.csv", ["2 rows with an empty or missing text"]),
-    ("latin1.csv", ["not valid UTF-8", "line 2"]),
-    ("small.csv", ["data.train_size + data.test_size + data.predict_size = 40 + 4 + 4 need",
-                   "Sizes that fit together: data.train_size=6, data.test_size=2, "
-                   "data.predict_size=2"]),
-    ("missing.csv", ["missing.csv", "no such file"]),
-])
+@pytest.mark.parametrize(
+    "name,needles",
+    [
+        ("nan.csv", ["2 rows with an empty or missing text"]),
+        ("latin1.csv", ["not valid UTF-8", "line 2"]),
+        (
+            "small.csv",
+            [
+                "data.train_size + data.test_size + data.predict_size = 40 + 4 + 4 need",
+                "Sizes that fit together: data.train_size=6, data.test_size=2, data.predict_size=2",
+            ],
+        ),
+        ("missing.csv", ["missing.csv", "no such file"]),
+    ],
+)
 def test_data_check_bad_inputs(data_dir, name, needles):
     assert_user_error(check(data_dir, name), *needles)
 
@@ -128,8 +162,11 @@ def test_data_list(tmp_path):
     folder = tmp_path / "ag_news"
     folder.mkdir()
     pd.DataFrame({"text": ["a", "b"], "label": [0, 1]}).to_parquet(folder / "train.parquet")
-    (folder / "manifest.json").write_text(json.dumps(
-        {"splits": {"train": "train.parquet", "test": "test.parquet"}, "complete": False}))
+    (folder / "manifest.json").write_text(
+        json.dumps(
+            {"splits": {"train": "train.parquet", "test": "test.parquet"}, "complete": False}
+        )
+    )
     (tmp_path / "mine").mkdir()
     pd.DataFrame({"text": ["x"], "label": [1]}).to_csv(tmp_path / "mine" / "all.csv")
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"data": {"root": str(tmp_path)}}))
@@ -157,8 +194,9 @@ class CountingPredictor:
 
     def predict_proba(self, texts, batch_size=64):
         self.calls.append(len(texts))
-        return np.array([[0.2, 0.8] if "good" in t else [0.7, 0.3] for t in texts],
-                        np.float32).reshape(len(texts), 2)
+        return np.array(
+            [[0.2, 0.8] if "good" in t else [0.7, 0.3] for t in texts], np.float32
+        ).reshape(len(texts), 2)
 
 
 def lines(n: int) -> list[str]:
@@ -194,8 +232,12 @@ def test_predict_stdout_and_no_text(tmp_path, monkeypatch):
     (tmp_path / "in.txt").write_text("good one\nbad one\n\n")
     result = invoke("predict", "--file", tmp_path / "in.txt", "--out", "-", "--no-text")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines() == ["label,prob,prob_neg,prob_pos", "pos,0.8,0.2,0.8",
-                                          "neg,0.7,0.7,0.3", "neg,0.7,0.7,0.3"]
+    assert result.stdout.splitlines() == [
+        "label,prob,prob_neg,prob_pos",
+        "pos,0.8,0.2,0.8",
+        "neg,0.7,0.7,0.3",
+        "neg,0.7,0.7,0.3",
+    ]
 
 
 class LongLabelPredictor(CountingPredictor):
@@ -267,8 +309,10 @@ def test_predict_a_long_file_streams_in_chunks(project, tmp_path, monkeypatch):
 
     monkeypatch.setattr(Predictor, "predict_proba", recording)
     monkeypatch.setattr(batch_predict, "CHUNK_ROWS", 128)  # 1,000 lines: 8 chunks
-    texts = [f"{w} prices and the team game {i}" for i, w in
-             zip(range(1000), ["oil", "stocks", "match", "world"] * 250)]
+    texts = [
+        f"{w} prices and the team game {i}"
+        for i, w in zip(range(1000), ["oil", "stocks", "match", "world"] * 250)
+    ]
     (tmp_path / "in.txt").write_text("\n".join(texts) + "\n")
     model = project / "models" / "fold_0"
     for out in (tmp_path / "p.parquet", tmp_path / "p.csv"):
@@ -316,8 +360,7 @@ def test_explain_json_mha_and_sequence(project, tmp_path):
     att = doc["attention"]
     assert att["kind"] == "mha" and att["slots"] is None
     assert math.isclose(sum(p["weight"] for p in att["positions"]), 1, rel_tol=1e-5)
-    seq = explain_json(project, TEXT, "--model", model_with(project, tmp_path,
-                                                            fusion="sequence"))
+    seq = explain_json(project, TEXT, "--model", model_with(project, tmp_path, fusion="sequence"))
     tokens = [p["token"] for p in seq["attention"]["positions"]]
     assert tokens[0] == "[CLS]" and tokens[1] == "<factor 0: oil>"
 
@@ -341,11 +384,16 @@ def test_explain_a_baseline_without_factors_or_attention(project, tmp_path):
     shutil.copytree(project / "models" / "fold_0", folder)
     shutil.rmtree(folder / "factors")
     meta = json.loads((folder / "lttw.json").read_text())
-    (folder / "lttw.json").write_text(json.dumps({**meta, "variant": "encoder",
-                                                  "with_factors": False}))
+    (folder / "lttw.json").write_text(
+        json.dumps({**meta, "variant": "encoder", "with_factors": False})
+    )
     _, config = registry.read_model_config(folder)
-    registry.save_model(EncoderClassifier(EncoderHeadConfig(
-        n_labels=config["n_labels"], encoder_config=config["encoder_config"])), folder)
+    registry.save_model(
+        EncoderClassifier(
+            EncoderHeadConfig(n_labels=config["n_labels"], encoder_config=config["encoder_config"])
+        ),
+        folder,
+    )
     doc = explain_json(project, TEXT, "--model", folder)
     assert doc["variant"] == "encoder" and doc["factors"] is None
     assert doc["attention"]["kind"] == "unavailable" and "encoder" in doc["attention"]["note"]
@@ -356,12 +404,19 @@ def test_export(project, tmp_path):
     model, out = project / "models" / "fold_0", tmp_path / "exported" / "lttw"
     result = invoke("export", "--model", model, "--out", out)
     assert result.exit_code == 0, result.output
-    for name in ("config.json", "model.safetensors", "labels.json", "lttw.json",
-                 "tokenizer", "factors/latent_factors.safetensors"):
+    for name in (
+        "config.json",
+        "model.safetensors",
+        "labels.json",
+        "lttw.json",
+        "tokenizer",
+        "factors/latent_factors.safetensors",
+    ):
         assert (out / name).exists(), name
     texts = ["oil prices", "the team won"]
-    assert np.allclose(Predictor.load(out).predict_proba(texts),
-                       Predictor.load(model).predict_proba(texts))
+    assert np.allclose(
+        Predictor.load(out).predict_proba(texts), Predictor.load(model).predict_proba(texts)
+    )
     assert [p.name for p in out.parent.iterdir()] == ["lttw"]  # no temporary folder left
     assert_user_error(invoke("export", "--model", model, "--out", out), "--force")
     assert invoke("export", "--model", model, "--out", out, "--force").exit_code == 0

@@ -26,8 +26,9 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 
 
 def imported_by(*args: str) -> set[str]:
-    proc = subprocess.run([sys.executable, "-c", RUN_AND_LIST, *args], capture_output=True,
-                          text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_AND_LIST, *args], capture_output=True, text=True, check=True
+    )
     return set(json.loads(proc.stderr.strip().splitlines()[-1]))
 
 
@@ -35,14 +36,26 @@ def test_help_imports_no_heavy_library():
     modules = imported_by("--help")
     assert not {m for m in HEAVY if m in modules}
     assert not {m for m in modules if m.startswith("lttw.") and m != "lttw.cli"} - {
-        "lttw.layout", "lttw.errors", "lttw.console", "lttw.choices"}  # console: rich only when called
+        "lttw.layout",
+        "lttw.errors",
+        "lttw.console",
+        "lttw.choices",
+    }  # console: rich only when called
 
 
 def test_predict_text_imports_no_tables_or_data_side(tmp_path, tiny_encoder_dir):
     folder = build_model_folder(tmp_path / "model", tiny_encoder_dir)
     modules = imported_by("predict", "a good movie", "--model", str(folder))
     assert "torch" in modules  # it did predict
-    unwanted = ["transformers", "torch._dynamo", "pandas", "pyarrow", "sklearn.model_selection",
-                "lttw.data.fold_inputs",
-                "lttw.data.folds", "lttw.training.loop", "lttw.inference.batch_predict"]
+    unwanted = [
+        "transformers",
+        "torch._dynamo",
+        "pandas",
+        "pyarrow",
+        "sklearn.model_selection",
+        "lttw.data.fold_inputs",
+        "lttw.data.folds",
+        "lttw.training.loop",
+        "lttw.inference.batch_predict",
+    ]
     assert not [m for m in unwanted if m in modules]

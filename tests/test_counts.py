@@ -11,19 +11,34 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from lttw import layout
-from lttw.factors.counts import (build_vectorizer, corpus_counts, load_counts, normalise_rows,
-                         save_counts, tokenize, word_label_counts)
+from lttw.data.folds import assign_folds, fold_parts, folds_frame
 from lttw.errors import DataError, UserError
-from lttw.data.folds import assign_folds, folds_frame, fold_parts
+from lttw.factors.counts import (
+    build_vectorizer,
+    corpus_counts,
+    load_counts,
+    normalise_rows,
+    save_counts,
+    tokenize,
+    word_label_counts,
+)
 from lttw.io import write_json
 from lttw.settings import CountSettings, settings_from_dict
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = ["The cat sat on the mat", "the dog ran", "Cat and DOG, cat!", "stocks fell; the market",
-          "market market rally", "the the the"]
+CORPUS = [
+    "The cat sat on the mat",
+    "the dog ran",
+    "Cat and DOG, cat!",
+    "stocks fell; the market",
+    "market market rally",
+    "the the the",
+]
 LABELS = np.array([0, 1, 0, 2, 2, 1])
 
 
@@ -90,8 +105,9 @@ def test_normalise_rows():
 
 
 def test_save_load_roundtrip(tmp_path):
-    counts, vocab = word_label_counts(CORPUS + ["naïve Zürich"], np.append(LABELS, 1), 3,
-                                      CountSettings())
+    counts, vocab = word_label_counts(
+        CORPUS + ["naïve Zürich"], np.append(LABELS, 1), 3, CountSettings()
+    )
     save_counts(tmp_path, counts, vocab)
     loaded, loaded_vocab = load_counts(tmp_path)
     assert loaded_vocab == vocab
@@ -101,8 +117,9 @@ def test_save_load_roundtrip(tmp_path):
 
 
 words = st.sampled_from(["a", "b", "Cc", "dd", "e1", "ff", "x_y"])
-corpora = st.lists(st.tuples(st.lists(words, max_size=8).map(" ".join), st.integers(0, 2)),
-                   min_size=1, max_size=20)
+corpora = st.lists(
+    st.tuples(st.lists(words, max_size=8).map(" ".join), st.integers(0, 2)), min_size=1, max_size=20
+)
 
 
 @hsettings(max_examples=60, deadline=None)
@@ -147,8 +164,9 @@ def test_no_leakage_from_val_and_test_parts(tmp_path, monkeypatch):
     counts_stage = _load_stage("counts")
 
     def run(sample_texts):
-        pd.DataFrame({"text": sample_texts, "label": labels, "source_row": np.arange(60)}
-                     ).to_parquet(layout.sample_parquet("train"), index=False)
+        pd.DataFrame(
+            {"text": sample_texts, "label": labels, "source_row": np.arange(60)}
+        ).to_parquet(layout.sample_parquet("train"), index=False)
         counts_stage.main(settings, 3)
         return load_counts(layout.counts_dir(3))
 

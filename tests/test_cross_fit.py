@@ -6,9 +6,8 @@ import numpy as np
 
 from lttw.factors.counts import corpus_counts, normalise_rows, word_label_counts
 from lttw.factors.cross_fit import out_of_fold_factors
-from lttw.factors.nmf import factors_given_labels
-from lttw.factors.nmf import latent_factors
 from lttw.factors.features import FactorLookup
+from lttw.factors.nmf import factors_given_labels, latent_factors
 from lttw.settings import CountSettings, NMFSettings
 from lttw.text.words import WordSplitter
 
@@ -29,8 +28,7 @@ def corpus(n_per_class: int = 20):
 def full_fit(texts, labels):
     counts, vocab = word_label_counts(texts, labels, 3, CS)
     factors = latent_factors(normalise_rows(counts), 3, NS, random_state=0)
-    return FactorLookup(vocab, corpus_counts(counts), factors.word_factors, WordSplitter()), \
-        factors
+    return FactorLookup(vocab, corpus_counts(counts), factors.word_factors, WordSplitter()), factors
 
 
 def test_in_sample_leaks_the_label_out_of_fold_does_not():
@@ -40,8 +38,19 @@ def test_in_sample_leaks_the_label_out_of_fold_does_not():
     lookup, factors = full_fit(texts, labels)
     in_sample = lookup.transform(texts, 0, 1)[:, 0]
     assert not np.allclose(in_sample[labels == 0][0], in_sample[labels == 1][0], atol=1e-3)
-    oof = out_of_fold_factors(texts, labels, 3, factors.factor_label, 0, 1, "count_then_corpus",
-                              CS, NS, n_splits=4, random_state=0)
+    oof = out_of_fold_factors(
+        texts,
+        labels,
+        3,
+        factors.factor_label,
+        0,
+        1,
+        "count_then_corpus",
+        CS,
+        NS,
+        n_splits=4,
+        random_state=0,
+    )
     assert oof.shape == (len(texts), 1, 3)
     # the unique word is unseen in the other groups: the slot holds a common word, whose row
     # (solved against the same H) is the same whatever the text's label
@@ -56,5 +65,6 @@ def test_factors_given_labels_share_the_full_fit_space():
     factors = latent_factors(V, 3, NS, random_state=0)
     W = factors_given_labels(V, factors.factor_label, NS, random_state=0)
     # solving W for the fit's own H reproduces the fit's reconstruction
-    assert np.allclose(W @ factors.factor_label, factors.word_factors @ factors.factor_label,
-                       atol=1e-2)
+    assert np.allclose(
+        W @ factors.factor_label, factors.word_factors @ factors.factor_label, atol=1e-2
+    )

@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from lttw.data.datasets import hub_split_files, load_dataset
+from lttw.data.sampling import draw_samples
 from lttw.data.tables import encode_labels
 from lttw.errors import DataError
-from lttw.data.sampling import draw_samples
 from lttw.settings import DataSettings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,8 +33,13 @@ def tiny_frame(n_per_class=(30, 20, 25), seed=0):
     return pd.DataFrame({"text": texts, "label": labels})
 
 
-def write_manifest_dataset(root: Path, train: pd.DataFrame, test: pd.DataFrame | None = None,
-                           classes=("x", "y", "z"), name="tiny") -> DataSettings:
+def write_manifest_dataset(
+    root: Path,
+    train: pd.DataFrame,
+    test: pd.DataFrame | None = None,
+    classes=("x", "y", "z"),
+    name="tiny",
+) -> DataSettings:
     folder = root / name
     folder.mkdir(parents=True)
     splits = {"train": "train.parquet"}
@@ -42,8 +47,13 @@ def write_manifest_dataset(root: Path, train: pd.DataFrame, test: pd.DataFrame |
     if test is not None:
         test.to_parquet(folder / "test.parquet")
         splits["test"] = "test.parquet"
-    manifest = {"text_column": "text", "label_column": "label", "classes": list(classes),
-                "splits": splits, "hub_dataset": "someone/tiny"}
+    manifest = {
+        "text_column": "text",
+        "label_column": "label",
+        "classes": list(classes),
+        "splits": splits,
+        "hub_dataset": "someone/tiny",
+    }
     (folder / "manifest.json").write_text(json.dumps(manifest))
     return DataSettings(dataset=name, root=str(root))
 
@@ -53,6 +63,7 @@ def data(root, dataset, **kw):
 
 
 # ---- resolution and validation -------------------------------------------------------------
+
 
 def test_manifest_dataset_uses_class_names(tmp_path):
     ds = load_dataset(write_manifest_dataset(tmp_path, tiny_frame(), tiny_frame((3, 3, 3))))
@@ -138,7 +149,8 @@ def test_non_utf8_csv_names_file_and_line(tmp_path):
 
 def test_string_and_float_labels(tmp_path):
     pd.DataFrame({"text": list("abcd"), "label": ["pos", "neg", "pos", "neu"]}).to_csv(
-        tmp_path / "s.csv", index=False)
+        tmp_path / "s.csv", index=False
+    )
     ds = load_dataset(data(tmp_path, "s.csv"))
     assert ds.classes == ["neg", "neu", "pos"] and ds.labels.tolist() == [2, 0, 2, 1]
     pd.DataFrame({"text": list("abc"), "label": [2.0, 5.0, 2.0]}).to_parquet(tmp_path / "f.pq")
@@ -174,18 +186,23 @@ def test_offline_hub_fails_fast(tmp_path, monkeypatch):
 
 
 def test_hub_split_files():
-    paths = ["datasets/o/n/data/train-00000-of-00002.parquet", "datasets/o/n/data/test-0.parquet",
-             "datasets/o/n/data/train-00001-of-00002.parquet",
-             "datasets/o/n/cfg/validation/0.parquet"]
+    paths = [
+        "datasets/o/n/data/train-00000-of-00002.parquet",
+        "datasets/o/n/data/test-0.parquet",
+        "datasets/o/n/data/train-00001-of-00002.parquet",
+        "datasets/o/n/cfg/validation/0.parquet",
+    ]
     assert hub_split_files(paths, "train") == [paths[0], paths[2]]
     assert hub_split_files(paths, "validation") == [paths[3]]
 
 
 # ---- sampling ------------------------------------------------------------------------------
 
+
 def test_samples_disjoint_balanced_seeded(tmp_path):
-    settings = write_manifest_dataset(tmp_path, tiny_frame((40, 40, 40)),
-                                      tiny_frame((20, 20, 20), 1))
+    settings = write_manifest_dataset(
+        tmp_path, tiny_frame((40, 40, 40)), tiny_frame((20, 20, 20), 1)
+    )
     settings = settings.model_copy(update={"train_size": 31, "test_size": 15, "predict_size": 12})
     ds = load_dataset(settings)
     frames, info = draw_samples(ds, settings, seed=3)
@@ -206,14 +223,16 @@ def test_samples_disjoint_balanced_seeded(tmp_path):
             frame.to_parquet(buffer, index=False)
             out[split] = buffer.getvalue()
         return out
+
     assert parquet_bytes(3) == parquet_bytes(3)
     assert parquet_bytes(3) != parquet_bytes(4)
 
 
 def test_pooled_when_use_splits_is_off(tmp_path):
     settings = write_manifest_dataset(tmp_path, tiny_frame((10, 10, 10)), tiny_frame((10, 10, 10)))
-    settings = settings.model_copy(update={"train_size": 30, "test_size": 15, "predict_size": 15,
-                                           "use_splits": False})
+    settings = settings.model_copy(
+        update={"train_size": 30, "test_size": 15, "predict_size": 15, "use_splits": False}
+    )
     frames, info = draw_samples(load_dataset(settings), settings, seed=0)
     assert info["pools"]["train"] is None
     assert len(set().union(*(set(f["source_row"]) for f in frames.values()))) == 60
@@ -230,18 +249,24 @@ def test_duplicates_counted(tmp_path):
 
 @shared
 def test_class_too_small_lists_counts_and_sizes_that_fit():
-    settings = DataSettings(dataset="ag_news", root=str(DATASETS), train_size=8,
-                            test_size=4000, predict_size=4000)
+    settings = DataSettings(
+        dataset="ag_news", root=str(DATASETS), train_size=8, test_size=4000, predict_size=4000
+    )
     with pytest.raises(DataError) as err:
         draw_samples(load_dataset(settings), settings, seed=0)
     message = str(err.value)
     assert "World 1900, Sports 1900, Business 1900, Sci/Tech 1900" in message
-    assert "data.test_size + data.predict_size = 4000 + 4000 need 1000 + 1000 = 2000 rows per " \
-           "class from the test split" in message
+    assert (
+        "data.test_size + data.predict_size = 4000 + 4000 need 1000 + 1000 = 2000 rows per "
+        "class from the test split" in message
+    )
     assert "data.train_size=8, data.test_size=3800, data.predict_size=3800" in message
     settings = settings.model_copy(update={"train_size": 60000, "test_size": 0, "predict_size": 0})
-    with pytest.raises(DataError, match=r"Sports 13222.*Sizes that fit together: "
-                                        r"data.train_size=52888, data.test_size=0"):
+    with pytest.raises(
+        DataError,
+        match=r"Sports 13222.*Sizes that fit together: "
+        r"data.train_size=52888, data.test_size=0",
+    ):
         draw_samples(load_dataset(settings), settings, seed=0)
 
 
@@ -249,8 +274,13 @@ def test_class_too_small_lists_counts_and_sizes_that_fit():
 def test_failing_sample_stage_leaves_no_output(tmp_path):
     params = {"data": {"dataset": "ag_news", "root": str(DATASETS), "train_size": 100000}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    done = subprocess.run([sys.executable, str(REPO / "stages" / "sample.py")], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "stages" / "sample.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: data.train_size")
     assert not (tmp_path / "data").exists()
@@ -264,8 +294,9 @@ def test_sample_is_the_same_whatever_the_spelling_of_data_root(tmp_path, monkeyp
     relative = Path(__import__("os").path.relpath(DATASETS, tmp_path))
     infos = []
     for root in (relative, DATASETS.resolve()):
-        settings = DataSettings(dataset="sst2", root=str(root), train_size=40, test_size=10,
-                                predict_size=10)
+        settings = DataSettings(
+            dataset="sst2", root=str(root), train_size=40, test_size=10, predict_size=10
+        )
         frames, info = draw_samples(load_dataset(settings), settings, seed=1)
         infos.append(info)
     assert infos[0] == infos[1] and infos[0]["source"] == "sst2"

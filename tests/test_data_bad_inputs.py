@@ -21,18 +21,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from lttw import layout
 from stage_cases import DATA_CASES, PLAIN_DATA_CASES
 
+from lttw import layout
 
 
 @pytest.mark.parametrize("name", PLAIN_DATA_CASES)
 def test_forked_stage_runs_match_plain_subprocess(stage_runs, name):
     forked, plain = stage_runs[name], stage_runs[f"plain: {name}"]
     assert forked.returncode == plain.returncode
-    strip = lambda text: [re.sub(r"^\d\d:\d\d:\d\d |/\S+/(data|plain)\d+/", "", line)
-                          for line in text.splitlines()]
+    strip = lambda text: [
+        re.sub(r"^\d\d:\d\d:\d\d |/\S+/(data|plain)\d+/", "", line) for line in text.splitlines()
+    ]
     assert strip(forked.stderr) == strip(plain.stderr)
 
 
@@ -54,8 +54,9 @@ def test_unusual_data_works_in_sample_stage(stage_runs, name):
     ran = stage_runs[name]
     assert ran.returncode == 0, ran.stderr[-3000:]
     info = json.loads((ran.cwd / layout.LABELS_JSON).read_text(encoding="utf-8"))
-    samples = {split: pd.read_parquet(ran.cwd / layout.sample_parquet(split))
-               for split in layout.SPLITS}
+    samples = {
+        split: pd.read_parquet(ran.cwd / layout.sample_parquet(split)) for split in layout.SPLITS
+    }
     for split, sample in samples.items():
         assert len(sample) == info["sizes"][split]
         assert sample["text"].str.len().min() > 0
@@ -71,11 +72,19 @@ def test_symbol_only_texts_get_zero_factor_rows():
     from lttw.settings import CountSettings
     from lttw.text.words import WordSplitter
 
-    counts, vocabulary = word_label_counts(["cat sat", "dog ran fast"], np.array([0, 1]), 2,
-                                           CountSettings())
+    counts, vocabulary = word_label_counts(
+        ["cat sat", "dog ran fast"], np.array([0, 1]), 2, CountSettings()
+    )
     factors = np.arange(len(vocabulary) * 2, dtype=np.float32).reshape(-1, 2) + 1
-    out = latent_factor_tensor(["!!! ???", "😀😀🎉", "—–", "cat 🙂"], vocabulary,
-                               corpus_counts(counts), factors, 2, 2, "count_then_corpus",
-                               WordSplitter())
+    out = latent_factor_tensor(
+        ["!!! ???", "😀😀🎉", "—–", "cat 🙂"],
+        vocabulary,
+        corpus_counts(counts),
+        factors,
+        2,
+        2,
+        "count_then_corpus",
+        WordSplitter(),
+    )
     assert out.shape == (4, 4, 2)
     assert not out[:3].any() and out[3, 0].any() and not out[3, 1:].any()

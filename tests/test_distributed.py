@@ -26,8 +26,15 @@ import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_training import (CPU, TRAIN, VAL, assert_same_weights, build_model,  # noqa: E402
-                           one_thread, train_settings)  # noqa: F401  (autouse fixture)
+from test_training import (  # noqa: E402
+    CPU,
+    TRAIN,
+    VAL,
+    assert_same_weights,
+    build_model,
+    one_thread,  # noqa: F401  (autouse fixture)
+    train_settings,
+)
 
 from lttw.data.batching import Batchable  # noqa: E402
 from lttw.training.loop import train_classifier  # noqa: E402
@@ -43,15 +50,22 @@ def free_port() -> int:
 
 
 def head(data: Batchable, n: int) -> Batchable:
-    return Batchable(data.input_ids[:n], data.attention_mask[:n], data.factors[:n],
-                     data.labels[:n])
+    return Batchable(data.input_ids[:n], data.attention_mask[:n], data.factors[:n], data.labels[:n])
 
 
 def _worker(rank: int, port: int, encoder_dir: str, out_dir: str, n_train: int) -> None:
     """One DDP process: the env torchrun would set, then the pipeline's own runtime + loop."""
-    os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                       "WORLD_SIZE": str(WORLD), "RANK": str(rank), "LOCAL_RANK": str(rank),
-                       "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    os.environ.update(
+        {
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "WORLD_SIZE": str(WORLD),
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+        }
+    )
     from lttw.device import make_runtime
 
     cfg = train_settings(distributed="auto", num_threads=1)
@@ -59,14 +73,31 @@ def _worker(rank: int, port: int, encoder_dir: str, out_dir: str, n_train: int) 
     assert rt.ddp and rt.world_size == WORLD and rt.rank == rank
     assert dist.get_backend() == "gloo"
     model = build_model(encoder_dir)
-    result = train_classifier(model, head(TRAIN, n_train), VAL, cfg, seed=7, rt=rt,
-                              checkpoint_dir=Path(out_dir) / "ckpt", fingerprint="ddp")
+    result = train_classifier(
+        model,
+        head(TRAIN, n_train),
+        VAL,
+        cfg,
+        seed=7,
+        rt=rt,
+        checkpoint_dir=Path(out_dir) / "ckpt",
+        fingerprint="ddp",
+    )
     if rt.is_main:
-        save_file({k: v.contiguous() for k, v in model.state_dict().items()},
-                  str(Path(out_dir) / "weights.safetensors"))
-        (Path(out_dir) / "result.json").write_text(json.dumps(
-            {"f1": result.best_val_f1, "best_epoch": result.best_epoch, "steps": result.steps,
-             "world_size": rt.world_size}))
+        save_file(
+            {k: v.contiguous() for k, v in model.state_dict().items()},
+            str(Path(out_dir) / "weights.safetensors"),
+        )
+        (Path(out_dir) / "result.json").write_text(
+            json.dumps(
+                {
+                    "f1": result.best_val_f1,
+                    "best_epoch": result.best_epoch,
+                    "steps": result.steps,
+                    "world_size": rt.world_size,
+                }
+            )
+        )
     rt.barrier()
     rt.close()
 
@@ -76,15 +107,28 @@ def test_two_gloo_processes_match_one_process(tiny_encoder_dir, tmp_path, n_trai
     # fork, not spawn: the children inherit the imported torch / transformers / lttw instead of
     # importing them again (~10 s on 2 cores). They run 1 intra-op thread (train.num_threads),
     # so no OpenMP pool is used after the fork.
-    mp.start_processes(_worker, args=(free_port(), str(tiny_encoder_dir), str(tmp_path), n_train),
-                       nprocs=WORLD, join=True, start_method="fork")
+    mp.start_processes(
+        _worker,
+        args=(free_port(), str(tiny_encoder_dir), str(tmp_path), n_train),
+        nprocs=WORLD,
+        join=True,
+        start_method="fork",
+    )
     ddp = json.loads((tmp_path / "result.json").read_text())
     ddp_model = build_model(tiny_encoder_dir)
     ddp_model.load_state_dict(load_file(str(tmp_path / "weights.safetensors")))
 
     single = build_model(tiny_encoder_dir)
-    result = train_classifier(single, head(TRAIN, n_train), VAL, train_settings(), seed=7,
-                              rt=CPU, checkpoint_dir=tmp_path / "single", fingerprint="single")
+    result = train_classifier(
+        single,
+        head(TRAIN, n_train),
+        VAL,
+        train_settings(),
+        seed=7,
+        rt=CPU,
+        checkpoint_dir=tmp_path / "single",
+        fingerprint="single",
+    )
 
     assert ddp["world_size"] == WORLD
     assert ddp["steps"] == result.steps == 12  # 2 epochs of ceil(n_train / 8) = 6 steps

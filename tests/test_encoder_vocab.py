@@ -8,13 +8,22 @@ import numpy as np
 import pytest
 import torch
 
-from lttw.encoder.pretrained import (load_pretrained_encoder, load_transformers_encoder,
-                                     load_saved_tokenizer, load_tokenizer,
-                                     save_tokenizer)
+from lttw.encoder.pretrained import (
+    load_pretrained_encoder,
+    load_saved_tokenizer,
+    load_tokenizer,
+    load_transformers_encoder,
+    save_tokenizer,
+)
 from lttw.encoder.tokens import UNK_SHARE_WARN, encode_texts, unknown_share
 from lttw.settings import ModelSettings
-from lttw.text.encoder_vocab import (MIN_SHARED, extend_encoder, new_rows, should_extend,
-                                     unknown_pieces)
+from lttw.text.encoder_vocab import (
+    MIN_SHARED,
+    extend_encoder,
+    new_rows,
+    should_extend,
+    unknown_pieces,
+)
 
 # 新, 闻, 体, 育 twice; 财, 经, 快, 讯 once
 CHINESE = ["体育新闻 the cat", "财经新闻", "体育快讯"]
@@ -56,7 +65,7 @@ def test_new_rows_map_the_vectors_into_the_embedding_space():
         cosine = row @ target / np.linalg.norm(row) / np.linalg.norm(target)
         assert cosine > 0.95 and np.linalg.norm(row) == pytest.approx(mean_norm, rel=1e-4)
     # too few tokens known to both: every new row starts as [UNK]'s
-    few = (words[:MIN_SHARED - 1] + ["new1"], vectors[list(range(MIN_SHARED - 1)) + [-2]])
+    few = (words[: MIN_SHARED - 1] + ["new1"], vectors[list(range(MIN_SHARED - 1)) + [-2]])
     rows, record = new_rows(embeddings, vocab, ["new1"], few, 0)
     assert record["from_vectors"] == 0 and np.array_equal(rows[0], embeddings[0])
 
@@ -72,9 +81,9 @@ def test_extend_encoder_grows_tokenizer_and_embeddings(tiny_encoder_dir, tmp_pat
     assert record["added"] == n and record["vocab_after"] == record["vocab_before"] + n
     weight = encoder.get_input_embeddings().weight.detach()
     assert weight.shape[0] == len(tokenizer) == encoder.config.vocab_size == before.shape[0] + n
-    assert torch.equal(weight[:before.shape[0]], before)  # the old rows are kept
+    assert torch.equal(weight[: before.shape[0]], before)  # the old rows are kept
     unk = tokenizer.unk_token_id
-    assert torch.equal(weight[before.shape[0]:], before[unk].expand(n, -1))  # no vectors
+    assert torch.equal(weight[before.shape[0] :], before[unk].expand(n, -1))  # no vectors
     ids, mask = encode_texts(tokenizer, CHINESE, 16)
     assert share > 0.5 and unknown_share(tokenizer, ids, mask)[0] == 0.0
     # saved and loaded the way the model folder's tokenizer is (lttw predict): the same ids

@@ -8,10 +8,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from lttw.factors.counts import normalise_rows
 from lttw.errors import UserError
-from lttw.factors.nmf import (FACTORS_FILE, factor_metrics, latent_factors, load_word_factors,
-                          save_factors)
+from lttw.factors.counts import normalise_rows
+from lttw.factors.nmf import (
+    FACTORS_FILE,
+    factor_metrics,
+    latent_factors,
+    load_word_factors,
+    save_factors,
+)
 from lttw.io import read_arrays
 from lttw.settings import NMFSettings
 
@@ -19,8 +24,9 @@ from lttw.settings import NMFSettings
 @pytest.fixture()
 def V():
     rng = np.random.default_rng(0)
-    counts = sp.random(200, 6, density=0.5, random_state=1, format="csr",
-                       data_rvs=lambda n: rng.integers(1, 20, n)).astype(np.int64)
+    counts = sp.random(
+        200, 6, density=0.5, random_state=1, format="csr", data_rvs=lambda n: rng.integers(1, 20, n)
+    ).astype(np.int64)
     counts = counts[np.asarray(counts.sum(axis=1)).ravel() > 0]
     return normalise_rows(counts)
 
@@ -91,5 +97,6 @@ def test_save_and_load(V, tmp_path):
     f = latent_factors(V, 2, NMFSettings(max_iter=5), random_state=0)
     save_factors(tmp_path, f)
     np.testing.assert_array_equal(load_word_factors(tmp_path), f.word_factors)
-    np.testing.assert_array_equal(read_arrays(tmp_path / FACTORS_FILE)["factor_label"],
-                                  f.factor_label)
+    np.testing.assert_array_equal(
+        read_arrays(tmp_path / FACTORS_FILE)["factor_label"], f.factor_label
+    )

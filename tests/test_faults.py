@@ -32,10 +32,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tiny_project import DATASETS, env, git_commit, make_tiny_project, ran, run
 
 from lttw import layout
 from lttw.training.checkpoint import read_checkpoint_state
-from tiny_project import DATASETS, env, git_commit, make_tiny_project, ran, run
 
 pytestmark = pytest.mark.slow
 
@@ -48,13 +48,20 @@ PICKLE_SUFFIXES = {".bin", ".pt", ".pth", ".pkl", ".pickle", ".joblib", ".ckpt",
 
 # ------------------------------------------------------------------ helpers
 
+
 class Repro:
     """``dvc repro`` (or another command) in its own process group, output collected live."""
 
     def __init__(self, root: Path, *args: str):
-        self.proc = subprocess.Popen(["dvc", "repro", *args], cwd=root, env=env(),
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            ["dvc", "repro", *args],
+            cwd=root,
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         self.chunks: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -72,8 +79,9 @@ class Repro:
         while not condition():
             if self.proc.poll() is not None:
                 self.reader.join(5)
-                pytest.fail(f"dvc exited ({self.proc.returncode}) before {what}:\n"
-                            f"{self.output[-3000:]}")
+                pytest.fail(
+                    f"dvc exited ({self.proc.returncode}) before {what}:\n{self.output[-3000:]}"
+                )
             if time.monotonic() > deadline:
                 self.kill()
                 pytest.fail(f"timed out waiting for {what}:\n{self.output[-3000:]}")
@@ -156,13 +164,18 @@ def damaged_outputs(root: Path) -> tuple[list[str], list[str]]:
 def lock_outs(root: Path) -> dict[str, dict[str, str]]:
     """stage -> {output path: md5} from dvc.lock."""
     lock = yaml.safe_load((root / "dvc.lock").read_text())
-    return {stage: {o["path"]: o["md5"] for o in body.get("outs", [])}
-            for stage, body in lock["stages"].items()}
+    return {
+        stage: {o["path"]: o["md5"] for o in body.get("outs", [])}
+        for stage, body in lock["stages"].items()
+    }
 
 
 def file_md5s(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.md5(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.md5(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def without_timings(obj):
@@ -177,6 +190,7 @@ def read_metrics(root: Path) -> dict:
 
 # ------------------------------------------------------------------ fixtures
 
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, tiny_encoder_dir):
     """An uninterrupted ``dvc repro``, started in the background; the value is a callable
@@ -189,10 +203,18 @@ def reference(tmp_path_factory, tiny_encoder_dir):
 
     def done():
         if not result:
-            result.update(root=root, output=repro.finish(), before=before, inputs=inputs,
-                          inputs_after={"datasets": snapshot(DATASETS),
-                                        "encoder": snapshot(tiny_encoder_dir)})
+            result.update(
+                root=root,
+                output=repro.finish(),
+                before=before,
+                inputs=inputs,
+                inputs_after={
+                    "datasets": snapshot(DATASETS),
+                    "encoder": snapshot(tiny_encoder_dir),
+                },
+            )
         return result
+
     yield done
     if repro.proc.poll() is None:
         repro.kill()
@@ -203,6 +225,7 @@ def killed(tmp_path_factory, tiny_encoder_dir, reference):
     """The project that is killed twice; returns a dict of what each step saw."""
     root = fault_project(tmp_path_factory.mktemp("killed"), tiny_encoder_dir)
     seen = {"root": root}
+
     def mid_training() -> bool:
         try:
             meta = read_checkpoint_state(root / layout.checkpoint_dir(0))
@@ -212,13 +235,20 @@ def killed(tmp_path_factory, tiny_encoder_dir, reference):
 
     # 1. kill -9 while features@0 writes its tensor (after it logged the last split)
     first = Repro(root)
-    first.wait_for(lambda: "Running stage 'features@0'" in first.output, "features@0 to start",
-                   timeout=180)
-    first.wait_for(lambda: "predict: factor tensor" in first.output.split(
-        "Running stage 'features@0'")[1], "features@0 to compute its tensors", timeout=60)
+    first.wait_for(
+        lambda: "Running stage 'features@0'" in first.output, "features@0 to start", timeout=180
+    )
+    first.wait_for(
+        lambda: "predict: factor tensor" in first.output.split("Running stage 'features@0'")[1],
+        "features@0 to compute its tensors",
+        timeout=60,
+    )
     first.kill()
-    seen["kill_features"] = {"output": first.output, "damage": damaged_outputs(root),
-                             "features": (root / layout.features_file(0)).exists()}
+    seen["kill_features"] = {
+        "output": first.output,
+        "damage": damaged_outputs(root),
+        "features": (root / layout.features_file(0)).exists(),
+    }
 
     # 2. dvc repro again: kill -9 in train@0 once an epoch checkpoint (not the last) is saved
     second = Repro(root)
@@ -226,10 +256,12 @@ def killed(tmp_path_factory, tiny_encoder_dir, reference):
     second.wait_for(mid_training, "an epoch checkpoint of train@0", timeout=90)
     second.kill()
     model = root / layout.model_dir(0)
-    seen["kill_train"] = {"output": second.output, "damage": damaged_outputs(root),
-                          "state": read_checkpoint_state(root / layout.checkpoint_dir(0)),
-                          "model": sorted(p.name for p in model.iterdir())
-                          if model.exists() else None}
+    seen["kill_train"] = {
+        "output": second.output,
+        "damage": damaged_outputs(root),
+        "state": read_checkpoint_state(root / layout.checkpoint_dir(0)),
+        "model": sorted(p.name for p in model.iterdir()) if model.exists() else None,
+    }
 
     # 3. dvc repro completes
     seen["final"] = run(["dvc", "repro"], root)
@@ -238,6 +270,7 @@ def killed(tmp_path_factory, tiny_encoder_dir, reference):
 
 
 # ------------------------------------------------------------------ faults
+
 
 def test_kill_during_data_stage_leaves_nothing_half_written(killed):
     kill = killed["kill_features"]
@@ -263,8 +296,7 @@ def test_repro_after_kills_resumes_and_matches_uninterrupted_run(killed, referen
     assert ran(out) == {"train@0", "evaluate@0", "summary"}
     assert "resuming from checkpoint" in out, out[-3000:]
     ref_root = reference()["root"]
-    assert without_timings(read_metrics(killed["root"])) == \
-        without_timings(read_metrics(ref_root))
+    assert without_timings(read_metrics(killed["root"])) == without_timings(read_metrics(ref_root))
     # the resumed model is the uninterrupted one, bit for bit
     ref_model = file_md5s(ref_root / layout.model_dir(0))
     model = file_md5s(killed["root"] / layout.model_dir(0))
@@ -278,6 +310,7 @@ def test_no_temporaries_left_after_completion(killed):
 
 # ------------------------------------------------------------------ reproducibility
 
+
 def test_two_projects_give_identical_lock_hashes(killed, reference):
     ref_root = reference()["root"]
     ref, other = lock_outs(ref_root), lock_outs(killed["root"])
@@ -287,16 +320,20 @@ def test_two_projects_give_identical_lock_hashes(killed, reference):
     # train / evaluate: the weights and predictions are identical; their lock hashes differ
     # only through measured timings (metrics/train/fold_0.json, the dvclive curves of
     # epoch time and samples/s, metrics/folds/fold_0.json, metrics/summary.json)
-    assert file_md5s(ref_root / layout.eval_dir(0)) == \
-        file_md5s(killed["root"] / layout.eval_dir(0))
-    timed = {str(layout.train_metrics(0)), str(layout.fold_metrics(0)),
-             str(layout.SUMMARY_METRICS)}
+    assert file_md5s(ref_root / layout.eval_dir(0)) == file_md5s(
+        killed["root"] / layout.eval_dir(0)
+    )
+    timed = {str(layout.train_metrics(0)), str(layout.fold_metrics(0)), str(layout.SUMMARY_METRICS)}
     for stage in ("train@0", "evaluate@0", "summary"):
         differing = {path for path, md5 in ref[stage].items() if other[stage][path] != md5}
-        assert {p for p in differing if not p.startswith(str(layout.live_dir(0)))} <= timed, \
-            (stage, differing)
-    fold = [json.loads((root / layout.fold_metrics(0)).read_text())
-            for root in (ref_root, killed["root"])]
+        assert {p for p in differing if not p.startswith(str(layout.live_dir(0)))} <= timed, (
+            stage,
+            differing,
+        )
+    fold = [
+        json.loads((root / layout.fold_metrics(0)).read_text())
+        for root in (ref_root, killed["root"])
+    ]
     assert without_timings(fold[0]) == without_timings(fold[1])
 
 
@@ -309,6 +346,7 @@ def test_seed_is_recorded(reference):
 
 
 # ------------------------------------------------------------------ safe artifacts
+
 
 def test_everything_written_lies_under_the_output_folders(reference):
     ref = reference()

@@ -12,11 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from lttw import layout
-from lttw.factors.features import (FactorLookup, latent_factor_tensor, slot_fill,
-                                   top_bottom_words)
+from lttw.factors.features import FactorLookup, latent_factor_tensor, slot_fill, top_bottom_words
 from lttw.io import read_arrays, read_arrays_metadata, read_json
 from lttw.text.words import WordSplitter
 
@@ -38,11 +39,14 @@ def slot_words(tensor_row):
     return [VOCAB[int(r[0]) - 1] if r.any() else None for r in tensor_row]
 
 
-@pytest.mark.parametrize("ranking, order", [
-    ("count_then_corpus", ["b", "a", "d", "c"]),  # a, b: 2 each, n(b)=10 > n(a)=5; d: 7 > c: 1
-    ("count_then_alpha", ["a", "b", "c", "d"]),
-    ("first_occurrence", ["a", "b", "c", "d"]),  # a before b in the text; c (first) before d
-])
+@pytest.mark.parametrize(
+    "ranking, order",
+    [
+        ("count_then_corpus", ["b", "a", "d", "c"]),  # a, b: 2 each, n(b)=10 > n(a)=5; d: 7 > c: 1
+        ("count_then_alpha", ["a", "b", "c", "d"]),
+        ("first_occurrence", ["a", "b", "c", "d"]),  # a before b in the text; c (first) before d
+    ],
+)
 def test_ranking_rules(ranking, order):
     text = "c a A b b D xyz"  # xyz is not in the vocabulary; case folded
     assert select(text, 4, 0, ranking) == (order, [])
@@ -90,33 +94,47 @@ def test_slot_fill_counts_top_and_bottom_slots():
 def test_explain_says_how_many_slots_are_filled(tmp_path):
     from types import SimpleNamespace
 
+    from lttw.factors.nmf import FACTORS_FILE
     from lttw.inference.explain import factor_section, render
     from lttw.io import write_arrays
     from lttw.models.bundle import FACTORS as FACTORS_DIR
-    from lttw.factors.nmf import FACTORS_FILE
 
     (tmp_path / FACTORS_DIR).mkdir()
-    write_arrays(tmp_path / FACTORS_DIR / FACTORS_FILE, word_factors=FACTORS,
-                 factor_label=np.eye(2, dtype=np.float32))
+    write_arrays(
+        tmp_path / FACTORS_DIR / FACTORS_FILE,
+        word_factors=FACTORS,
+        factor_label=np.eye(2, dtype=np.float32),
+    )
     predictor = SimpleNamespace(
-        lookup=FactorLookup(VOCAB, CORPUS, FACTORS, CS), folder=tmp_path, classes=["x", "y"],
-        meta={"k": 2, "s": 3, "ranking": "count_then_corpus"})
+        lookup=FactorLookup(VOCAB, CORPUS, FACTORS, CS),
+        folder=tmp_path,
+        classes=["x", "y"],
+        meta={"k": 2, "s": 3, "ranking": "count_then_corpus"},
+    )
     section = factor_section(predictor, "a b c zzz")  # 3 in-vocab words: 2 top, 1 bottom
     assert section["slots_filled"] == {"top": 2, "bottom": 1}
     from rich.console import Console
 
     console = Console(record=True, width=200)
-    render({"classes": ["x", "y"], "variant": "lttw", "model": str(tmp_path),
+    render(
+        {
+            "classes": ["x", "y"],
+            "variant": "lttw",
+            "model": str(tmp_path),
             "prediction": {"label": "x", "prob": 0.6, "probabilities": {"x": 0.6, "y": 0.4}},
-            "factors": section, "attention": {"note": "", "positions": [], "slots": None}},
-           console)
+            "factors": section,
+            "attention": {"note": "", "positions": [], "slots": None},
+        },
+        console,
+    )
     assert "slots filled: 2 of k=2 top, 1 of s=3 bottom" in console.export_text()
 
 
 def test_lookup_roundtrip(tmp_path):
+    import scipy.sparse as sp
+
     from lttw.factors.counts import save_counts
     from lttw.factors.nmf import LatentFactors, save_factors
-    import scipy.sparse as sp
 
     save_counts(tmp_path / "c", sp.csr_matrix(np.c_[CORPUS, np.zeros(5, int)]), VOCAB)
     save_factors(tmp_path / "n", LatentFactors(FACTORS, np.ones((2, 2), np.float32), 0.0, 1, "x"))
@@ -125,48 +143,72 @@ def test_lookup_roundtrip(tmp_path):
     np.testing.assert_array_equal(lookup.corpus_counts, CORPUS)
     np.testing.assert_array_equal(
         lookup.transform(["d d a"], 1, 1),
-        latent_factor_tensor(["d d a"], VOCAB, CORPUS, FACTORS, 1, 1, "count_then_corpus", CS))
+        latent_factor_tensor(["d d a"], VOCAB, CORPUS, FACTORS, 1, 1, "count_then_corpus", CS),
+    )
 
 
 def brute_force_order(tokens, ranking):
     """Independent ranking: sort distinct in-vocab words with a full comparison key."""
     words = [t for t in tokens if t in INDEX]
     c = Counter(words)
-    keys = {"count_then_corpus": lambda w: (-c[w], -CORPUS[INDEX[w]], w),
-            "count_then_alpha": lambda w: (-c[w], w),
-            "first_occurrence": lambda w: (-c[w], words.index(w))}
+    keys = {
+        "count_then_corpus": lambda w: (-c[w], -CORPUS[INDEX[w]], w),
+        "count_then_alpha": lambda w: (-c[w], w),
+        "first_occurrence": lambda w: (-c[w], words.index(w)),
+    }
     return sorted(set(words), key=keys[ranking])
 
 
-texts_strategy = st.lists(st.lists(st.sampled_from(VOCAB + ["B", "zz", "q"]), max_size=12)
-                          .map(" ".join), min_size=1, max_size=8)
+texts_strategy = st.lists(
+    st.lists(st.sampled_from(VOCAB + ["B", "zz", "q"]), max_size=12).map(" ".join),
+    min_size=1,
+    max_size=8,
+)
 
 
 @hsettings(max_examples=80, deadline=None)
-@given(texts_strategy, st.integers(0, 6), st.integers(0, 6),
-       st.sampled_from(["count_then_corpus", "count_then_alpha", "first_occurrence"]))
+@given(
+    texts_strategy,
+    st.integers(0, 6),
+    st.integers(0, 6),
+    st.sampled_from(["count_then_corpus", "count_then_alpha", "first_occurrence"]),
+)
 def test_selection_property(texts, k, s, ranking):
     tensor = latent_factor_tensor(texts, VOCAB, CORPUS, FACTORS, k, s, ranking, CS)
     assert tensor.shape == (len(texts), k + s, 2)
     for text, row in zip(texts, tensor):
         order = brute_force_order(CS(text), ranking)
         top = order[:k]
-        bottom = order[len(top):][-s:] if s else []
+        bottom = order[len(top) :][-s:] if s else []
         assert select(text, k, s, ranking) == (top, bottom)
-        assert slot_words(row) == (top + [None] * (k - len(top)) + bottom
-                                   + [None] * (s - len(bottom)))
+        assert slot_words(row) == (
+            top + [None] * (k - len(top)) + bottom + [None] * (s - len(bottom))
+        )
 
 
 def _run(stage, tmp_path, *args):
-    return subprocess.run([sys.executable, str(REPO / "stages" / f"{stage}.py"), *args],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(REPO / "stages" / f"{stage}.py"), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _write_params(tmp_path, **model):
-    params = {"data": {"dataset": "sst2", "root": str(DATASETS), "train_size": 300,
-                       "test_size": 40, "predict_size": 40},
-              "folds": {"n_folds": 10, "run": [0]}, "nmf": {"rank": 3},
-              "model": {"k": 4, "s": 3, **model}}
+    params = {
+        "data": {
+            "dataset": "sst2",
+            "root": str(DATASETS),
+            "train_size": 300,
+            "test_size": 40,
+            "predict_size": 40,
+        },
+        "folds": {"n_folds": 10, "run": [0]},
+        "nmf": {"rank": 3},
+        "model": {"k": 4, "s": 3, **model},
+    }
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
 
 
@@ -174,16 +216,24 @@ def _write_params(tmp_path, **model):
 @pytest.mark.skipif(not (DATASETS / "sst2").is_dir(), reason="shared datasets not present")
 def test_stage_scripts_end_to_end(tmp_path):
     _write_params(tmp_path)
-    for stage, args in [("sample", ()), ("folds", ()), ("counts", ("--fold", "0")),
-                        ("nmf", ("--fold", "0")), ("features", ("--fold", "0"))]:
+    for stage, args in [
+        ("sample", ()),
+        ("folds", ()),
+        ("counts", ("--fold", "0")),
+        ("nmf", ("--fold", "0")),
+        ("features", ("--fold", "0")),
+    ]:
         done = _run(stage, tmp_path, *args)
         assert done.returncode == 0, f"{stage}: {done.stderr}"
     assert read_json(tmp_path / layout.LABELS_JSON)["classes"] == ["negative", "positive"]
     assert pd.read_parquet(tmp_path / layout.FOLDS_PARQUET).shape == (300, 12)
     assert read_json(tmp_path / layout.nmf_metrics(0))["rank"] == 3
     arrays = read_arrays(tmp_path / layout.features_file(0))
-    assert {k: v.shape for k, v in arrays.items()} == {"train": (300, 7, 3), "test": (40, 7, 3),
-                                                       "predict": (40, 7, 3)}
+    assert {k: v.shape for k, v in arrays.items()} == {
+        "train": (300, 7, 3),
+        "test": (40, 7, 3),
+        "predict": (40, 7, 3),
+    }
     # k and s auto: resolved from the fold's train part, recorded as numbers, shaping H_tw
     _write_params(tmp_path, k="auto", s="auto")
     done = _run("features", tmp_path, "--fold", "0")
@@ -212,34 +262,47 @@ def test_features_without_factors_do_not_depend_on_k_s_rank(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     layout.SAMPLE_DIR.mkdir(parents=True)
     for split, n in zip(layout.SPLITS, (6, 2, 3)):
-        pd.DataFrame({"text": ["a b"] * n, "label": [0, 1] * (n // 2) + [0] * (n % 2),
-                      "source_row": np.arange(n)}).to_parquet(layout.sample_parquet(split))
+        pd.DataFrame(
+            {
+                "text": ["a b"] * n,
+                "label": [0, 1] * (n // 2) + [0] * (n % 2),
+                "source_row": np.arange(n),
+            }
+        ).to_parquet(layout.sample_parquet(split))
     spec = importlib.util.spec_from_file_location("stage_features", REPO / "stages/features.py")
     stage = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(stage)
     outputs = []
-    for model in ({"fusion": "none"}, {"fusion": "none", "k": 9, "s": 1},
-                  {"variant": "encoder", "k": 3}):
+    for model in (
+        {"fusion": "none"},
+        {"fusion": "none", "k": 9, "s": 1},
+        {"variant": "encoder", "k": 3},
+    ):
         stage.main(settings_from_dict({"model": model, "nmf": {"rank": 7}}), 0)
         outputs.append((tmp_path / layout.features_file(0)).read_bytes())
     assert outputs[0] == outputs[1] == outputs[2]
     arrays = read_arrays(layout.features_file(0))
-    assert {k: v.shape for k, v in arrays.items()} == {"train": (6, 0, 0), "test": (2, 0, 0),
-                                                       "predict": (3, 0, 0)}
+    assert {k: v.shape for k, v in arrays.items()} == {
+        "train": (6, 0, 0),
+        "test": (2, 0, 0),
+        "predict": (3, 0, 0),
+    }
 
 
-@pytest.mark.parametrize("words_per_text, k, s, want", [
-    ([30, 40, 25], "auto", "auto", (10, 10)),   # long texts (AG News): the paper's 10 + 10
-    ([19, 18], "auto", "auto", (10, 10)),       # mean 18.5: half rounded up is 10
-    ([8, 9, 8, 9, 8], "auto", "auto", (5, 5)),  # titles (THUCNews: 8.4 words) -> 5 + 5
-    ([8, 9, 8, 9, 8], 10, "auto", (10, 5)),     # a number stays as given
-    ([8, 9, 8, 9, 8], "auto", 0, (5, 0)),
-    ([1, 0, 0], "auto", "auto", (1, 1)),        # at least one slot each
-    ([], "auto", "auto", (1, 1)),
-    ([3], 7, 2, (7, 2)),
-])
-def test_auto_slots_are_half_the_mean_distinct_words_at_most_the_papers(words_per_text, k, s,
-                                                                        want):
+@pytest.mark.parametrize(
+    "words_per_text, k, s, want",
+    [
+        ([30, 40, 25], "auto", "auto", (10, 10)),  # long texts (AG News): the paper's 10 + 10
+        ([19, 18], "auto", "auto", (10, 10)),  # mean 18.5: half rounded up is 10
+        ([8, 9, 8, 9, 8], "auto", "auto", (5, 5)),  # titles (THUCNews: 8.4 words) -> 5 + 5
+        ([8, 9, 8, 9, 8], 10, "auto", (10, 5)),  # a number stays as given
+        ([8, 9, 8, 9, 8], "auto", 0, (5, 0)),
+        ([1, 0, 0], "auto", "auto", (1, 1)),  # at least one slot each
+        ([], "auto", "auto", (1, 1)),
+        ([3], 7, 2, (7, 2)),
+    ],
+)
+def test_auto_slots_are_half_the_mean_distinct_words_at_most_the_papers(words_per_text, k, s, want):
     from lttw.factors.features import resolve_slots
 
     assert resolve_slots(k, s, np.array(words_per_text, dtype=np.int64)) == want
@@ -249,7 +312,8 @@ def test_distinct_words_counts_each_vocabulary_word_of_a_text_once():
     from lttw.factors.features import FactorLookup
     from lttw.text.words import WordSplitter
 
-    lookup = FactorLookup(["a", "b", "c"], np.array([3, 2, 1]), np.ones((3, 2), np.float32),
-                          WordSplitter())
+    lookup = FactorLookup(
+        ["a", "b", "c"], np.array([3, 2, 1]), np.ones((3, 2), np.float32), WordSplitter()
+    )
     got = lookup.distinct_words(["a a b", "zzz", "", "c b a c", "A b"])
     assert got.tolist() == [2, 0, 0, 3, 2]  # repeats once, out-of-vocabulary none, lowercased

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lttw.errors import DataError
 from lttw.data.folds import assign_folds, fold_parts, folds_frame, read_fold_parts
+from lttw.errors import DataError
 
 
 def test_assign_folds_stratified_and_seeded():

@@ -10,13 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from tiny_project import dvc_status, git_commit, ran, run, set_params
 
-from lttw.errors import UserError
-from lttw.settings import SettingsError, settings_from_dict
 from lttw.encoder.pretrained import load_pretrained_encoder
 from lttw.encoder.states import encoder_states, frozen_states
+from lttw.errors import UserError
+from lttw.settings import SettingsError, settings_from_dict
 
 
 def test_states_are_the_encoders_output_zero_at_padding(tiny_encoder_dir):
@@ -32,18 +31,23 @@ def test_states_are_the_encoders_output_zero_at_padding(tiny_encoder_dir):
     with torch.no_grad():
         for row in range(7):
             n = int(mask[row].sum())
-            want = encoder(input_ids=torch.from_numpy(ids[row:row + 1, :n]).long()
-                           ).last_hidden_state[0].numpy()
+            want = (
+                encoder(input_ids=torch.from_numpy(ids[row : row + 1, :n]).long())
+                .last_hidden_state[0]
+                .numpy()
+            )
             np.testing.assert_allclose(states[row, :n].astype(np.float32), want, atol=5e-3)
             assert not states[row, n:].any()
 
 
 def test_freeze_needs_an_encoder_variant():
     with pytest.raises(SettingsError, match="train.freeze_encoder.*bilstm_attention"):
-        settings_from_dict({"model": {"variant": "bilstm_attention"},
-                            "train": {"freeze_encoder": True}})
-    assert settings_from_dict({"model": {"variant": "encoder_cnn"},
-                               "train": {"freeze_encoder": True}}).train.freeze_encoder
+        settings_from_dict(
+            {"model": {"variant": "bilstm_attention"}, "train": {"freeze_encoder": True}}
+        )
+    assert settings_from_dict(
+        {"model": {"variant": "encoder_cnn"}, "train": {"freeze_encoder": True}}
+    ).train.freeze_encoder
 
 
 def test_missing_or_unfrozen_cache_is_one_clear_error(tmp_path):
@@ -65,8 +69,7 @@ def project(tmp_path_factory, tiny_repro) -> Path:
 
 
 @pytest.mark.slow
-def test_frozen_run_caches_states_and_keeps_the_encoder(project, tiny_encoder_dir,
-                                                         monkeypatch):
+def test_frozen_run_caches_states_and_keeps_the_encoder(project, tiny_encoder_dir, monkeypatch):
     out = run(["dvc", "repro"], project)
     assert {"encode", "train@0", "evaluate@0"} <= ran(out)
     record = json.loads((project / "data/encoded/encoded.json").read_text())
@@ -76,10 +79,10 @@ def test_frozen_run_caches_states_and_keeps_the_encoder(project, tiny_encoder_di
     git_commit(project, "lock")
 
     # the trained folder's encoder is the pretrained one, untouched
-    from lttw.inference.predict import predict_cached_parts
     from lttw.data.fold_inputs import load_fold_inputs, load_tensors
-    from lttw.models.trained import load_classifier, predict_proba
     from lttw.device import make_runtime
+    from lttw.inference.predict import predict_cached_parts
+    from lttw.models.trained import load_classifier, predict_proba
     from lttw.settings import read_settings
 
     model = load_classifier(project / "models/fold_0")
@@ -112,9 +115,30 @@ def test_states_rerun_on_encoder_or_max_len_only(project, tiny_encoder_dir):
     if not (project / "dvc.lock").is_file():
         run(["dvc", "repro"], project)
         git_commit(project, "lock")
-    out = run(["dvc", "exp", "run", "-S", "model.k=2", "-S", "model.s=3", "-S", "model.depth=2",
-               "-S", "model.linformer_k=4", "-S", "train.lr=0.002", "-S", "train.batch_size=8",
-               "-S", "seed=42", "-S", "nmf.rank=2"], project)
+    out = run(
+        [
+            "dvc",
+            "exp",
+            "run",
+            "-S",
+            "model.k=2",
+            "-S",
+            "model.s=3",
+            "-S",
+            "model.depth=2",
+            "-S",
+            "model.linformer_k=4",
+            "-S",
+            "train.lr=0.002",
+            "-S",
+            "train.batch_size=8",
+            "-S",
+            "seed=42",
+            "-S",
+            "nmf.rank=2",
+        ],
+        project,
+    )
     assert "encode" not in ran(out) and "train@0" in ran(out)
     # the k / s change retrained only the new layers, from the cached states: seconds; a
     # max_len or encoder change makes tokens and encode stale (`dvc status`: what reruns, as

@@ -15,15 +15,24 @@ import pytest
 import torch
 from torch import nn
 
-from lttw.encoder.pretrained import (encoder_config_dict, encoder_from_config,
-                                     load_pretrained_encoder)
+from lttw.encoder.pretrained import (
+    encoder_config_dict,
+    encoder_from_config,
+    load_pretrained_encoder,
+)
 from lttw.models import registry
 from lttw.models.attention import AttentionBlock
 from lttw.models.lttw import LTTWClassifier, LTTWConfig
 
 SLOTS, RANK, MAX_LEN = 4, 3, 16
-CASES = [("concat", "linformer"), ("concat", "mha"), ("concat", "none"),
-         ("sequence", "linformer"), ("sequence", "mha"), ("none", "linformer")]
+CASES = [
+    ("concat", "linformer"),
+    ("concat", "mha"),
+    ("concat", "none"),
+    ("sequence", "linformer"),
+    ("sequence", "mha"),
+    ("none", "linformer"),
+]
 
 
 class Before(nn.Module):
@@ -41,9 +50,19 @@ class Before(nn.Module):
             self.factor_proj = nn.Linear(c.rank, d)
             max_seq = c.max_len + c.factor_slots
         self.blocks = nn.ModuleList(
-            AttentionBlock(width, c.attention, c.heads, c.ffn_mult, c.dropout, max_seq,
-                           c.linformer_k, c.share_kv, c.norm_first)
-            for _ in range(c.depth if c.attention != "none" else 0))
+            AttentionBlock(
+                width,
+                c.attention,
+                c.heads,
+                c.ffn_mult,
+                c.dropout,
+                max_seq,
+                c.linformer_k,
+                c.share_kv,
+                c.norm_first,
+            )
+            for _ in range(c.depth if c.attention != "none" else 0)
+        )
         self.final_norm = nn.LayerNorm(width) if c.norm_first and self.blocks else nn.Identity()
         self.dropout = nn.Dropout(c.dropout)
         self.classifier = nn.Linear(width, c.n_labels)
@@ -77,9 +96,19 @@ def batch():
 
 def _config(encoder_config, fusion, attention) -> LTTWConfig:
     slots, rank = (0, 0) if fusion == "none" else (SLOTS, RANK)
-    return LTTWConfig(n_labels=3, encoder_config=encoder_config, factor_slots=slots, rank=rank,
-                      fusion=fusion, attention=attention, linformer_k=5, depth=2, heads=3,
-                      ffn_mult=2, max_len=MAX_LEN)
+    return LTTWConfig(
+        n_labels=3,
+        encoder_config=encoder_config,
+        factor_slots=slots,
+        rank=rank,
+        fusion=fusion,
+        attention=attention,
+        linformer_k=5,
+        depth=2,
+        heads=3,
+        ffn_mult=2,
+        max_len=MAX_LEN,
+    )
 
 
 def _seeded(cls, config):
@@ -102,8 +131,12 @@ def test_seeded_build_and_logits_as_before(fusion, attention, encoder_config, ba
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), before.parameters()))
     ids, mask, factors = batch
     with torch.no_grad():
-        torch.testing.assert_close(model(ids, mask, None if fusion == "none" else factors),
-                                   before(ids, mask, factors), rtol=0, atol=1e-6)
+        torch.testing.assert_close(
+            model(ids, mask, None if fusion == "none" else factors),
+            before(ids, mask, factors),
+            rtol=0,
+            atol=1e-6,
+        )
 
 
 @pytest.mark.parametrize("fusion,attention", [("concat", "linformer"), ("sequence", "mha")])
@@ -121,16 +154,19 @@ def test_saved_folder_keeps_its_layout(fusion, attention, encoder_config, batch,
     old.mkdir()
     save_weights(before, str(old / registry.WEIGHTS_NAME))
     sort_safetensors_metadata(old / registry.WEIGHTS_NAME)  # as registry.save_model does
-    (old / registry.CONFIG_NAME).write_text(json.dumps(
-        {"variant": "lttw", "config": dataclasses.asdict(config)}), encoding="utf-8")
+    (old / registry.CONFIG_NAME).write_text(
+        json.dumps({"variant": "lttw", "config": dataclasses.asdict(config)}), encoding="utf-8"
+    )
     model = registry.load_model(old)
     ids, mask, factors = batch
     with torch.no_grad():
-        torch.testing.assert_close(model(ids, mask, factors), before(ids, mask, factors),
-                                   rtol=0, atol=1e-6)
+        torch.testing.assert_close(
+            model(ids, mask, factors), before(ids, mask, factors), rtol=0, atol=1e-6
+        )
     registry.save_model(model, tmp_path / "new")
-    assert ((tmp_path / "new" / registry.WEIGHTS_NAME).read_bytes()
-            == (old / registry.WEIGHTS_NAME).read_bytes())
+    assert (tmp_path / "new" / registry.WEIGHTS_NAME).read_bytes() == (
+        old / registry.WEIGHTS_NAME
+    ).read_bytes()
     fresh = LTTWClassifier(config)
     fresh.load_state_dict(before.state_dict())  # strict: no missing or unexpected names
     assert all(torch.equal(a, b) for a, b in zip(fresh.parameters(), before.parameters()))
@@ -148,11 +184,27 @@ def test_one_list_of_fusions_and_attention_kinds():
     assert all(FUSION_REGISTRY[name].name == name for name in FUSIONS)
 
 
-@pytest.mark.parametrize("fusion,width,extra,labels", [
-    ("concat", 32 + SLOTS * RANK, 0, ["[CLS]", "a", "b"]),
-    ("sequence", 32, SLOTS, ["[CLS]", "<factor 0: oil>", "<factor 1: empty>",
-                             "<factor 2: empty>", "<factor 3: gas>", "a", "b"]),
-    ("none", 32, 0, ["[CLS]", "a", "b"])])
+@pytest.mark.parametrize(
+    "fusion,width,extra,labels",
+    [
+        ("concat", 32 + SLOTS * RANK, 0, ["[CLS]", "a", "b"]),
+        (
+            "sequence",
+            32,
+            SLOTS,
+            [
+                "[CLS]",
+                "<factor 0: oil>",
+                "<factor 1: empty>",
+                "<factor 2: empty>",
+                "<factor 3: gas>",
+                "a",
+                "b",
+            ],
+        ),
+        ("none", 32, 0, ["[CLS]", "a", "b"]),
+    ],
+)
 def test_what_a_fusion_answers(fusion, width, extra, labels, batch):
     from lttw.models.fusion import FUSION_REGISTRY
 
@@ -161,21 +213,26 @@ def test_what_a_fusion_answers(fusion, width, extra, labels, batch):
     hidden, (_, mask, factors) = torch.rand(3, 9, 32), batch
     fused, fused_mask = module(hidden, mask, factors)
     assert fused.shape == (3, 9 + extra, width) and fused_mask.shape == (3, 9 + extra)
-    assert torch.equal(fused_mask[:, 1:1 + extra], torch.ones(3, extra, dtype=mask.dtype))
+    assert torch.equal(fused_mask[:, 1 : 1 + extra], torch.ones(3, extra, dtype=mask.dtype))
     assert module.position_labels(["[CLS]", "a", "b"], ["oil", None, None, "gas"]) == labels
     if module.uses_factors:
         with pytest.raises(ValueError, match=rf"fusion '{fusion}' needs factors of shape"):
             module(hidden, mask, factors[:, :1])
 
 
-@pytest.mark.parametrize("fusion,attention,slots,message", [
-    ("sequence", "none", SLOTS, "model.fusion: sequence needs an attention block"),
-    ("concat", "linformer", 0, "model.fusion: concat needs latent factors"),
-    ("bogus", "linformer", SLOTS, "model.fusion must be one of concat, sequence, none")])
+@pytest.mark.parametrize(
+    "fusion,attention,slots,message",
+    [
+        ("sequence", "none", SLOTS, "model.fusion: sequence needs an attention block"),
+        ("concat", "linformer", 0, "model.fusion: concat needs latent factors"),
+        ("bogus", "linformer", SLOTS, "model.fusion must be one of concat, sequence, none"),
+    ],
+)
 def test_fusion_config_errors(fusion, attention, slots, message, encoder_config):
     from lttw.errors import UserError
 
-    config = dataclasses.replace(_config(encoder_config, "concat", attention), fusion=fusion,
-                                 factor_slots=slots)
+    config = dataclasses.replace(
+        _config(encoder_config, "concat", attention), fusion=fusion, factor_slots=slots
+    )
     with pytest.raises(UserError, match=message):
         LTTWClassifier(config)

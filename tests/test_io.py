@@ -8,10 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-
-
-
 # ------------------------------------------------------------------ safe, stable artifacts
+
 
 def test_atomic_writers_leave_nothing_on_failure_and_clean_stale_temporaries(tmp_path):
     import tempfile
@@ -32,8 +30,7 @@ def test_atomic_writers_leave_nothing_on_failure_and_clean_stale_temporaries(tmp
         (tmp / "a.json").write_text("{}")
     assert not Path(stale_dir).exists() and Path(stale_file).exists()
     write_json(tmp_path / "fold_0.json", {"a": 1})
-    assert sorted(p.name for p in tmp_path.iterdir()) == [Path(other).name, "fold_0",
-                                                            "fold_0.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [Path(other).name, "fold_0", "fold_0.json"]
 
 
 def test_safetensors_with_metadata_are_byte_identical(tmp_path):

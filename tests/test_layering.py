@@ -8,12 +8,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from test_stage_deps import LIB, _imports
 
 #: lowest first: a subpackage may import the ones before it, never the ones after it
-LAYERS = ["evaluation", "encoder", "text", "models", "data", "factors", "training", "inference",
-          "checks", "reporting", "serving"]
+LAYERS = [
+    "evaluation",
+    "encoder",
+    "text",
+    "models",
+    "data",
+    "factors",
+    "training",
+    "inference",
+    "checks",
+    "reporting",
+    "serving",
+]
 ENTRY_POINTS = {"cli.py"}  # may import anything
 
 
@@ -57,7 +67,7 @@ def test_no_import_cycles():
         state[node] = 1
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                cycle = trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt]
+                cycle = trail[trail.index(nxt) :] + [nxt] if nxt in trail else [node, nxt]
                 pytest.fail("import cycle: " + " -> ".join(str(p.relative_to(LIB)) for p in cycle))
             if state.get(nxt) is None:
                 visit(nxt, trail + [nxt])
@@ -96,10 +106,15 @@ def test_one_list_of_variants():
     from lttw.reporting.report import VARIANTS as REPORT_ROWS
     from lttw.settings import BASELINES, NON_NEURAL_VARIANTS, VARIANTS
 
-    code = ("import json; from lttw.models.registry import MODEL_REGISTRY; "
-            "print(json.dumps(sorted(MODEL_REGISTRY)))")
-    registered = json.loads(subprocess.run([sys.executable, "-c", code], check=True,
-                                           capture_output=True, text=True).stdout)
+    code = (
+        "import json; from lttw.models.registry import MODEL_REGISTRY; "
+        "print(json.dumps(sorted(MODEL_REGISTRY)))"
+    )
+    registered = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        ).stdout
+    )
     assert set(registered) | NON_NEURAL_VARIANTS == set(VARIANTS)
     assert [r for r in REPORT_ROWS if r in VARIANTS] == list(BASELINES)
 
@@ -114,7 +129,7 @@ def test_readme_architecture_names_real_code():
     section = readme.split("## Architecture", 1)[1].split("\n## ", 1)[0]
     for pkg in LAYERS:
         assert f"| `{pkg}/` |" in section, f"README Architecture: no row for {pkg}/"
-    names = set(re.findall(r"`((?:%s)\.[\w.]+)`" % "|".join(LAYERS), section))
+    names = set(re.findall(r"`((?:" + "|".join(LAYERS) + r")\.[\w.]+)`", section))
     assert len(names) > 10
     for dotted in sorted(names):
         parts = dotted.split(".")
@@ -138,9 +153,16 @@ def test_settings_defaults_are_params_yaml():
 
     shipped = yaml.safe_load((LIB.parents[1] / "params.yaml").read_text(encoding="utf-8"))
     defaults = Settings().model_dump()
-    differ = [f"{group}.{name}: settings {defaults[group][name]!r}, params.yaml {value!r}"
-              for group, values in shipped.items() if isinstance(values, dict)
-              for name, value in values.items() if defaults[group][name] != value]
-    differ += [f"{k}: settings {defaults[k]!r}, params.yaml {v!r}" for k, v in shipped.items()
-               if not isinstance(v, dict) and defaults[k] != v]
+    differ = [
+        f"{group}.{name}: settings {defaults[group][name]!r}, params.yaml {value!r}"
+        for group, values in shipped.items()
+        if isinstance(values, dict)
+        for name, value in values.items()
+        if defaults[group][name] != value
+    ]
+    differ += [
+        f"{k}: settings {defaults[k]!r}, params.yaml {v!r}"
+        for k, v in shipped.items()
+        if not isinstance(v, dict) and defaults[k] != v
+    ]
     assert not differ, differ

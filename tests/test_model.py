@@ -12,22 +12,34 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from lttw.encoder.plain_bert import PlainBert
+from lttw.encoder.pretrained import (
+    DEFAULT_ENCODER,
+    check_max_len,
+    encoder_config_dict,
+    encoder_from_config,
+    load_pretrained_encoder,
+    load_tokenizer,
+    load_transformers_encoder,
+    max_positions,
+    resolve_encoder,
+)
+from lttw.errors import UserError
+from lttw.inference.explain import cls_weights
 from lttw.models import registry
 from lttw.models.attention import AttentionBlock, LinformerSelfAttention, MultiHeadSelfAttention
-from lttw.inference.explain import cls_weights
-from lttw.encoder.pretrained import (DEFAULT_ENCODER, check_max_len, encoder_config_dict,
-                          encoder_from_config, load_pretrained_encoder, load_tokenizer,
-                          load_transformers_encoder, max_positions, resolve_encoder)
-from lttw.encoder.plain_bert import PlainBert
-from lttw.errors import UserError
 from lttw.models.lttw import LTTWClassifier, LTTWConfig
 from lttw.settings import ModelSettings
 
 N_LABELS = 3
 K, S, RANK = 2, 2, 3  # factor slots k + s = 4, rank z = 3
 MAX_LEN = 32
-TEXTS = ["the cat sat on the mat", "a dog", "great movie , good film and a great team",
-         "bad news today"]
+TEXTS = [
+    "the cat sat on the mat",
+    "a dog",
+    "great movie , good film and a great team",
+    "bad news today",
+]
 VARIANTS = {  # name: (fusion, attention)
     "LTTW": ("concat", "linformer"),
     "LTTW-M": ("none", "linformer"),
@@ -41,12 +53,26 @@ VARIANTS = {  # name: (fusion, attention)
 def _build(encoder_dir, variant: str, **over) -> LTTWClassifier:
     fusion, attention = VARIANTS[variant]
     # heads=3 divides none of the widths (32, 32 + 4*3 = 44): exercises the inner width
-    settings = ModelSettings(**({"fusion": fusion, "attention": attention, "k": K, "s": S,
-                                 "max_len": MAX_LEN, "linformer_k": 8, "heads": 3,
-                                 "depth": 2, "ffn_mult": 2} | over))
+    settings = ModelSettings(
+        **(
+            {
+                "fusion": fusion,
+                "attention": attention,
+                "k": K,
+                "s": S,
+                "max_len": MAX_LEN,
+                "linformer_k": 8,
+                "heads": 3,
+                "depth": 2,
+                "ffn_mult": 2,
+            }
+            | over
+        )
+    )
     torch.manual_seed(0)
-    model = registry.MODEL_REGISTRY["lttw"].from_settings(settings, N_LABELS, (K + S, RANK),
-                                                          str(encoder_dir))
+    model = registry.MODEL_REGISTRY["lttw"].from_settings(
+        settings, N_LABELS, (K + S, RANK), str(encoder_dir)
+    )
     return model.eval()
 
 
@@ -116,11 +142,10 @@ def test_padding_invariance(variant, tiny_encoder_dir, batch):
     long_ids, long_mask = F.pad(ids, (0, pad)), F.pad(mask, (0, pad))
     with torch.no_grad():
         padded = model(ids, mask, factors)
-        torch.testing.assert_close(model(long_ids, long_mask, factors), padded,
-                                   rtol=0, atol=1e-5)
+        torch.testing.assert_close(model(long_ids, long_mask, factors), padded, rtol=0, atol=1e-5)
         for i in range(len(TEXTS)):
             n = int(mask[i].sum())
-            alone = model(ids[i:i + 1, :n], mask[i:i + 1, :n], factors[i:i + 1])
+            alone = model(ids[i : i + 1, :n], mask[i : i + 1, :n], factors[i : i + 1])
             torch.testing.assert_close(alone[0], padded[i], rtol=0, atol=1e-5)
 
 
@@ -142,7 +167,7 @@ class _LargestTensor(TorchDispatchMode):
 def _largest_attention_tensor(module, n: int) -> int:
     x = torch.randn(2, n, 32)
     mask = torch.ones(2, n, dtype=torch.long)
-    mask[1, n // 2:] = 0
+    mask[1, n // 2 :] = 0
     # the math backend materialises the score matrix, as attention does in general; (CPU's
     # fused kernel tiles it, which hides the n^2 memory but not the n^2 work)
     with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), _LargestTensor() as probe:
@@ -170,8 +195,15 @@ def test_attention_block_uneven_width_and_norm_order():
     mask = torch.ones(2, 10, dtype=torch.long)
     for attention in ("linformer", "mha"):
         for norm_first in (False, True):
-            block = AttentionBlock(44, attention, heads=3, max_seq=16, linformer_k=4,
-                                   share_kv=False, norm_first=norm_first)
+            block = AttentionBlock(
+                44,
+                attention,
+                heads=3,
+                max_seq=16,
+                linformer_k=4,
+                share_kv=False,
+                norm_first=norm_first,
+            )
             assert block.attn.query.out_features == 45  # 3 heads * ceil(44 / 3)
             assert block(x, mask).shape == x.shape
     lin = LinformerSelfAttention(44, heads=3, max_seq=8, k=4)
@@ -201,8 +233,10 @@ def test_encoder_config_roundtrip(tiny_encoder_dir):
     check_max_len(tiny_encoder_dir, 128)
     with pytest.raises(UserError, match="model.max_len"):
         check_max_len(str(tiny_encoder_dir), 129)
-    assert max_positions({"model_type": "roberta", "max_position_embeddings": 514,
-                          "pad_token_id": 1}) == 512
+    assert (
+        max_positions({"model_type": "roberta", "max_position_embeddings": 514, "pad_token_id": 1})
+        == 512
+    )
     assert max_positions({"model_type": "mystery"}) is None
 
 
@@ -243,8 +277,11 @@ def test_real_minilm_loads_offline():
     model = LTTWClassifier.from_settings(settings, 4, (20, 5), None).eval()
     assert model.width == 384 + 20 * 5 and model.config.encoder_config["hidden_size"] == 384
     tok = load_tokenizer(resolve_encoder(settings.encoder))
-    enc = tok(["Stocks rallied on Wall Street.", "The team won the final."], padding=True,
-              return_tensors="pt")
+    enc = tok(
+        ["Stocks rallied on Wall Street.", "The team won the final."],
+        padding=True,
+        return_tensors="pt",
+    )
     with torch.no_grad():
         logits = model(enc["input_ids"], enc["attention_mask"], torch.rand(2, 20, 5))
     assert logits.shape == (2, 4) and torch.isfinite(logits).all()
@@ -263,8 +300,9 @@ def _full_logits(model: LTTWClassifier, ids, mask, factors) -> torch.Tensor:
 @pytest.mark.parametrize("depth", [1, 2])
 @pytest.mark.parametrize("attention", ["linformer", "mha", "none"])
 @pytest.mark.parametrize("norm_first", [False, True])
-def test_last_block_at_position_0_only_is_exact(attention, depth, norm_first,
-                                                tiny_encoder_dir, batch):
+def test_last_block_at_position_0_only_is_exact(
+    attention, depth, norm_first, tiny_encoder_dir, batch
+):
     """The last block runs its queries, output projection and feed-forward for position 0
     alone (keys / values from all positions): the logits are those of the full blocks."""
     model = _build(tiny_encoder_dir, "LTTW", attention=attention, depth=depth)
@@ -273,14 +311,15 @@ def test_last_block_at_position_0_only_is_exact(attention, depth, norm_first,
     ids, mask, factors = batch
     assert (mask == 0).any()
     ffn_rows: list[int] = []
-    hooks = [b.ffn[0].register_forward_hook(lambda _m, inp, _o: ffn_rows.append(inp[0].shape[1]))
-             for b in model.blocks]
+    hooks = [
+        b.ffn[0].register_forward_hook(lambda _m, inp, _o: ffn_rows.append(inp[0].shape[1]))
+        for b in model.blocks
+    ]
     with torch.no_grad():
         fast = model(ids, mask, factors)
         for h in hooks:
             h.remove()
-        torch.testing.assert_close(fast, _full_logits(model, ids, mask, factors),
-                                   rtol=0, atol=1e-5)
+        torch.testing.assert_close(fast, _full_logits(model, ids, mask, factors), rtol=0, atol=1e-5)
     if attention != "none":  # the last feed-forward saw one position, the others all
         assert ffn_rows == [ids.shape[1]] * (depth - 1) + [1]
 
@@ -309,8 +348,11 @@ def test_output_attentions(attention, fusion, tiny_encoder_dir, batch):
 @pytest.mark.parametrize("kind", ["mha", "linformer", "linformer_kv"])
 def test_attention_weights_reproduce_the_module_output(kind):
     torch.manual_seed(0)
-    attn = (MultiHeadSelfAttention(12, heads=3) if kind == "mha" else
-            LinformerSelfAttention(12, heads=3, max_seq=9, k=4, share_kv=kind == "linformer"))
+    attn = (
+        MultiHeadSelfAttention(12, heads=3)
+        if kind == "mha"
+        else LinformerSelfAttention(12, heads=3, max_seq=9, k=4, share_kv=kind == "linformer")
+    )
     attn.eval()
     x, mask = torch.randn(2, 7, 12), torch.ones(2, 7, dtype=torch.long)
     mask[1, 5:] = 0
@@ -318,7 +360,7 @@ def test_attention_weights_reproduce_the_module_output(kind):
         expected = attn(x, mask)
         out, weights = attn(x, mask, output_attentions=True)
         first = attn(x, mask, first_only=True)
-        v = attn.value(x).view(2, 7, 3, attn.head_dim).transpose(1, 2)   # (B, h, n, dh)
+        v = attn.value(x).view(2, 7, 3, attn.head_dim).transpose(1, 2)  # (B, h, n, dh)
         coef = weights if kind == "mha" else attn.token_relevance(weights, mask)
         rebuilt = attn.out((coef @ v).transpose(1, 2).reshape(2, 7, -1))
         cls, relevance = cls_weights(attn, weights, mask)  # what `lttw explain` shows
@@ -340,8 +382,9 @@ def test_first_only_trains_on_the_full_paths_random_stream(kind, norm_first):
     path does (for all positions, then keeps position 0): the same output at position 0 and
     the same random state afterwards, so switching it on changes no training trajectory."""
     torch.manual_seed(0)
-    block = AttentionBlock(20, kind, heads=4, ffn_mult=4, dropout=0.3, max_seq=16,
-                           linformer_k=4, norm_first=norm_first).train()
+    block = AttentionBlock(
+        20, kind, heads=4, ffn_mult=4, dropout=0.3, max_seq=16, linformer_k=4, norm_first=norm_first
+    ).train()
     x, mask = torch.randn(3, 11, 20), torch.ones(3, 11, dtype=torch.long)
     mask[1, 7:] = 0
     torch.manual_seed(5)

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_cli import assert_user_error
 from typer.testing import CliRunner
 
 from lttw import cli
-from test_cli import assert_user_error
 
 WEIGHTS = "model.safetensors"
 
@@ -27,19 +27,22 @@ def build_model_folder(folder: Path, encoder_dir: Path) -> Path:
     tokenizer/."""
     import torch
 
+    from lttw.encoder.pretrained import load_tokenizer, save_tokenizer
     from lttw.models._layers import pretrained_encoder
     from lttw.models.bundle import TOKENIZER, write_model_folder
     from lttw.models.encoder_head import EncoderClassifier, EncoderHeadConfig
     from lttw.models.registry import save_model
     from lttw.settings import ModelSettings, Settings
-    from lttw.encoder.pretrained import load_tokenizer, save_tokenizer
 
     torch.manual_seed(0)
     encoder, config = pretrained_encoder(str(encoder_dir))
-    save_model(EncoderClassifier(EncoderHeadConfig(n_labels=2, encoder_config=config),
-                                 encoder=encoder), folder)
-    settings = Settings(model=ModelSettings(variant="encoder", encoder=str(encoder_dir),
-                                            max_len=32))
+    save_model(
+        EncoderClassifier(EncoderHeadConfig(n_labels=2, encoder_config=config), encoder=encoder),
+        folder,
+    )
+    settings = Settings(
+        model=ModelSettings(variant="encoder", encoder=str(encoder_dir), max_len=32)
+    )
     write_model_folder(folder, ["neg", "pos"], settings, fold=0)
     save_tokenizer(load_tokenizer(encoder_dir), folder / TOKENIZER)
     return folder
@@ -65,57 +68,103 @@ EVIL = "import pathlib; pathlib.Path(__file__).with_name('RAN').write_text('remo
 
 def auto_map_in_config(folder: Path) -> None:
     (folder / "evil.py").write_text(EVIL)
-    edit_json(folder / "config.json",
-              lambda c: c["config"]["encoder_config"].update(auto_map={"AutoModel": "evil.M"}))
+    edit_json(
+        folder / "config.json",
+        lambda c: c["config"]["encoder_config"].update(auto_map={"AutoModel": "evil.M"}),
+    )
 
 
 def auto_map_in_tokenizer(folder: Path) -> None:
     (folder / "tokenizer" / "evil.py").write_text(EVIL)
-    edit_json(folder / "tokenizer" / "tokenizer_config.json",
-              lambda c: c.update(auto_map={"AutoTokenizer": ["evil.T", None]}))
+    edit_json(
+        folder / "tokenizer" / "tokenizer_config.json",
+        lambda c: c.update(auto_map={"AutoTokenizer": ["evil.T", None]}),
+    )
 
 
 #: damage -> (the file the error names, what it says)
 DAMAGES = {
-    "weights truncated to 1000 bytes": (lambda f: truncate(f / WEIGHTS, 1000),
-                                        WEIGHTS, "truncated or damaged"),
-    "weights cut in the tensor data": (lambda f: truncate(f / WEIGHTS, 20000),
-                                       WEIGHTS, "truncated or damaged"),
+    "weights truncated to 1000 bytes": (
+        lambda f: truncate(f / WEIGHTS, 1000),
+        WEIGHTS,
+        "truncated or damaged",
+    ),
+    "weights cut in the tensor data": (
+        lambda f: truncate(f / WEIGHTS, 20000),
+        WEIGHTS,
+        "truncated or damaged",
+    ),
     "weights missing": (lambda f: (f / WEIGHTS).unlink(), WEIGHTS, "no model weights"),
-    "lttw.json not JSON": (lambda f: (f / "lttw.json").write_text('{"variant": '),
-                           "lttw.json", "not valid JSON"),
-    "lttw.json binary": (lambda f: (f / "lttw.json").write_bytes(b"\xff\xfe\x00garbage"),
-                         "lttw.json", "not valid UTF-8"),
-    "lttw.json without max_len": (lambda f: edit_json(f / "lttw.json",
-                                                      lambda m: m.pop("max_len")),
-                                  "lttw.json", "'max_len' is missing"),
-    "labels.json not JSON": (lambda f: (f / "labels.json").write_text("[1"),
-                             "labels.json", "not valid JSON"),
-    "labels.json without classes": (lambda f: (f / "labels.json").write_text('{"x": 1}'),
-                                    "labels.json", "two or more distinct class names"),
-    "config.json not JSON": (lambda f: (f / "config.json").write_text("{bad"),
-                             "config.json", "not valid JSON"),
-    "config.json unknown key": (lambda f: edit_json(f / "config.json",
-                                                    lambda c: c["config"].update(nope=1)),
-                                "config.json", "not a valid encoder config"),
-    "config.json unknown variant": (lambda f: edit_json(f / "config.json",
-                                                        lambda c: c.update(variant="gpt9")),
-                                    "config.json", "unknown model variant 'gpt9'"),
+    "lttw.json not JSON": (
+        lambda f: (f / "lttw.json").write_text('{"variant": '),
+        "lttw.json",
+        "not valid JSON",
+    ),
+    "lttw.json binary": (
+        lambda f: (f / "lttw.json").write_bytes(b"\xff\xfe\x00garbage"),
+        "lttw.json",
+        "not valid UTF-8",
+    ),
+    "lttw.json without max_len": (
+        lambda f: edit_json(f / "lttw.json", lambda m: m.pop("max_len")),
+        "lttw.json",
+        "'max_len' is missing",
+    ),
+    "labels.json not JSON": (
+        lambda f: (f / "labels.json").write_text("[1"),
+        "labels.json",
+        "not valid JSON",
+    ),
+    "labels.json without classes": (
+        lambda f: (f / "labels.json").write_text('{"x": 1}'),
+        "labels.json",
+        "two or more distinct class names",
+    ),
+    "config.json not JSON": (
+        lambda f: (f / "config.json").write_text("{bad"),
+        "config.json",
+        "not valid JSON",
+    ),
+    "config.json unknown key": (
+        lambda f: edit_json(f / "config.json", lambda c: c["config"].update(nope=1)),
+        "config.json",
+        "not a valid encoder config",
+    ),
+    "config.json unknown variant": (
+        lambda f: edit_json(f / "config.json", lambda c: c.update(variant="gpt9")),
+        "config.json",
+        "unknown model variant 'gpt9'",
+    ),
     "config.json wider than the weights": (
-        lambda f: edit_json(f / "config.json",
-                            lambda c: c["config"]["encoder_config"].update(hidden_size=48)),
-        WEIGHTS, "do not fit"),
+        lambda f: edit_json(
+            f / "config.json", lambda c: c["config"]["encoder_config"].update(hidden_size=48)
+        ),
+        WEIGHTS,
+        "do not fit",
+    ),
     "auto_map in config.json": (auto_map_in_config, "config.json", "auto_map"),
-    "auto_map in the tokenizer config": (auto_map_in_tokenizer, "tokenizer_config.json",
-                                         "auto_map"),
-    "tokenizer.json not JSON": (lambda f: (f / "tokenizer" / "tokenizer.json").write_text("{"),
-                                "tokenizer.json", "not valid JSON"),
-    "tokenizer.json empty object": (lambda f: (f / "tokenizer" / "tokenizer.json")
-                                    .write_text("{}"), "tokenizer", "not a readable tokenizer"),
+    "auto_map in the tokenizer config": (
+        auto_map_in_tokenizer,
+        "tokenizer_config.json",
+        "auto_map",
+    ),
+    "tokenizer.json not JSON": (
+        lambda f: (f / "tokenizer" / "tokenizer.json").write_text("{"),
+        "tokenizer.json",
+        "not valid JSON",
+    ),
+    "tokenizer.json empty object": (
+        lambda f: (f / "tokenizer" / "tokenizer.json").write_text("{}"),
+        "tokenizer",
+        "not a readable tokenizer",
+    ),
 }
 
-COMMANDS = {"predict": ["predict", "a good movie"], "explain": ["explain", "a good movie"],
-            "export": ["export", "--out", "{tmp}/exported"]}
+COMMANDS = {
+    "predict": ["predict", "a good movie"],
+    "explain": ["explain", "a good movie"],
+    "export": ["export", "--out", "{tmp}/exported"],
+}
 
 
 def damaged_copy(model_dir: Path, tmp_path: Path, damage: str) -> Path:
@@ -146,9 +195,15 @@ def test_predict_names_the_damaged_file(model_dir, tmp_path, damage):
 
 
 @pytest.mark.parametrize("command", ["explain", "export"])
-@pytest.mark.parametrize("damage", ["weights truncated to 1000 bytes", "lttw.json not JSON",
-                                    "auto_map in config.json",
-                                    "auto_map in the tokenizer config"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "weights truncated to 1000 bytes",
+        "lttw.json not JSON",
+        "auto_map in config.json",
+        "auto_map in the tokenizer config",
+    ],
+)
 def test_explain_and_export_name_the_damaged_file(model_dir, tmp_path, command, damage):
     folder = damaged_copy(model_dir, tmp_path, damage)
     _, file_name, what = DAMAGES[damage]
@@ -161,12 +216,17 @@ def test_a_damaged_folder_through_the_installed_command(model_dir, tmp_path):
     folder = damaged_copy(model_dir, tmp_path, "weights truncated to 1000 bytes")
     script = Path(sys.executable).parent / "lttw"
     command = [str(script)] if script.is_file() else [sys.executable, "-m", "lttw.cli"]
-    proc = subprocess.run([*command, "predict", "hi", "--model", str(folder)],
-                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        [*command, "predict", "hi", "--model", str(folder)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
         f"error: {folder / WEIGHTS}: not a readable safetensors file, truncated or damaged "
-        "(Error while deserializing header: invalid header length)"]
+        "(Error while deserializing header: invalid header length)"
+    ]
 
 
 SAVE_TOKENIZER = """
@@ -176,16 +236,19 @@ save_tokenizer(load_tokenizer(sys.argv[1]), sys.argv[2])
 """
 
 
-def test_saved_tokenizer_is_identical_with_or_without_hf_hub_offline(tiny_encoder_dir,
-                                                                      tmp_path):
+def test_saved_tokenizer_is_identical_with_or_without_hf_hub_offline(tiny_encoder_dir, tmp_path):
     """What the tokens stage saves (and model folders copy) has the same bytes whatever
     HF_HUB_OFFLINE says: transformers records `local_files_only` unless it is left out."""
     saved = {}
     for offline in ("1", "0"):
         out = tmp_path / f"offline_{offline}"
         env = {**os.environ, "HF_HUB_OFFLINE": offline, "TRANSFORMERS_OFFLINE": offline}
-        subprocess.run([sys.executable, "-c", SAVE_TOKENIZER, str(tiny_encoder_dir), str(out)],
-                       check=True, env=env, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-c", SAVE_TOKENIZER, str(tiny_encoder_dir), str(out)],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
         saved[offline] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
     assert saved["1"] == saved["0"] and "tokenizer_config.json" in saved["1"]
     assert b"local_files_only" not in saved["1"]["tokenizer_config.json"]

@@ -11,11 +11,11 @@ import stat
 import numpy as np
 import pandas as pd
 import pytest
+from test_cli import assert_user_error
 from typer.testing import CliRunner
 
 from lttw import cli, io
 from lttw.inference import batch_predict
-from test_cli import assert_user_error
 
 
 @pytest.fixture
@@ -30,9 +30,9 @@ def mode(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-@pytest.mark.parametrize("mask,file_mode,dir_mode", [(0o022, 0o644, 0o755),
-                                                     (0o002, 0o664, 0o775),
-                                                     (0o077, 0o600, 0o700)])
+@pytest.mark.parametrize(
+    "mask,file_mode,dir_mode", [(0o022, 0o644, 0o755), (0o002, 0o664, 0o775), (0o077, 0o600, 0o700)]
+)
 def test_atomic_writers_follow_the_umask(tmp_path, umask, mask, file_mode, dir_mode):
     umask(mask)
     io.write_json(tmp_path / "a.json", {"x": 1})
@@ -59,6 +59,7 @@ def predict(monkeypatch):
 
     def invoke(*args):
         return CliRunner().invoke(cli.app, ["predict", *map(str, args)])
+
     return invoke
 
 
@@ -82,8 +83,9 @@ def test_predict_out_does_not_create_folders(predict, tmp_path):
     assert f"the folder {out.parent} does not exist" in line
     assert not (tmp_path / "missing").exists()
     (tmp_path / "x.csv").mkdir()
-    assert "is a folder" in assert_user_error(predict("good", "--out", tmp_path / "x.csv",
-                                                   "--force"))
+    assert "is a folder" in assert_user_error(
+        predict("good", "--out", tmp_path / "x.csv", "--force")
+    )
 
 
 @pytest.mark.parametrize("filename", ["temporary", None])

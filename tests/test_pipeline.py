@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from test_stage_params import undeclared_reads
 from tiny_project import ran, run
 
@@ -27,11 +26,30 @@ def test_repro_runs_every_stage_then_nothing(tiny_repro, project):
     dvc.yaml entry declares (traced); a second one runs nothing."""
     out, trace = tiny_repro.output, tiny_repro.trace
     assert {t.stem for t in trace.glob("*.json")} == {
-        "sample", "folds", "tokens", "encode", "counts@0", "nmf@0", "features@0", "train@0",
-        "evaluate@0", "summary"}
+        "sample",
+        "folds",
+        "tokens",
+        "encode",
+        "counts@0",
+        "nmf@0",
+        "features@0",
+        "train@0",
+        "evaluate@0",
+        "summary",
+    }
     assert undeclared_reads(trace) == {}, "stages read parameters dvc.yaml does not declare"
-    assert ran(out) == {"sample", "folds", "tokens", "encode", "counts@0", "nmf@0",
-                        "features@0", "train@0", "evaluate@0", "summary"}
+    assert ran(out) == {
+        "sample",
+        "folds",
+        "tokens",
+        "encode",
+        "counts@0",
+        "nmf@0",
+        "features@0",
+        "train@0",
+        "evaluate@0",
+        "summary",
+    }
     summary = json.loads((project / "metrics/summary.json").read_text())
     assert 0.0 <= summary["test/f1_macro"]["mean"] <= 1.0
     for name in ("config.json", "model.safetensors", "labels.json", "lttw.json"):
@@ -43,8 +61,7 @@ def test_repro_runs_every_stage_then_nothing(tiny_repro, project):
     assert ran(again) == set()
 
 
-def test_changing_k_reruns_features_and_after_only_then_going_back_restores(project,
-                                                                           tiny_repro):
+def test_changing_k_reruns_features_and_after_only_then_going_back_restores(project, tiny_repro):
     """A k change reruns the factor tensors and what reads them; going back to the session
     run's k restores the fold's model and metrics from DVC's run-cache (which holds every
     stage, train included: its checkpoints are no output)."""
@@ -67,6 +84,5 @@ def test_baseline_variant_keeps_factor_stages_cached(project):
     shutil.rmtree(project / "data" / "checkpoints")
     # a variant without latent factors: changing k must not retrain it
     run(["dvc", "exp", "run", "-S", "model.variant=tfidf_linear"], project)
-    out = run(["dvc", "exp", "run", "-S", "model.variant=tfidf_linear", "-S", "model.k=3"],
-              project)
+    out = run(["dvc", "exp", "run", "-S", "model.variant=tfidf_linear", "-S", "model.k=3"], project)
     assert "train@0" not in ran(out) and "evaluate@0" not in ran(out)

@@ -8,17 +8,31 @@ import pytest
 import torch
 
 from lttw.encoder import plain_bert
-from lttw.encoder.pretrained import (encoder_config_dict, encoder_from_config,
-                                     load_pretrained_encoder, load_saved_tokenizer,
-                                     load_tokenizer, load_transformers_encoder, save_tokenizer)
 from lttw.encoder.plain_bert import PlainBert
-from lttw.errors import UserError
+from lttw.encoder.pretrained import (
+    encoder_config_dict,
+    encoder_from_config,
+    load_pretrained_encoder,
+    load_saved_tokenizer,
+    load_tokenizer,
+    load_transformers_encoder,
+    save_tokenizer,
+)
 from lttw.encoder.tokens import WordPieceFile, encode_texts
+from lttw.errors import UserError
 
-TEXTS = ["The cat sat on the mat.", "", "   ", "Café naïve résumé ÀÉÎ", "北京欢迎你，上海！",
-         "emoji 🙂 and \x00 control\tchars\u200b here", "[CLS] [SEP] [PAD] literal tokens",
-         "<b>html</b> &amp; e-mail@example.com 3.14159 ...!!!", "word " * 200,
-         "UPPER lower MiXeD ﬁ ligature ＦＵＬＬＷＩＤＴＨ"]
+TEXTS = [
+    "The cat sat on the mat.",
+    "",
+    "   ",
+    "Café naïve résumé ÀÉÎ",
+    "北京欢迎你，上海！",
+    "emoji 🙂 and \x00 control\tchars\u200b here",
+    "[CLS] [SEP] [PAD] literal tokens",
+    "<b>html</b> &amp; e-mail@example.com 3.14159 ...!!!",
+    "word " * 200,
+    "UPPER lower MiXeD ﬁ ligature ＦＵＬＬＷＩＤＴＨ",
+]
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +46,21 @@ def minilm_dir() -> str:
 def bert(attention: str = "sdpa", **overrides):
     from transformers import AutoModel, BertConfig
 
-    config = BertConfig(**{"vocab_size": 120, "hidden_size": 32, "num_hidden_layers": 2,
-                           "num_attention_heads": 4, "intermediate_size": 48,
-                           "max_position_embeddings": 40, **overrides})
+    config = BertConfig(
+        **{
+            "vocab_size": 120,
+            "hidden_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "intermediate_size": 48,
+            "max_position_embeddings": 40,
+            **overrides,
+        }
+    )
     torch.manual_seed(0)
-    return AutoModel.from_config(config, attn_implementation=attention,
-                                 add_pooling_layer=False).eval()
+    return AutoModel.from_config(
+        config, attn_implementation=attention, add_pooling_layer=False
+    ).eval()
 
 
 def plain_copy(model) -> PlainBert:
@@ -56,9 +79,15 @@ def batch(vocab: int = 120, seed: int = 1):
     return ids.masked_fill(mask == 0, 0), mask
 
 
-@pytest.mark.parametrize("overrides", [{}, {"attention": "eager"},
-                                       {"hidden_act": "relu", "layer_norm_eps": 1e-5},
-                                       {"num_attention_heads": 8, "type_vocab_size": 1}])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"attention": "eager"},
+        {"hidden_act": "relu", "layer_norm_eps": 1e-5},
+        {"num_attention_heads": 8, "type_vocab_size": 1},
+    ],
+)
 def test_plain_bert_computes_bert(overrides):
     model = bert(**overrides)
     plain = plain_copy(model)
@@ -96,10 +125,16 @@ def test_plain_bert_dropout_trains_and_eval_is_deterministic():
     assert torch.equal(a, b)
 
 
-@pytest.mark.parametrize("overrides", [{"model_type": "roberta"}, {"is_decoder": True},
-                                       {"hidden_act": "gelu_new"},
-                                       {"position_embedding_type": "relative_key"},
-                                       {"chunk_size_feed_forward": 4}])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"model_type": "roberta"},
+        {"is_decoder": True},
+        {"hidden_act": "gelu_new"},
+        {"position_embedding_type": "relative_key"},
+        {"chunk_size_feed_forward": 4},
+    ],
+)
 def test_other_architectures_go_through_transformers(overrides):
     config = {**encoder_config_dict(bert()), **overrides}
     assert not plain_bert.supports(config)
@@ -154,8 +189,7 @@ def test_a_folder_transformers_must_map_goes_through_transformers(tiny_encoder_d
     assert isinstance(load_pretrained_encoder(folder), PlainBert)
     save_file({f"bert.{k}": v for k, v in state.items()}, folder / "model.safetensors")
     assert isinstance(load_pretrained_encoder(folder), PlainBert)  # BertFor*'s prefix
-    save_file({k: v for k, v in state.items() if "layer.1." not in k},
-              folder / "model.safetensors")
+    save_file({k: v for k, v in state.items() if "layer.1." not in k}, folder / "model.safetensors")
     with pytest.raises(UserError, match="lacks 16 encoder weights"):  # transformers' check
         load_pretrained_encoder(folder)
 
@@ -166,13 +200,16 @@ def test_training_loads_a_bert_folder_without_transformers_modelling(tiny_encode
     import subprocess
     import sys
 
-    code = ("import sys\n"
-            "from lttw.encoder.pretrained import check_max_len, load_pretrained_encoder\n"
-            f"check_max_len({str(tiny_encoder_dir)!r}, 64)\n"
-            f"m = load_pretrained_encoder({str(tiny_encoder_dir)!r})\n"
-            "print(type(m).__name__, 'transformers' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
+    code = (
+        "import sys\n"
+        "from lttw.encoder.pretrained import check_max_len, load_pretrained_encoder\n"
+        f"check_max_len({str(tiny_encoder_dir)!r}, 64)\n"
+        f"m = load_pretrained_encoder({str(tiny_encoder_dir)!r})\n"
+        "print(type(m).__name__, 'transformers' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["PlainBert", "False"]
 
 
@@ -183,28 +220,32 @@ def cased_tokenizer_dir(tmp_path, tiny_encoder_dir):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(words + ["Cat", "Café", "UPPER"]) + "\n")
     folder = tmp_path / "cased"
-    save_tokenizer(BertTokenizer(vocab=str(vocab), do_lower_case=False, strip_accents=False),
-                   folder)
+    save_tokenizer(
+        BertTokenizer(vocab=str(vocab), do_lower_case=False, strip_accents=False), folder
+    )
     return folder
 
 
 @pytest.mark.parametrize("which", ["tiny", "cased", "minilm"])
 @pytest.mark.parametrize("max_len", [5, 64])
-def test_saved_tokenizer_ids_equal_transformers(which, max_len, tmp_path, tiny_encoder_dir,
-                                                minilm_dir):
+def test_saved_tokenizer_ids_equal_transformers(
+    which, max_len, tmp_path, tiny_encoder_dir, minilm_dir
+):
     if which == "cased":
         folder = cased_tokenizer_dir(tmp_path, tiny_encoder_dir)
     else:
         folder = tmp_path / "tokenizer"
-        save_tokenizer(load_tokenizer(minilm_dir if which == "minilm" else tiny_encoder_dir),
-                       folder)
+        save_tokenizer(
+            load_tokenizer(minilm_dir if which == "minilm" else tiny_encoder_dir), folder
+        )
     fast = load_saved_tokenizer(folder)
     assert isinstance(fast, WordPieceFile)
     from transformers import AutoTokenizer
 
     slow = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    for got, expected in zip(encode_texts(fast, TEXTS, max_len),
-                             encode_texts(slow, TEXTS, max_len)):
+    for got, expected in zip(
+        encode_texts(fast, TEXTS, max_len), encode_texts(slow, TEXTS, max_len)
+    ):
         assert (got == expected).all()
     ids = encode_texts(fast, TEXTS[:1], max_len)[0][0].tolist()
     assert fast.convert_ids_to_tokens(ids) == slow.convert_ids_to_tokens(ids)
@@ -219,8 +260,9 @@ def test_other_tokenizers_load_through_transformers(tmp_path, tiny_encoder_dir):
     assert WordPieceFile.load(folder) is None
     assert not isinstance(load_saved_tokenizer(folder), WordPieceFile)
     config = folder / "tokenizer_config.json"
-    config.write_text(json.dumps({**json.loads(config.read_text()),
-                                  "tokenizer_class": "DistilBertTokenizer"}))
+    config.write_text(
+        json.dumps({**json.loads(config.read_text()), "tokenizer_class": "DistilBertTokenizer"})
+    )
     assert WordPieceFile.load(folder) is None
 
 
@@ -231,8 +273,9 @@ def test_a_saved_classifier_loads_plain_and_predicts_the_same(tmp_path, tiny_enc
 
     torch.manual_seed(0)
     encoder, config = pretrained_encoder(str(tiny_encoder_dir))
-    trained = EncoderClassifier(EncoderHeadConfig(n_labels=3, encoder_config=config),
-                                encoder=encoder).eval()
+    trained = EncoderClassifier(
+        EncoderHeadConfig(n_labels=3, encoder_config=config), encoder=encoder
+    ).eval()
     save_model(trained, tmp_path / "model")
     loaded = load_model(tmp_path / "model")
     assert isinstance(loaded.encoder, PlainBert)
@@ -241,18 +284,22 @@ def test_a_saved_classifier_loads_plain_and_predicts_the_same(tmp_path, tiny_enc
         torch.testing.assert_close(loaded(ids, mask), trained(ids, mask), atol=1e-5, rtol=1e-5)
 
 
-
 def test_a_saved_classifier_over_another_architecture_loads_through_transformers(tmp_path):
     from transformers import RobertaModel
 
     from lttw.models.encoder_head import EncoderClassifier, EncoderHeadConfig
     from lttw.models.registry import load_model, save_model
 
-    config = {**encoder_config_dict(bert()), "model_type": "roberta", "pad_token_id": 1,
-              "max_position_embeddings": 42}
+    config = {
+        **encoder_config_dict(bert()),
+        "model_type": "roberta",
+        "pad_token_id": 1,
+        "max_position_embeddings": 42,
+    }
     torch.manual_seed(0)
-    trained = EncoderClassifier(EncoderHeadConfig(n_labels=2, encoder_config=config),
-                                encoder=encoder_from_config(config)).eval()
+    trained = EncoderClassifier(
+        EncoderHeadConfig(n_labels=2, encoder_config=config), encoder=encoder_from_config(config)
+    ).eval()
     save_model(trained, tmp_path / "model")
     loaded = load_model(tmp_path / "model")
     assert isinstance(loaded.encoder, RobertaModel)

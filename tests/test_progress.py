@@ -25,8 +25,7 @@ def test_log_gets_a_line_per_ten_percent():
     assert "\r" not in text
     assert len(lines) == 11  # 0%, 10%, ..., 100%: no repeat at close
     assert lines[-1].startswith("train: 100%") and "5000/5000" in lines[-1]
-    assert [line.split("%")[0].split()[-1] for line in lines] == [
-        str(p) for p in range(0, 101, 10)]
+    assert [line.split("%")[0].split()[-1] for line in lines] == [str(p) for p in range(0, 101, 10)]
 
 
 def test_a_redraw_of_the_same_count_is_one_line_whatever_its_rate():
@@ -66,8 +65,10 @@ def test_tokenisation_progress_goes_through_the_helper(capsys):
         pad_token_id = 0
 
         def __call__(self, chunk, max_length, **kwargs):
-            return {"input_ids": [[1] * max_length for _ in chunk],
-                    "attention_mask": [[1] * max_length for _ in chunk]}
+            return {
+                "input_ids": [[1] * max_length for _ in chunk],
+                "attention_mask": [[1] * max_length for _ in chunk],
+            }
 
     ids, _ = encode_texts(Tokenizer(), ["a"] * 100, 4, batch_size=5, progress=True)
     assert ids.shape == (100, 4) and np.all(ids == 1)
@@ -80,6 +81,9 @@ def test_every_progress_bar_goes_through_the_helper():
     from pathlib import Path
 
     lib = Path(__file__).resolve().parents[1] / "src" / "lttw"
-    offenders = [str(p.relative_to(lib)) for p in lib.rglob("*.py")
-                 if p.name != "progress.py" and "tqdm" in p.read_text(encoding="utf-8")]
+    offenders = [
+        str(p.relative_to(lib))
+        for p in lib.rglob("*.py")
+        if p.name != "progress.py" and "tqdm" in p.read_text(encoding="utf-8")
+    ]
     assert not offenders

@@ -16,7 +16,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from tiny_project import REPO, lttw, run
 
 INFO = "bash runnable"
@@ -44,22 +43,40 @@ def runnable_commands(markdown: str) -> list[str]:
 
 def readme_commands(readme: Path = REPO / "README.md") -> list[str]:
     if not readme.is_file():
-        pytest.fail(f"{readme} does not exist: write it, with its examples in fenced blocks "
-                    f"opened by ```{INFO}")
+        pytest.fail(
+            f"{readme} does not exist: write it, with its examples in fenced blocks "
+            f"opened by ```{INFO}"
+        )
     commands = runnable_commands(readme.read_text(encoding="utf-8"))
     if not commands:
-        pytest.fail(f"{readme} has no ```{INFO} block: put the commands users should run "
-                    "(after `dvc repro` on the tiny profile) in such blocks so they are tested")
+        pytest.fail(
+            f"{readme} has no ```{INFO} block: put the commands users should run "
+            "(after `dvc repro` on the tiny profile) in such blocks so they are tested"
+        )
     return commands
 
 
 def test_runnable_blocks_are_parsed():
-    text = "\n".join([
-        "```bash", "not this", "```",
-        "```bash runnable", "# a comment", "", "dvc repro", "lttw predict \\",
-        '  "two lines"', "```",
-        "```bash runnable extra", "nor this", "```",
-        "  ```bash runnable", "  lttw report", "  ```"])
+    text = "\n".join(
+        [
+            "```bash",
+            "not this",
+            "```",
+            "```bash runnable",
+            "# a comment",
+            "",
+            "dvc repro",
+            "lttw predict \\",
+            '  "two lines"',
+            "```",
+            "```bash runnable extra",
+            "nor this",
+            "```",
+            "  ```bash runnable",
+            "  lttw report",
+            "  ```",
+        ]
+    )
     assert runnable_commands(text) == ["dvc repro", 'lttw predict "two lines"', "lttw report"]
 
 

@@ -11,24 +11,45 @@ import yaml
 from scipy.stats import ttest_rel, wilcoxon
 from typer.testing import CliRunner
 
-from lttw.reporting import report
 from lttw.cli import app
+from lttw.reporting import report
 
 
-def write_run(folder: Path, variant: str, f1: dict[int, float], dataset: str = "ag_news",
-              model: dict | None = None, extra_folds: dict[int, float] | None = None) -> Path:
+def write_run(
+    folder: Path,
+    variant: str,
+    f1: dict[int, float],
+    dataset: str = "ag_news",
+    model: dict | None = None,
+    extra_folds: dict[int, float] | None = None,
+) -> Path:
     """A run folder as the summary / evaluate stages write it; ``extra_folds`` are stale
     fold files that the summary does not list."""
     for fold, value in {**f1, **(extra_folds or {})}.items():
-        part = {"precision_macro": value + 0.01, "recall_macro": value - 0.01,
-                "f1_macro": value, "accuracy": value, "n": 400}
-        metrics = {"fold": fold, "variant": variant, "seed": 42, "fold_test": part,
-                   "test": part, "predict": part, "time_per_epoch_s": 10.0 + fold,
-                   "samples_per_s": 100.0, "epochs_run": 2, "device": "cpu"}
+        part = {
+            "precision_macro": value + 0.01,
+            "recall_macro": value - 0.01,
+            "f1_macro": value,
+            "accuracy": value,
+            "n": 400,
+        }
+        metrics = {
+            "fold": fold,
+            "variant": variant,
+            "seed": 42,
+            "fold_test": part,
+            "test": part,
+            "predict": part,
+            "time_per_epoch_s": 10.0 + fold,
+            "samples_per_s": 100.0,
+            "epochs_run": 2,
+            "device": "cpu",
+        }
         (folder / "folds").mkdir(parents=True, exist_ok=True)
         (folder / "folds" / f"fold_{fold}.json").write_text(json.dumps(metrics))
-    (folder / "summary.json").write_text(json.dumps(
-        {"dataset": dataset, "variant": variant, "device": "cpu", "folds": sorted(f1)}))
+    (folder / "summary.json").write_text(
+        json.dumps({"dataset": dataset, "variant": variant, "device": "cpu", "folds": sorted(f1)})
+    )
     if model is not None:
         (folder / "params.yaml").write_text(yaml.safe_dump({"model": model}))
     return folder
@@ -55,7 +76,7 @@ def test_two_variants_eight_folds_wilcoxon(tmp_path, monkeypatch):
     result, text = invoke(tmp_path, monkeypatch, "--runs", str(a), "--runs", str(b))
     assert result.exit_code == 0, result.output
     f1 = np.array(list(LTTW.values()))
-    precision = f"| 8 | {100 * (f1.mean() + .01):.2f} ± {100 * f1.std(ddof=1):.2f} |"
+    precision = f"| 8 | {100 * (f1.mean() + 0.01):.2f} ± {100 * f1.std(ddof=1):.2f} |"
     assert precision in row(text, "LTTW")
     assert "93.73 / 93.71 / 93.70" in row(text, "LTTW")  # paper Table 4 beside it
     assert "92.60 / 92.58 / 92.58" in row(text, "encoder")  # paper BERT
@@ -110,9 +131,15 @@ def test_identical_scores_have_no_p_value(tmp_path):
     assert report.paired_test(a, b)["why"] == "n/a (identical per-fold F1)"
 
 
-@pytest.mark.parametrize("model,label", [(None, "LTTW"), ({"fusion": "none"}, "LTTW-M"),
-                                         ({"attention": "none"}, "LTTW-L"),
-                                         ({"attention": "mha"}, "LTTW-Att")])
+@pytest.mark.parametrize(
+    "model,label",
+    [
+        (None, "LTTW"),
+        ({"fusion": "none"}, "LTTW-M"),
+        ({"attention": "none"}, "LTTW-L"),
+        ({"attention": "mha"}, "LTTW-Att"),
+    ],
+)
 def test_variant_labels(model, label):
     assert report.variant_label("lttw", model) == label
     assert report.variant_label("leam", model) == "leam"
@@ -128,16 +155,26 @@ def test_no_metrics_is_one_line_error(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ DVC experiments
 
 
-def exp_data(variant: str, f1: dict[int, float], model: dict | None = None,
-             dataset: str = "ag_news") -> dict:
+def exp_data(
+    variant: str, f1: dict[int, float], model: dict | None = None, dataset: str = "ag_news"
+) -> dict:
     """One row's `data` as `dvc exp show --json` gives it: metrics and params per file."""
-    metrics = {"metrics/summary.json": {"data": {"dataset": dataset, "variant": variant,
-                                                 "folds": sorted(f1)}}}
+    metrics = {
+        "metrics/summary.json": {
+            "data": {"dataset": dataset, "variant": variant, "folds": sorted(f1)}
+        }
+    }
     for fold, value in f1.items():
         part = {"precision_macro": value, "recall_macro": value, "f1_macro": value}
-        metrics[f"metrics/folds/fold_{fold}.json"] = {"data": {
-            "fold": fold, "test": part, "time_per_epoch_s": 1.0, "samples_per_s": 9.0,
-            "device": "cpu"}}
+        metrics[f"metrics/folds/fold_{fold}.json"] = {
+            "data": {
+                "fold": fold,
+                "test": part,
+                "time_per_epoch_s": 1.0,
+                "samples_per_s": 9.0,
+                "device": "cpu",
+            }
+        }
     params = {"model": {"variant": variant, "k": 16, **(model or {})}}
     return {"metrics": metrics, "params": {"params.yaml": {"data": params}}}
 
@@ -145,21 +182,36 @@ def exp_data(variant: str, f1: dict[int, float], model: dict | None = None,
 def exp_show_document() -> list:
     """A recorded `dvc exp show --json`: the workspace (= the last experiment applied), the
     baseline commit (LTTW) and six experiments, one failed (no metrics), one running."""
+
     def exp(name: str, data: dict) -> dict:
-        return {"revs": [{"rev": f"{name:0<40}", "name": name, "data": data}],
-                "name": name, "executor": None}
+        return {
+            "revs": [{"rev": f"{name:0<40}", "name": name, "data": data}],
+            "name": name,
+            "executor": None,
+        }
+
     m = exp_data("lttw", {0: 0.85}, {"fusion": "none"})
     return [
         {"rev": "workspace", "name": None, "data": m, "error": None, "experiments": None},
-        {"rev": "a" * 40, "name": "main", "data": exp_data("lttw", {0: 0.90}),
-         "error": None, "experiments": [
-             exp("lttw-m", m), exp("enc", exp_data("encoder", {0: 0.88})),
-             exp("k32", exp_data("lttw", {0: 0.91}, {"k": 32})),
-             exp("leam-sst2", exp_data("leam", {0: 0.70}, dataset="sst2")),
-             exp("broken", {"status": "Failed", "metrics": {}, "params": {}}),
-             # still running: dvc shows the workspace's metrics under its name
-             {**exp("running", exp_data("encoder", {0: 0.50})),
-              "executor": {"state": "running", "name": "dvc-task", "local": {}}}]}]
+        {
+            "rev": "a" * 40,
+            "name": "main",
+            "data": exp_data("lttw", {0: 0.90}),
+            "error": None,
+            "experiments": [
+                exp("lttw-m", m),
+                exp("enc", exp_data("encoder", {0: 0.88})),
+                exp("k32", exp_data("lttw", {0: 0.91}, {"k": 32})),
+                exp("leam-sst2", exp_data("leam", {0: 0.70}, dataset="sst2")),
+                exp("broken", {"status": "Failed", "metrics": {}, "params": {}}),
+                # still running: dvc shows the workspace's metrics under its name
+                {
+                    **exp("running", exp_data("encoder", {0: 0.50})),
+                    "executor": {"state": "running", "name": "dvc-task", "local": {}},
+                },
+            ],
+        },
+    ]
 
 
 def test_runs_from_a_recorded_exp_show_document():
@@ -167,9 +219,12 @@ def test_runs_from_a_recorded_exp_show_document():
 
     runs = runs_from_exp_show(exp_show_document())
     assert [(r.dataset, r.variant, r.sources[0]) for r in runs] == [
-        ("ag_news", "LTTW", "dvc commit main"), ("ag_news", "LTTW-M", "dvc exp lttw-m"),
-        ("ag_news", "encoder", "dvc exp enc"), ("ag_news", "LTTW", "dvc exp k32"),
-        ("sst2", "leam", "dvc exp leam-sst2")]
+        ("ag_news", "LTTW", "dvc commit main"),
+        ("ag_news", "LTTW-M", "dvc exp lttw-m"),
+        ("ag_news", "encoder", "dvc exp enc"),
+        ("ag_news", "LTTW", "dvc exp k32"),
+        ("sst2", "leam", "dvc exp leam-sst2"),
+    ]
 
 
 def test_report_lists_every_experiment(tmp_path, monkeypatch):
@@ -182,8 +237,9 @@ def test_report_lists_every_experiment(tmp_path, monkeypatch):
     for name, entry in workspace["metrics"].items():  # the files dvc read them from
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(json.dumps(entry["data"]))
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(
-        workspace["params"]["params.yaml"]["data"]))
+    (tmp_path / "params.yaml").write_text(
+        yaml.safe_dump(workspace["params"]["params.yaml"]["data"])
+    )
     monkeypatch.setattr(experiments, "exp_show_json", lambda *a, **k: exp_show_document())
     result, text = invoke(tmp_path, monkeypatch, experiments=True)
     assert result.exit_code == 0, result.output
@@ -192,7 +248,9 @@ def test_report_lists_every_experiment(tmp_path, monkeypatch):
     assert "| 1 | 91.00 |" in row(text, "LTTW [dvc exp k32]")
     assert "not run" in row(text, "LTTW-Att")
     assert [line for line in text.splitlines() if line.startswith("## ")] == [
-        "## AG News", "## SST-2"]
+        "## AG News",
+        "## SST-2",
+    ]
     assert "| 1 | 70.00 |" in row(text.split("## SST-2")[1], "leam")
     assert "`dvc exp enc`" in text and "`dvc exp lttw-m`" not in text  # = the workspace
 
@@ -217,9 +275,20 @@ def test_report_reads_real_dvc_experiments(tmp_path):
 
     (tmp_path / "stage.py").write_text(STAGE)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"model": {"variant": "lttw"}}))
-    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"evaluate": {
-        "cmd": "python stage.py", "deps": ["stage.py"], "params": ["model.variant"],
-        "metrics": [{"metrics/summary.json": {"cache": False}}, "metrics/folds"]}}}))
+    (tmp_path / "dvc.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "stages": {
+                    "evaluate": {
+                        "cmd": "python stage.py",
+                        "deps": ["stage.py"],
+                        "params": ["model.variant"],
+                        "metrics": [{"metrics/summary.json": {"cache": False}}, "metrics/folds"],
+                    }
+                }
+            }
+        )
+    )
     run(["git", "init", "-q"], tmp_path)
     run(["dvc", "init", "-q"], tmp_path)
     run(["dvc", "repro", "-q"], tmp_path)

@@ -10,7 +10,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from tiny_project import REPO, dvc_status, git_commit, make_tiny_project, run
 
 DATASET_DEP = "${data.root}/${data.dataset}"
@@ -23,14 +22,24 @@ def test_dvc_yaml_sample_depends_on_the_dataset_not_the_root():
 
 
 def _table(path: Path, n: int = 30) -> None:
-    pd.DataFrame({"text": [f"row {i} word{i % 7}" for i in range(n)],
-                  "label": [("a", "b", "c")[i % 3] for i in range(n)]}).to_csv(path, index=False)
+    pd.DataFrame(
+        {
+            "text": [f"row {i} word{i % 7}" for i in range(n)],
+            "label": [("a", "b", "c")[i % 3] for i in range(n)],
+        }
+    ).to_csv(path, index=False)
 
 
 def _use(project: Path, root: Path, dataset: str) -> None:
     params = yaml.safe_load((project / "params.yaml").read_text())
-    params["data"].update(root=str(root), dataset=dataset, train_size=12, test_size=3,
-                          predict_size=3, use_splits=False)
+    params["data"].update(
+        root=str(root),
+        dataset=dataset,
+        train_size=12,
+        test_size=3,
+        predict_size=3,
+        use_splits=False,
+    )
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
 
 
@@ -45,8 +54,10 @@ def check_sample_ignores_other_datasets(project: Path, root: Path) -> None:
     (root / "folder_ds").mkdir()
     _table(root / "folder_ds" / "train.csv")
     _table(root / "single.csv")
-    for dataset, own_file in (("folder_ds", root / "folder_ds" / "train.csv"),
-                              ("single.csv", root / "single.csv")):
+    for dataset, own_file in (
+        ("folder_ds", root / "folder_ds" / "train.csv"),
+        ("single.csv", root / "single.csv"),
+    ):
         _use(project, root, dataset)
         run(["dvc", "repro", "sample"], project)
         git_commit(project, f"sample of {dataset}")

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from test_cli import assert_user_error, invoke
 
 from lttw import layout
 from lttw.data.datasets import load_dataset
@@ -23,7 +24,6 @@ from lttw.data.sampling import draw_samples
 from lttw.errors import DataError
 from lttw.io import read_arrays, read_json
 from lttw.settings import DataSettings
-from test_cli import assert_user_error, invoke
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
@@ -44,12 +44,20 @@ def questions(tmp_path_factory) -> Path:
     rng = np.random.default_rng(0)
     for split, counts in (("train", TRAIN), ("test", TEST)):
         labels = np.repeat(CLASSES, counts)
-        texts = [f"{split}{i} what is the {label.lower()} of w{rng.integers(0, 5)}"
-                 for i, label in enumerate(labels)]
+        texts = [
+            f"{split}{i} what is the {label.lower()} of w{rng.integers(0, 5)}"
+            for i, label in enumerate(labels)
+        ]
         pd.DataFrame({"text": texts, "label": labels}).to_parquet(folder / f"{split}.parquet")
-    (folder / "manifest.json").write_text(json.dumps({
-        "text_column": "text", "label_column": "label",
-        "splits": {"train": "train.parquet", "test": "test.parquet"}}))
+    (folder / "manifest.json").write_text(
+        json.dumps(
+            {
+                "text_column": "text",
+                "label_column": "label",
+                "splits": {"train": "train.parquet", "test": "test.parquet"},
+            }
+        )
+    )
     return root
 
 
@@ -62,6 +70,7 @@ def per_class(frame: pd.DataFrame) -> list[int]:
 
 
 # ---- apportionment ---------------------------------------------------------------------
+
 
 def test_apportion_is_proportional_capped_and_keeps_a_minimum():
     assert apportion(10, [1, 1], [100, 100]).tolist() == [5, 5]
@@ -76,17 +85,24 @@ def test_apportion_is_proportional_capped_and_keeps_a_minimum():
 
 # ---- balanced: every unmet size in one message --------------------------------------------
 
+
 def test_balanced_default_sizes_name_every_unmet_size_and_sizes_that_fit(questions):
     data = settings(questions)
     with pytest.raises(DataError) as err:
         draw_samples(load_dataset(data), data, seed=0)
     message = str(err.value)
-    assert "data.train_size=5000 needs 833 rows per class from the train split, whose rarest " \
-           "class ABBR has 86" in message
-    assert "data.test_size + data.predict_size = 1000 + 1000 need 166 + 166 = 332 rows per " \
-           "class from the test split, whose rarest class ABBR has 9" in message
-    assert "Sizes that fit together: data.train_size=516, data.test_size=30, " \
-           "data.predict_size=24" in message
+    assert (
+        "data.train_size=5000 needs 833 rows per class from the train split, whose rarest "
+        "class ABBR has 86" in message
+    )
+    assert (
+        "data.test_size + data.predict_size = 1000 + 1000 need 166 + 166 = 332 rows per "
+        "class from the test split, whose rarest class ABBR has 9" in message
+    )
+    assert (
+        "Sizes that fit together: data.train_size=516, data.test_size=30, "
+        "data.predict_size=24" in message
+    )
     assert "data.sampling=stratified" in message and "data.sampling=all" in message
     fitted = settings(questions, train_size=516, test_size=30, predict_size=24)
     frames, info = draw_samples(load_dataset(fitted), fitted, seed=0)
@@ -105,9 +121,11 @@ def test_balanced_one_pool_short_keeps_the_other_sizes(questions):
 
 # ---- stratified ----------------------------------------------------------------------------
 
+
 def test_stratified_keeps_class_proportions_disjoint_and_seeded(questions):
-    data = settings(questions, train_size=600, test_size=100, predict_size=100,
-                    sampling="stratified")
+    data = settings(
+        questions, train_size=600, test_size=100, predict_size=100, sampling="stratified"
+    )
     dataset = load_dataset(data)
     frames, info = draw_samples(dataset, data, seed=0)
     assert info["sizes"] == {"train": 600, "test": 100, "predict": 100}
@@ -128,6 +146,7 @@ def test_stratified_keeps_class_proportions_disjoint_and_seeded(questions):
             frame.to_parquet(buffer, index=False)
             out.append(buffer.getvalue())
         return out
+
     assert parquet_bytes(3) == parquet_bytes(3) != parquet_bytes(4)
 
 
@@ -136,8 +155,10 @@ def test_stratified_too_large_suggests_sizes_that_fit(questions):
     with pytest.raises(DataError) as err:
         draw_samples(load_dataset(data), data, seed=0)
     message = str(err.value)
-    assert "data.test_size + data.predict_size = 1000 + 1000 need 2000 rows from the test " \
-           "split, which has 500" in message
+    assert (
+        "data.test_size + data.predict_size = 1000 + 1000 need 2000 rows from the test "
+        "split, which has 500" in message
+    )
     assert "data.train_size=5000, data.test_size=250, data.predict_size=250" in message
     assert "data.sampling=all" in message
     fitted = settings(questions, test_size=250, predict_size=250, sampling="stratified")
@@ -145,6 +166,7 @@ def test_stratified_too_large_suggests_sizes_that_fit(questions):
 
 
 # ---- all ---------------------------------------------------------------------------------
+
 
 def test_all_takes_every_row_and_says_sizes_are_ignored(questions, caplog):
     data = settings(questions, sampling="all")
@@ -160,8 +182,9 @@ def test_all_takes_every_row_and_says_sizes_are_ignored(questions, caplog):
 
 
 def test_all_without_splits_divides_every_row_in_the_size_ratio(questions):
-    data = settings(questions, sampling="all", use_splits=False, train_size=8, test_size=1,
-                    predict_size=1)
+    data = settings(
+        questions, sampling="all", use_splits=False, train_size=8, test_size=1, predict_size=1
+    )
     frames, _ = draw_samples(load_dataset(data), data, seed=0)
     assert sum(len(f) for f in frames.values()) == sum(TRAIN) + sum(TEST)
     assert len(frames["train"]) == pytest.approx(0.8 * (sum(TRAIN) + sum(TEST)), abs=6)
@@ -169,10 +192,16 @@ def test_all_without_splits_divides_every_row_in_the_size_ratio(questions):
 
 # ---- the sample stage and `lttw data check` --------------------------------------------
 
+
 def _stage(stage: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(REPO / "stages" / f"{stage}.py"), *args],
-                          cwd=cwd, capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return subprocess.run(
+        [sys.executable, str(REPO / "stages" / f"{stage}.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
 
 
 def _params(folder: Path, root: Path, data: dict, **groups) -> Path:
@@ -209,11 +238,12 @@ def test_data_check_fitting_sizes_pass_and_folds_are_checked(questions, tmp_path
     result = invoke("data", "check", "questions", "--params", params)
     assert result.exit_code == 0, result.output
     assert "ok: the sample stage" in result.stdout and "nmf.rank" not in result.stdout
-    params = _params(tmp_path, questions, {**fitting, "train_size": 300,
-                                           "sampling": "stratified"})
+    params = _params(tmp_path, questions, {**fitting, "train_size": 300, "sampling": "stratified"})
     result = invoke("data", "check", "questions", "--params", params)
-    assert "folds.n_folds=10 needs at least 10 train-sample rows per class, but class ABBR " \
-           "would get 5" in " ".join(result.stdout.split())
+    assert (
+        "folds.n_folds=10 needs at least 10 train-sample rows per class, but class ABBR "
+        "would get 5" in " ".join(result.stdout.split())
+    )
 
 
 def test_data_check_sampling_option_overrides_params(questions, tmp_path):
@@ -225,41 +255,66 @@ def test_data_check_sampling_option_overrides_params(questions, tmp_path):
 
 def test_data_check_names_its_column_options(tmp_path):
     pd.DataFrame({"review": ["good", "bad"] * 10, "stars": ["p", "n"] * 10}).to_csv(
-        tmp_path / "r.csv", index=False)
+        tmp_path / "r.csv", index=False
+    )
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"data": {"root": str(tmp_path)}}))
-    line = assert_user_error(invoke("data", "check", tmp_path / "r.csv", "--params",
-                             tmp_path / "params.yaml"))
+    line = assert_user_error(
+        invoke("data", "check", tmp_path / "r.csv", "--params", tmp_path / "params.yaml")
+    )
     assert "no text column 'text' and no label column 'label'" in line
-    assert "pass --text-column and --label-column (for the pipeline: set data.text_column " \
-           "and data.label_column)" in line
-    line = assert_user_error(invoke("data", "check", tmp_path / "r.csv", "--text-column", "review",
-                             "--params", tmp_path / "params.yaml"))
+    assert (
+        "pass --text-column and --label-column (for the pipeline: set data.text_column "
+        "and data.label_column)" in line
+    )
+    line = assert_user_error(
+        invoke(
+            "data",
+            "check",
+            tmp_path / "r.csv",
+            "--text-column",
+            "review",
+            "--params",
+            tmp_path / "params.yaml",
+        )
+    )
     assert "pass --label-column (for the pipeline: set data.label_column)" in line
 
 
 # ---- weak factors: the nmf warning and the slot figures, through the stage scripts --------
 
+
 @pytest.mark.slow
 def test_stratified_pipeline_warns_about_rank_and_short_texts(questions, tmp_path):
-    _params(tmp_path, questions, {"train_size": 800, "test_size": 60, "predict_size": 60,
-                                  "sampling": "stratified"},
-            model={"k": 10, "s": 10}, nmf={"rank": 5})
+    _params(
+        tmp_path,
+        questions,
+        {"train_size": 800, "test_size": 60, "predict_size": 60, "sampling": "stratified"},
+        model={"k": 10, "s": 10},
+        nmf={"rank": 5},
+    )
     logs = {}
-    for stage, args in [("sample", ()), ("folds", ()), ("counts", ("--fold", "0")),
-                        ("nmf", ("--fold", "0")), ("features", ("--fold", "0"))]:
+    for stage, args in [
+        ("sample", ()),
+        ("folds", ()),
+        ("counts", ("--fold", "0")),
+        ("nmf", ("--fold", "0")),
+        ("features", ("--fold", "0")),
+    ]:
         done = _stage(stage, tmp_path, *args)
         assert done.returncode == 0, f"{stage}: {done.stderr[-3000:]}"
         logs[stage] = done.stderr
     assert read_json(tmp_path / layout.LABELS_JSON)["sampling"] == "stratified"
     assert "nmf.rank=5 is below the number of classes (6)" in logs["nmf"]
     # a test text has 6 distinct words in the vocabulary: 6 of 10 top slots, no bottom one
-    assert "test: 6.0 of k=10 top and 0.0 of s=10 bottom slots filled on average" \
-        in logs["features"]
+    assert (
+        "test: 6.0 of k=10 top and 0.0 of s=10 bottom slots filled on average" in logs["features"]
+    )
     assert "the texts are short for model.k=10 / model.s=10" in logs["features"]
     assert read_arrays(tmp_path / layout.features_file(0))["test"].shape == (60, 20, 5)
 
 
 # ---- the default (balanced) sample is unchanged -------------------------------------------
+
 
 @pytest.mark.skipif(not (DATASETS / "ag_news").is_dir(), reason="shared datasets absent")
 def test_default_params_give_the_locked_samples_byte_for_byte(tmp_path):
@@ -269,9 +324,12 @@ def test_default_params_give_the_locked_samples_byte_for_byte(tmp_path):
     from lttw.settings import read_settings
 
     lock = yaml.safe_load((REPO / "dvc.lock").read_text())
-    locked = {dep["path"]: dep["md5"] for stage in lock["stages"].values()
-              for dep in stage.get("deps", [])
-              if dep["path"].startswith("data/sample/") and dep["path"].endswith(".parquet")}
+    locked = {
+        dep["path"]: dep["md5"]
+        for stage in lock["stages"].values()
+        for dep in stage.get("deps", [])
+        if dep["path"].startswith("data/sample/") and dep["path"].endswith(".parquet")
+    }
     assert "data/sample/train.parquet" in locked
     settings = read_settings(REPO / "params.yaml")
     assert settings.data.sampling == "balanced"

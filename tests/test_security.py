@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import yaml
+from test_settings import base_params
 
 from lttw import layout
-from test_settings import base_params
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT_ROOTS = ("data", "metrics", "models", "dvclive")
@@ -19,8 +19,10 @@ OUTPUT_ROOTS = ("data", "metrics", "models", "dvclive")
 # ------------------------------------------------------------------ security
 
 UNSAFE = [
-    (re.compile(r"^\s*(import|from)\s+(c?pickle|dill|cloudpickle|joblib)\b"), "imports a pickle "
-                                                                               "module"),
+    (
+        re.compile(r"^\s*(import|from)\s+(c?pickle|dill|cloudpickle|joblib)\b"),
+        "imports a pickle module",
+    ),
     (re.compile(r"\b(c?pickle|dill|cloudpickle)\.loads?\("), "unpickles"),
     (re.compile(r"\bjoblib\b"), "uses joblib"),
     (re.compile(r"\btrust_remote_code\s*=\s*True"), "runs remote code"),
@@ -40,7 +42,7 @@ def _calls(source: str, name: str) -> list[tuple[int, str]]:
             depth += {"(": 1, ")": -1}.get(source[end], 0)
             if depth == 0:
                 break
-        out.append((source.count("\n", 0, match.start()) + 1, source[match.start():end + 1]))
+        out.append((source.count("\n", 0, match.start()) + 1, source[match.start() : end + 1]))
     return out
 
 
@@ -57,8 +59,10 @@ def unsafe_code(paths: list[Path], base: Path = REPO) -> list[str]:
                     offenders.append(f"{where}:{number}: {what}: {line.strip()}")
         for number, call in _calls(source, "torch.load"):
             if not re.search(r"weights_only\s*=\s*True", call):
-                offenders.append(f"{where}:{number}: torch.load without weights_only=True: "
-                                 f"{call.splitlines()[0]}")
+                offenders.append(
+                    f"{where}:{number}: torch.load without weights_only=True: "
+                    f"{call.splitlines()[0]}"
+                )
     return offenders
 
 
@@ -71,10 +75,12 @@ def test_no_unsafe_deserialisation_in_code():
 
 def test_unsafe_code_detector_finds_offenders(tmp_path):
     bad = tmp_path / "probe.py"
-    bad.write_text("import pickle\nx = torch.load(\n    f, map_location='cpu')\n"
-                   "y = torch.load(f, weights_only=True)\nm(trust_remote_code=True)\n"
-                   "np.load(f, allow_pickle=True)\nimport joblib\nyaml.load(s)\n"
-                   "ok = yaml.load(s, Loader=yaml.SafeLoader)\n# import pickle\n")
+    bad.write_text(
+        "import pickle\nx = torch.load(\n    f, map_location='cpu')\n"
+        "y = torch.load(f, weights_only=True)\nm(trust_remote_code=True)\n"
+        "np.load(f, allow_pickle=True)\nimport joblib\nyaml.load(s)\n"
+        "ok = yaml.load(s, Loader=yaml.SafeLoader)\n# import pickle\n"
+    )
     found = unsafe_code([bad], base=tmp_path)
     assert [f.split(":")[1] for f in found] == ["1", "5", "6", "7", "7", "8", "2"], found
 
@@ -104,8 +110,9 @@ def test_outputs_only_under_output_folders():
         value = getattr(layout, name)
         if isinstance(value, Path):
             path = value
-        elif inspect.isfunction(value) and value.__module__ == layout.__name__ \
-                and name != "fold_dir":
+        elif (
+            inspect.isfunction(value) and value.__module__ == layout.__name__ and name != "fold_dir"
+        ):
             path = value(*[0] * len(inspect.signature(value).parameters))
         else:
             continue
@@ -120,12 +127,14 @@ def test_no_parameter_names_an_output_path():
     path_like = {"root", "dataset", "encoder"}
     flat = []
     for group, values in base_params().items():
-        for name in (values if isinstance(values, dict) else {group: values}):
+        for name in values if isinstance(values, dict) else {group: values}:
             flat.append(name)
-            assert not re.search(r"(^|_)(out|output|outdir|save|dest|dir|path|file)s?($|_)",
-                                 name), f"{group}.{name} looks like an output path"
+            assert not re.search(
+                r"(^|_)(out|output|outdir|save|dest|dir|path|file)s?($|_)", name
+            ), f"{group}.{name} looks like an output path"
     assert path_like <= set(flat)
     stages_src = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "stages").glob("*.py"))
     for name in path_like:  # inputs are read, never written to
-        assert not re.search(rf"(atomic_dir|atomic_path|write_\w+|to_parquet)\([^)]*\.{name}\b",
-                             stages_src), name
+        assert not re.search(
+            rf"(atomic_dir|atomic_path|write_\w+|to_parquet)\([^)]*\.{name}\b", stages_src
+        ), name

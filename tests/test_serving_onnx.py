@@ -10,17 +10,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from lttw.inference.predict import Predictor
-from lttw.serving import onnx_export
-from lttw.serving.onnx_runtime import OnnxClassifier, backend_name, load_predictor
 from serving_models import CLASSES, labelled_texts, shared_lttw_folder
 from test_cli import assert_user_error, invoke
 from test_model_folder import build_model_folder
 
+from lttw.inference.predict import Predictor
+from lttw.serving import onnx_export
+from lttw.serving.onnx_runtime import OnnxClassifier, backend_name, load_predictor
+
 #: texts of other lengths than the traced batch's (dynamic batch and sequence axes)
-TEXTS = ["oil", "the team won the match in the last minute of the season",
-         "stock market news", "", "computer internet " * 20]
+TEXTS = [
+    "oil",
+    "the team won the match in the last minute of the season",
+    "stock market news",
+    "",
+    "computer internet " * 20,
+]
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +37,16 @@ def lttw_dir(tmp_path_factory, tiny_encoder_dir) -> Path:
 def check_file(tmp_path_factory) -> Path:
     texts, labels = labelled_texts()
     path = tmp_path_factory.mktemp("check") / "held_out.csv"
-    pd.DataFrame({"text": texts, "label": [CLASSES[i] for i in labels]}).to_csv(path,
-                                                                               index=False)
+    pd.DataFrame({"text": texts, "label": [CLASSES[i] for i in labels]}).to_csv(path, index=False)
     return path
 
 
 @pytest.fixture(scope="module")
 def fp32_dir(lttw_dir, check_file, tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("onnx") / "fp32"
-    result = invoke("export", "--model", lttw_dir, "--out", out, "--onnx",
-                    "--check-file", check_file)
+    result = invoke(
+        "export", "--model", lttw_dir, "--out", out, "--onnx", "--check-file", check_file
+    )
     assert result.exit_code == 0, result.output
     return out, result.stderr
 
@@ -55,8 +60,9 @@ def test_fp32_export_matches_torch(lttw_dir, fp32_dir):
     assert record["inputs"] == ["input_ids", "attention_mask", "factors"]
     onnx, torch_ = load_predictor(out), Predictor.load(lttw_dir)
     assert isinstance(onnx.model, OnnxClassifier) and backend_name(onnx) == "onnx-fp32"
-    np.testing.assert_allclose(onnx.predict_proba(TEXTS, batch_size=2),
-                               torch_.predict_proba(TEXTS), atol=1e-5)
+    np.testing.assert_allclose(
+        onnx.predict_proba(TEXTS, batch_size=2), torch_.predict_proba(TEXTS), atol=1e-5
+    )
     assert backend_name(load_predictor(out, backend="torch")) == "torch"
 
 
@@ -74,8 +80,18 @@ def test_predict_runs_the_onnx_folder(lttw_dir, fp32_dir, tmp_path):
 def test_int8_export_is_checked_by_macro_f1(lttw_dir, fp32_dir, check_file, tmp_path):
     out = tmp_path / "int8"
     # the tolerance is opened here: the tiny random encoder is no measure of int8's accuracy
-    result = invoke("export", "--model", lttw_dir, "--out", out, "--int8", "--check-file",
-                    check_file, "--max-f1-drop", "1")
+    result = invoke(
+        "export",
+        "--model",
+        lttw_dir,
+        "--out",
+        out,
+        "--int8",
+        "--check-file",
+        check_file,
+        "--max-f1-drop",
+        "1",
+    )
     assert result.exit_code == 0, result.output
     assert "ONNX int8 vs torch on 24 held-out texts" in result.stderr
     assert "int8: macro F1 within 1.0 of torch's" in result.stderr
@@ -87,15 +103,17 @@ def test_int8_export_is_checked_by_macro_f1(lttw_dir, fp32_dir, check_file, tmp_
 
 def test_int8_needs_labelled_texts(lttw_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no data/sample/test.parquet here
-    assert_user_error(invoke("export", "--model", lttw_dir, "--out", tmp_path / "x", "--int8"),
-                      "--check-file")
+    assert_user_error(
+        invoke("export", "--model", lttw_dir, "--out", tmp_path / "x", "--int8"), "--check-file"
+    )
     assert not (tmp_path / "x").exists()
 
 
 def test_a_failed_check_writes_nothing(lttw_dir, check_file, tmp_path, monkeypatch):
     monkeypatch.setattr(onnx_export, "FP32_ATOL", -1.0)  # no export can pass
-    result = invoke("export", "--model", lttw_dir, "--out", tmp_path / "x", "--onnx",
-                    "--check-file", check_file)
+    result = invoke(
+        "export", "--model", lttw_dir, "--out", tmp_path / "x", "--onnx", "--check-file", check_file
+    )
     assert result.exit_code == 2 and "Traceback" not in result.output
     last = result.stderr.strip().splitlines()[-1]  # after the export's progress lines
     assert last.startswith("error: the ONNX fp32 export fails its check") and "FAILED" in last
@@ -112,7 +130,7 @@ def test_compare_fails_int8_below_the_f1_tolerance():
         def predict_proba(self, texts):
             return self.probs
 
-    right, one_wrong = Fixed([[.9, .1], [.2, .8]]), Fixed([[.9, .1], [.6, .4]])
+    right, one_wrong = Fixed([[0.9, 0.1], [0.2, 0.8]]), Fixed([[0.9, 0.1], [0.6, 0.4]])
     check = onnx_export.compare(right, one_wrong, ["x", "y"], np.array([0, 1]), int8=True)
     assert not check.passed and check.same_labels == 0.5 and check.f1_torch == 1.0
     assert onnx_export.compare(right, right, ["x", "y"], np.array([0, 1]), int8=True).passed
@@ -126,8 +144,9 @@ def test_encoder_variant_without_factors(tmp_path, tiny_encoder_dir, monkeypatch
     assert "on 4 probe texts" in result.stderr  # no labelled sample: label parity only
     onnx = load_predictor(tmp_path / "onnx")
     assert onnx.model.inputs == ["input_ids", "attention_mask"]
-    np.testing.assert_allclose(onnx.predict_proba(TEXTS), Predictor.load(folder).predict_proba(
-        TEXTS), atol=1e-5)
+    np.testing.assert_allclose(
+        onnx.predict_proba(TEXTS), Predictor.load(folder).predict_proba(TEXTS), atol=1e-5
+    )
 
 
 def test_a_damaged_onnx_file_is_one_line(fp32_dir, tmp_path):
@@ -136,5 +155,6 @@ def test_a_damaged_onnx_file_is_one_line(fp32_dir, tmp_path):
     folder = tmp_path / "damaged"
     shutil.copytree(fp32_dir[0], folder)
     (folder / "model.onnx").write_bytes(b"not a protobuf")
-    assert_user_error(invoke("predict", "--model", folder, "hello"), "model.onnx",
-                      "not a loadable ONNX model")
+    assert_user_error(
+        invoke("predict", "--model", folder, "hello"), "model.onnx", "not a loadable ONNX model"
+    )

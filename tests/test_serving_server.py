@@ -22,13 +22,13 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
+from serving_models import CLASSES, shared_lttw_folder
+from test_cli import invoke
+from tiny_project import env
 
 from lttw.inference.predict import Predictor
 from lttw.serving.batcher import MicroBatcher
 from lttw.serving.server import Limits, create_app
-from serving_models import CLASSES, shared_lttw_folder
-from test_cli import invoke
-from tiny_project import env
 
 LIMITS = Limits(max_texts=8, max_text_chars=200, max_body_bytes=4096, max_batch=16)
 #: a bounded wait for a server thread / a request: a hang fails the test instead of blocking it
@@ -113,11 +113,14 @@ BAD = {  # name: (body bytes, status, words of the error)
     "a number among texts": (b'{"texts": ["a", 3]}', 422, "texts[1] must be a string"),
     "text a number": (b'{"text": 3}', 422, "'text' must be a string"),
     "empty list": (b'{"texts": []}', 422, "empty"),
-    "no texts": (b'{}', 422, "exactly one of"),
+    "no texts": (b"{}", 422, "exactly one of"),
     "both": (b'{"text": "a", "texts": ["b"]}', 422, "exactly one of"),
     "unknown field": (b'{"texts": ["a"], "model": "x"}', 422, "unknown field"),
-    "too many texts": (b'{"texts": ["a", "b", "c", "d", "e", "f", "g", "h", "i"]}', 422,
-                       "the limit is 8"),
+    "too many texts": (
+        b'{"texts": ["a", "b", "c", "d", "e", "f", "g", "h", "i"]}',
+        422,
+        "the limit is 8",
+    ),
     "a text too long": (b'{"texts": ["' + b"x" * 201 + b'"]}', 422, "the limit is 200"),
     "a body too large": (b'{"texts": ["' + b"x" * 5000 + b'"]}', 413, "the limit is 4096"),
     "top_k too large": (b'{"texts": ["a"], "top_k": 5}', 422, "'top_k'"),
@@ -129,8 +132,7 @@ BAD = {  # name: (body bytes, status, words of the error)
 @pytest.mark.parametrize("case", BAD, ids=list(BAD))
 def test_bad_input_is_a_one_line_4xx(client, case):
     body, status, words = BAD[case]
-    response = client.post("/predict", content=body,
-                           headers={"content-type": "application/json"})
+    response = client.post("/predict", content=body, headers={"content-type": "application/json"})
     assert response.status_code == status, response.text
     doc = response.json()
     assert list(doc) == ["error"] and "\n" not in doc["error"] and words in doc["error"]
@@ -149,8 +151,15 @@ def test_load_answers_every_request_as_lttw_predict(client, model_dir, tmp_path)
     words = "the team won oil stock market price internet computer news war season".split()
     texts = [" ".join(rng.choice(words, rng.integers(1, 12))) for _ in range(500)]
     (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n")
-    result = invoke("predict", "--model", model_dir, "--file", tmp_path / "texts.txt",
-                    "--out", tmp_path / "expected.csv")
+    result = invoke(
+        "predict",
+        "--model",
+        model_dir,
+        "--file",
+        tmp_path / "texts.txt",
+        "--out",
+        tmp_path / "expected.csv",
+    )
     assert result.exit_code == 0, result.output
     expected = pd.read_csv(tmp_path / "expected.csv", keep_default_na=False)
     requests, start = [], 0
@@ -165,11 +174,15 @@ def test_load_answers_every_request_as_lttw_predict(client, model_dir, tmp_path)
     with ThreadPoolExecutor(16) as pool:
         responses = list(pool.map(ask, requests))
     assert [r.status_code for r in responses] == [200] * len(requests)
-    got = [(i, p) for rows, r in zip(requests, responses)
-           for i, p in zip(rows, r.json()["predictions"])]
+    got = [
+        (i, p)
+        for rows, r in zip(requests, responses)
+        for i, p in zip(rows, r.json()["predictions"])
+    ]
     assert [p["label"] for _, p in got] == [expected["label"][i] for i, _ in got]
-    np.testing.assert_allclose([p["prob"] for _, p in got],
-                               [expected["prob"][i] for i, _ in got], atol=1e-5)
+    np.testing.assert_allclose(
+        [p["prob"] for _, p in got], [expected["prob"][i] for i, _ in got], atol=1e-5
+    )
     stats = client.get("/health").json()["batches"]
     assert stats["texts"] >= len(got) and stats["failed_batches"] == 0
 
@@ -193,8 +206,9 @@ def run_batcher(requests: list[list[str]], max_batch: int, fail_on: str | None =
     async def main():
         batcher = MicroBatcher(predict_proba, max_batch=max_batch, max_wait_ms=0)
         batcher.start()
-        answers = await asyncio.gather(*(batcher.predict(r) for r in requests),
-                                       return_exceptions=True)
+        answers = await asyncio.gather(
+            *(batcher.predict(r) for r in requests), return_exceptions=True
+        )
         await batcher.stop()
         return answers
 
@@ -231,8 +245,14 @@ def test_a_batch_runs_in_forward_passes_of_forward_batch(predictor):
             seen.append(batch_size)
             return predictor.predict_proba(texts, batch_size)
 
-    texts = ["the cat sat", "stock market news today says the bank", "win", "good movie",
-             "oil price deal with the government and the company", "team lost the game"]
+    texts = [
+        "the cat sat",
+        "stock market news today says the bank",
+        "win",
+        "good movie",
+        "oil price deal with the government and the company",
+        "team lost the game",
+    ]
     with running(create_app(Recording(), Limits(forward_batch=4))) as (http, _):
         answer = http.post("/predict", json={"texts": texts, "top_k": len(CLASSES)})
     assert answer.status_code == 200 and seen == [4]
@@ -255,8 +275,9 @@ def test_shutdown_finishes_the_request_in_flight(tmp_path):
         assert release.wait(BOUND_S)
         return np.tile([[0.25, 0.75]], (len(texts), 1))
 
-    stub = SimpleNamespace(predict_proba=slow_proba, classes=["a", "b"], folder=tmp_path,
-                           meta={"variant": "stub"})
+    stub = SimpleNamespace(
+        predict_proba=slow_proba, classes=["a", "b"], folder=tmp_path, meta={"variant": "stub"}
+    )
     with running(create_app(stub)) as (http, server):
         with ThreadPoolExecutor(1) as pool:
             pending = pool.submit(http.post, "/predict", json={"text": "x"})
@@ -269,9 +290,12 @@ def test_shutdown_finishes_the_request_in_flight(tmp_path):
 
 
 def test_lttw_serve_exits_cleanly_on_sigterm(model_dir):
-    proc = subprocess.Popen([sys.executable, "-m", "lttw.cli", "serve", "--model",
-                             str(model_dir), "--port", "0"], env=env(),
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lttw.cli", "serve", "--model", str(model_dir), "--port", "0"],
+        env=env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     watchdog = threading.Timer(4 * BOUND_S, proc.kill)  # a hung server fails, never blocks
     watchdog.start()
     try:

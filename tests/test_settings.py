@@ -15,13 +15,20 @@ import pytest
 import yaml
 
 from lttw import layout
-from lttw.settings import (BaseModel, SettingsError, Settings, check_batch_size, read_settings,
-                           settings_from_dict)
+from lttw.settings import (
+    BaseModel,
+    Settings,
+    SettingsError,
+    check_batch_size,
+    read_settings,
+    settings_from_dict,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 # ------------------------------------------------------------------ bad parameters
+
 
 def _groups() -> dict[str, type[BaseModel] | None]:
     """Top-level parameter name -> its group model (None: a plain top-level value)."""
@@ -49,15 +56,27 @@ def out_of_range_cases() -> list[tuple[str, object, str]]:
     """(dotted name, bad value, expected valid-range text), generated from the field
     constraints of ``Settings``: a new constrained parameter is covered automatically."""
     cases = []
-    fields = [(None, name, info) for name, info in Settings.model_fields.items()
-              if _groups()[name] is None]
-    fields += [(group, name, info) for group, model in _groups().items() if model
-               for name, info in model.model_fields.items()]
+    fields = [
+        (None, name, info)
+        for name, info in Settings.model_fields.items()
+        if _groups()[name] is None
+    ]
+    fields += [
+        (group, name, info)
+        for group, model in _groups().items()
+        if model
+        for name, info in model.model_fields.items()
+    ]
     for group, name, info in fields:
         dotted = f"{group}.{name}" if group else name
         union = typing.get_origin(info.annotation) in (typing.Union, types.UnionType)
-        members = [c for a in typing.get_args(info.annotation) if union
-                   for m in getattr(a, "__metadata__", ()) for c in getattr(m, "metadata", [m])]
+        members = [
+            c
+            for a in typing.get_args(info.annotation)
+            if union
+            for m in getattr(a, "__metadata__", ())
+            for c in getattr(m, "metadata", [m])
+        ]
         bounds = _bounds(list(info.metadata) + members)  # nmf.rank: int in range | "auto"
         is_float = _is_float(info.annotation)
         step = 0.5 if is_float else 1
@@ -74,11 +93,13 @@ def out_of_range_cases() -> list[tuple[str, object, str]]:
         if is_float and bounds:
             cases += [(dotted, math.nan, "finite number"), (dotted, math.inf, "finite number")]
         for item in () if union else typing.get_args(info.annotation):  # list[Annotated[...]]
-            item_bounds = _bounds(c for m in getattr(item, "__metadata__", ())
-                                  for c in getattr(m, "metadata", [m]))
+            item_bounds = _bounds(
+                c for m in getattr(item, "__metadata__", ()) for c in getattr(m, "metadata", [m])
+            )
             if "ge" in item_bounds:
-                cases.append((dotted, [item_bounds["ge"] - 1], f"{item_bounds['ge']} <= "
-                                                              f"{dotted}[0]"))
+                cases.append(
+                    (dotted, [item_bounds["ge"] - 1], f"{item_bounds['ge']} <= {dotted}[0]")
+                )
     return cases
 
 
@@ -86,7 +107,7 @@ def literal_cases() -> list[str]:
     """Every parameter whose value is one of a fixed set of names."""
     out = []
     for group, model in _groups().items():
-        for name, info in (model.model_fields.items() if model else []):
+        for name, info in model.model_fields.items() if model else []:
             if typing.get_origin(info.annotation) is typing.Literal:
                 out.append(f"{group}.{name}")
     return out
@@ -118,13 +139,26 @@ def test_repo_params_are_valid():
 
 def test_out_of_range_cases_cover_every_constrained_number():
     names = {dotted for dotted, _, _ in out_of_range_cases()}
-    assert {"seed", "data.train_size", "nmf.rank", "model.max_len", "model.dropout", "train.lr",
-            "train.head_lr", "train.batch_size", "folds.n_folds", "folds.run"} <= names
+    assert {
+        "seed",
+        "data.train_size",
+        "nmf.rank",
+        "model.max_len",
+        "model.dropout",
+        "train.lr",
+        "train.head_lr",
+        "train.batch_size",
+        "folds.n_folds",
+        "folds.run",
+    } <= names
     assert len(names) >= 30
 
 
-@pytest.mark.parametrize("dotted,value,valid", out_of_range_cases(),
-                         ids=[f"{d}={v!r}" for d, v, _ in out_of_range_cases()])
+@pytest.mark.parametrize(
+    "dotted,value,valid",
+    out_of_range_cases(),
+    ids=[f"{d}={v!r}" for d, v, _ in out_of_range_cases()],
+)
 def test_out_of_range_parameter_rejected_at_load(tmp_path, dotted, value, valid):
     with pytest.raises(SettingsError) as err:
         load_yaml(tmp_path, with_value(base_params(), dotted, value))
@@ -148,8 +182,9 @@ def inclusive_bounds() -> list[tuple[str, object]]:
     return out
 
 
-@pytest.mark.parametrize("dotted,value", inclusive_bounds(),
-                         ids=[f"{d}={v!r}" for d, v in inclusive_bounds()])
+@pytest.mark.parametrize(
+    "dotted,value", inclusive_bounds(), ids=[f"{d}={v!r}" for d, v in inclusive_bounds()]
+)
 def test_inclusive_bounds_accepted(tmp_path, dotted, value):
     settings = load_yaml(tmp_path, with_value(base_params(), dotted, value))
     assert settings.model_dump()[dotted.split(".")[0]] is not None
@@ -157,8 +192,11 @@ def test_inclusive_bounds_accepted(tmp_path, dotted, value):
 
 @pytest.mark.parametrize("dotted", literal_cases())
 def test_unknown_name_of_a_choice_rejected(tmp_path, dotted):
-    with pytest.raises(SettingsError, match=rf"{re.escape(dotted)}: Input should be '.*' "
-                                            r"\(got 'bogus'\)"):
+    with pytest.raises(
+        SettingsError,
+        match=rf"{re.escape(dotted)}: Input should be '.*' "
+        r"\(got 'bogus'\)",
+    ):
         load_yaml(tmp_path, with_value(base_params(), dotted, "bogus"))
 
 
@@ -173,12 +211,15 @@ def test_unknown_parameter_names_rejected(tmp_path, group):
     assert all(name in message for name in known)
 
 
-@pytest.mark.parametrize("changes,ok", [
-    ({"model.k": 0, "model.s": 0}, False),
-    ({"model.k": 0, "model.s": 0, "model.fusion": "none"}, True),
-    ({"model.k": 0, "model.s": 0, "model.variant": "encoder"}, True),
-    ({"model.k": 0, "model.s": 1}, True),
-])
+@pytest.mark.parametrize(
+    "changes,ok",
+    [
+        ({"model.k": 0, "model.s": 0}, False),
+        ({"model.k": 0, "model.s": 0, "model.fusion": "none"}, True),
+        ({"model.k": 0, "model.s": 0, "model.variant": "encoder"}, True),
+        ({"model.k": 0, "model.s": 1}, True),
+    ],
+)
 def test_no_factor_slots_with_concat_fusion(tmp_path, changes, ok):
     params = base_params()
     for dotted, value in changes.items():
@@ -190,21 +231,27 @@ def test_no_factor_slots_with_concat_fusion(tmp_path, changes, ok):
             load_yaml(tmp_path, params)
 
 
-@pytest.mark.parametrize("run,match", [
-    ([10], r"folds\.run has \[10\]: each fold must be in 0\.\.9"),
-    ([0, -1], r"folds\.run has \[-1\]"),
-    ([1, 1], r"folds\.run \[1, 1\] repeats a fold"),
-])
+@pytest.mark.parametrize(
+    "run,match",
+    [
+        ([10], r"folds\.run has \[10\]: each fold must be in 0\.\.9"),
+        ([0, -1], r"folds\.run has \[-1\]"),
+        ([1, 1], r"folds\.run \[1, 1\] repeats a fold"),
+    ],
+)
 def test_folds_run_outside_n_folds(tmp_path, run, match):
     with pytest.raises(SettingsError, match=match):
         load_yaml(tmp_path, with_value(base_params(), "folds.run", run))
 
 
-@pytest.mark.parametrize("dotted,value,match", [
-    ("train.epochs", "two", r"train\.epochs: Input should be a valid integer.*valid: 1 <= "),
-    ("model.k", 2.5, r"model\.k: Input should be a valid integer"),
-    ("model", None, r"model: Input should be a valid dictionary"),
-])
+@pytest.mark.parametrize(
+    "dotted,value,match",
+    [
+        ("train.epochs", "two", r"train\.epochs: Input should be a valid integer.*valid: 1 <= "),
+        ("model.k", 2.5, r"model\.k: Input should be a valid integer"),
+        ("model", None, r"model: Input should be a valid dictionary"),
+    ],
+)
 def test_wrong_types_rejected(tmp_path, dotted, value, match):
     with pytest.raises(SettingsError, match=match):
         load_yaml(tmp_path, with_value(base_params(), dotted, value))
@@ -231,9 +278,12 @@ def test_several_problems_are_all_named():
 def test_check_batch_size():
     check_batch_size(80, 80)
     check_batch_size(80, 1)
-    with pytest.raises(SettingsError, match=r"train\.batch_size=81 is larger than fold 0's train "
-                                            r"part \(80 rows\); valid: 1 <= train\.batch_size "
-                                            r"<= 80"):
+    with pytest.raises(
+        SettingsError,
+        match=r"train\.batch_size=81 is larger than fold 0's train "
+        r"part \(80 rows\); valid: 1 <= train\.batch_size "
+        r"<= 80",
+    ):
         check_batch_size(80, 81, fold=0)
     with pytest.raises(SettingsError, match="train part is empty"):
         check_batch_size(0, 1)
@@ -242,8 +292,10 @@ def test_check_batch_size():
 def test_bad_params_stop_a_stage_before_any_work(stage_runs):
     ran = stage_runs["bad params through a stage"]
     line = ran.error_line()
-    assert "model.depth: Input should be greater than or equal to 1 (got 0); valid: 1 <= " \
-           "model.depth <= 24" in line, line
+    assert (
+        "model.depth: Input should be greater than or equal to 1 (got 0); valid: 1 <= "
+        "model.depth <= 24" in line
+    ), line
     assert "train.bogus: unknown parameter" in line, line
     assert not (ran.cwd / "data").exists()
 

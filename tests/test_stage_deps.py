@@ -13,8 +13,16 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 LIB = REPO / "src" / "lttw"
-EXEMPT = {"__init__.py", "errors.py", "stage.py", "layout.py", "settings.py", "choices.py", "hub.py",
-          "progress.py"}
+EXEMPT = {
+    "__init__.py",
+    "errors.py",
+    "stage.py",
+    "layout.py",
+    "settings.py",
+    "choices.py",
+    "hub.py",
+    "progress.py",
+}
 
 
 def _module_file(dotted: str, package_as_folder: bool = True) -> Path | None:
@@ -31,8 +39,11 @@ def _module_file(dotted: str, package_as_folder: bool = True) -> Path | None:
 
 def _imports(path: Path) -> set[Path]:
     """Library files/packages that ``path`` imports anywhere in its body."""
-    package = "lttw." + ".".join(path.relative_to(LIB).with_suffix("").parts[:-1]) \
-        if path.is_relative_to(LIB) else ""
+    package = (
+        "lttw." + ".".join(path.relative_to(LIB).with_suffix("").parts[:-1])
+        if path.is_relative_to(LIB)
+        else ""
+    )
     package = package.rstrip(".")
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -52,8 +63,11 @@ def _imports(path: Path) -> set[Path]:
     if "pkgutil.iter_modules(__path__)" in path.read_text():  # imports all its modules
         found.add(path.parent)
     # importing lttw.a.b runs lttw/a/__init__.py first
-    found |= {t.parent / "__init__.py" for t in list(found)
-              if t.is_file() and t.parent != LIB and t.name != "__init__.py"}
+    found |= {
+        t.parent / "__init__.py"
+        for t in list(found)
+        if t.is_file() and t.parent != LIB and t.name != "__init__.py"
+    }
     return found
 
 
@@ -81,8 +95,11 @@ def test_stage_declares_the_library_code_it_runs(name):
     script = REPO / spec["cmd"].split()[1]
     deps = {REPO / d for d in spec["deps"] if isinstance(d, str)}
     needed = {p for p in closure(script) if p.name not in EXEMPT}
-    missing = sorted(str(p.relative_to(REPO)) for p in needed
-                     if not any(p == d or p.is_relative_to(d) for d in deps))
+    missing = sorted(
+        str(p.relative_to(REPO))
+        for p in needed
+        if not any(p == d or p.is_relative_to(d) for d in deps)
+    )
     assert not missing, f"stage {name}: add to its deps in dvc.yaml: {missing}"
 
 
@@ -106,10 +123,13 @@ def test_stage_declares_no_library_code_it_does_not_run(name):
     needed = closure(REPO / spec["cmd"].split()[1])
     for dep in (REPO / d for d in spec["deps"] if isinstance(d, str) and d.startswith("src/")):
         assert dep.exists(), f"stage {name}: {dep.relative_to(REPO)} does not exist"
-        unused = sorted(str(m.relative_to(REPO)) for m in _modules_under(dep)
-                        if not _runs(needed, m))
-        assert not unused, (f"stage {name}: {dep.relative_to(REPO)} holds code the stage does "
-                            f"not run: {unused}; list only the modules it runs")
+        unused = sorted(
+            str(m.relative_to(REPO)) for m in _modules_under(dep) if not _runs(needed, m)
+        )
+        assert not unused, (
+            f"stage {name}: {dep.relative_to(REPO)} holds code the stage does "
+            f"not run: {unused}; list only the modules it runs"
+        )
 
 
 def test_the_check_sees_an_unused_module(tmp_path, monkeypatch):

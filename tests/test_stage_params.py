@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
-
-from lttw.settings import Settings
 from test_stage_deps import LIB, REPO, _stages, closure
 
+from lttw.settings import Settings
 
 
 def leaves(entry: str, model: type[BaseModel] = Settings) -> set[str]:
@@ -29,7 +28,9 @@ def leaves(entry: str, model: type[BaseModel] = Settings) -> set[str]:
     field = model.model_fields[head]
     ann = field.annotation
     if isinstance(ann, type) and issubclass(ann, BaseModel):
-        inner = leaves(rest, ann) if rest else set().union(*(leaves(n, ann) for n in ann.model_fields))
+        inner = (
+            leaves(rest, ann) if rest else set().union(*(leaves(n, ann) for n in ann.model_fields))
+        )
         return {f"{head}.{x}" for x in inner}
     assert not rest, f"{entry}: {head} is not a group"
     return {head}
@@ -51,9 +52,15 @@ def _properties() -> dict[str, set[str]]:
     found = {}
     for fn in ast.walk(tree):
         if isinstance(fn, ast.FunctionDef) and any(
-                isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list):
-            found[fn.name] = {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)
-                              and isinstance(n.value, ast.Name) and n.value.id == "self"}
+            isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list
+        ):
+            found[fn.name] = {
+                n.attr
+                for n in ast.walk(fn)
+                if isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == "self"
+            }
     return found
 
 
@@ -90,7 +97,9 @@ def undeclared_reads(trace_dir: Path) -> dict[str, list[str]]:
 def test_leaves_expand_groups_and_keep_single_fields():
     assert leaves("seed") == {"seed"}
     assert leaves("nmf.rank") == {"nmf.rank"}
-    assert leaves("nmf") == {f"nmf.{f}" for f in Settings.model_fields["nmf"].annotation.model_fields}
+    assert leaves("nmf") == {
+        f"nmf.{f}" for f in Settings.model_fields["nmf"].annotation.model_fields
+    }
 
 
 def test_the_static_check_sees_a_declared_parameter_nobody_reads(monkeypatch):

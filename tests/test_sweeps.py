@@ -35,8 +35,9 @@ def test_every_sweep_is_five_valid_settings_with_its_chosen_one():
             for dotted, value in setting.params.items():
                 group, key = dotted.split(".")
                 assert getattr(getattr(settings, group), key) == value, (sweep.name, dotted)
-    table6 = {s.label: (s.params["model.k"], s.params["model.s"])
-              for s in SWEEPS["table6"].settings}
+    table6 = {
+        s.label: (s.params["model.k"], s.params["model.s"]) for s in SWEEPS["table6"].settings
+    }
     assert table6["25 (13 + 12)"] == (13, 12) and table6["20 (10 + 10)"] == (10, 10)
 
 
@@ -45,10 +46,15 @@ def test_queue_commands_name_and_set_each_setting(monkeypatch):
     assert len(commands) == 5
     names = [c[c.index("-n") + 1] for c in commands]
     assert names[2] == "table7-k10s10-frozen" and len(set(names)) == 5
-    assert all(c[c.index("exp"):c.index("exp") + 3] == ["exp", "run", "--queue"]
-               for c in commands)
-    assert assignments(commands[1]) == {"train.freeze_encoder": "true", "model.k": "15",
-                                        "model.s": "5", "folds.run": "[0,1]"}
+    assert all(
+        c[c.index("exp") : c.index("exp") + 3] == ["exp", "run", "--queue"] for c in commands
+    )
+    assert assignments(commands[1]) == {
+        "train.freeze_encoder": "true",
+        "model.k": "15",
+        "model.s": "5",
+        "folds.run": "[0,1]",
+    }
     lr = assignments(queue_commands(SWEEPS["table8-lr"], False, only=["lr2e-5"])[0])
     assert yaml.safe_load(lr["train.lr"]) == 2e-5 == yaml.safe_load(lr["train.head_lr"])
     assert lr["train.freeze_encoder"] == "false"
@@ -68,16 +74,21 @@ def test_queue_commands_name_and_set_each_setting(monkeypatch):
 
 
 def fake_run(name: str, f1: dict[int, float]) -> Run:
-    folds = {fold: {"test": {"f1_macro": v, "precision_macro": v, "recall_macro": v}}
-             for fold, v in f1.items()}
+    folds = {
+        fold: {"test": {"f1_macro": v, "precision_macro": v, "recall_macro": v}}
+        for fold, v in f1.items()
+    }
     return Run("ag_news", "LTTW", folds, [f"dvc exp {name}"], name=name, rev="0" * 40)
 
 
 def test_sweep_table_with_folds_uses_the_paired_test():
     chosen = {f: 0.90 + 0.01 * f for f in range(4)}
     other = {f: 0.89 + 0.012 * f for f in range(4)}
-    runs = [fake_run("table7-k10s10-frozen", chosen), fake_run("table7-k5s5-frozen", other),
-            fake_run("unrelated", chosen)]
+    runs = [
+        fake_run("table7-k10s10-frozen", chosen),
+        fake_run("table7-k5s5-frozen", other),
+        fake_run("unrelated", chosen),
+    ]
     text = "\n".join(sweep_sections(runs, predictions=lambda run, fold: None))
     assert "### Table 7: top k + bottom s latent factors: frozen encoder" in text
     assert "fine-tuned" not in text and "Table 6" not in text  # only sweeps that ran
@@ -93,11 +104,14 @@ def test_sweep_table_with_folds_uses_the_paired_test():
 def test_one_fold_uses_mcnemar_on_the_test_texts():
     y = np.array([0, 1, 2, 3] * 25)
     ref_pred, other_pred = y.copy(), y.copy()
-    ref_pred[:3] = (y[:3] + 1) % 4          # only the other gets these 3 right ...
+    ref_pred[:3] = (y[:3] + 1) % 4  # only the other gets these 3 right ...
     other_pred[10:20] = (y[10:20] + 1) % 4  # ... only the reference these 10
     preds = {"table8-K-K32": (y, ref_pred), "table8-K-K8": (y, other_pred)}
-    runs = [fake_run("table8-K-K32", {0: 0.97}), fake_run("table8-K-K8", {0: 0.90}),
-            fake_run("table8-K-K64", {0: 0.95})]
+    runs = [
+        fake_run("table8-K-K32", {0: 0.97}),
+        fake_run("table8-K-K8", {0: 0.90}),
+        fake_run("table8-K-K64", {0: 0.95}),
+    ]
     text = "\n".join(sweep_sections(runs, predictions=lambda run, fold: preds.get(run.name)))
     row = next(line for line in text.splitlines() if line.startswith("| 8 |"))
     assert "McNemar exact, discordant 10 / 3" in row and "-7.00" in row
@@ -112,8 +126,9 @@ def test_a_two_setting_grid_runs_through_the_queue_and_renders(tmp_path, tiny_re
     from tiny_project import lttw, ran, run_queue
 
     project = tiny_repro.copy(tmp_path / "project")  # the tiny pipeline, run and committed
-    out = run_queue(["lttw", "sweep", "table7", "--frozen", "--only", "k10s10", "--only",
-                     "k5s5"], project)
+    out = run_queue(
+        ["lttw", "sweep", "table7", "--frozen", "--only", "k10s10", "--only", "k5s5"], project
+    )
     # one k / s change per experiment: the factor tensors and what reads them rerun; the
     # samples, folds, tokens, counts and NMF are the commit's cached ones; the encoder's
     # states are computed by the first experiment only
@@ -124,8 +139,7 @@ def test_a_two_setting_grid_runs_through_the_queue_and_renders(tmp_path, tiny_re
     lttw(["report", "--out", "report.md"], project)
     text = (project / "report.md").read_text()
     table = text.split("### Table 7: top k + bottom s latent factors: frozen encoder")[1]
-    rows = {line.split(" | ")[0][2:]: line for line in table.splitlines()
-            if line.startswith("| ")}
+    rows = {line.split(" | ")[0][2:]: line for line in table.splitlines() if line.startswith("| ")}
     assert rows["10 + 10"].startswith("| 10 + 10 | 1 |") and "reference" in rows["10 + 10"]
     assert rows["5 + 5"].startswith("| 5 + 5 | 1 |")
     # the predictions were read from DVC's cache at the experiment's revision
@@ -149,8 +163,10 @@ def test_cli_passes_the_datasets_root_as_written_or_made_absolute(tmp_path, monk
     monkeypatch.setattr(sweeps, "run_commands", lambda commands: seen.extend(commands))
     monkeypatch.setattr(sweeps, "existing_experiments", lambda: set())
     monkeypatch.chdir(tmp_path)
-    for root, expected in ((str(tmp_path / "link"), str(tmp_path / "link")),
-                           ("link/../link", str(tmp_path / "link"))):
+    for root, expected in (
+        (str(tmp_path / "link"), str(tmp_path / "link")),
+        ("link/../link", str(tmp_path / "link")),
+    ):
         (tmp_path / "params.yaml").write_text(yaml.safe_dump({"data": {"root": root}}))
         seen.clear()
         result = CliRunner().invoke(app, ["sweep", "table7", "--only", "k5s5", "--no-run"])

@@ -5,7 +5,6 @@ import subprocess
 import time
 
 import pytest
-
 from tiny_project import run
 
 

@@ -4,12 +4,17 @@ and `lttw data check`'s line, on the tiny tokenizer, which has no CJK character.
 from __future__ import annotations
 
 import yaml
-
-from lttw.encoder.pretrained import load_saved_tokenizer, load_tokenizer, save_tokenizer
-from lttw.encoder.tokens import (UNK_SHARE_WARN, WordPieceFile, coverage_warning, encode_texts,
-                                 unknown_share)
 from test_chinese import write_dataset
 from test_cli import invoke
+
+from lttw.encoder.pretrained import load_saved_tokenizer, load_tokenizer, save_tokenizer
+from lttw.encoder.tokens import (
+    UNK_SHARE_WARN,
+    WordPieceFile,
+    coverage_warning,
+    encode_texts,
+    unknown_share,
+)
 
 ENGLISH = ["the cat sat on the mat", "a dog ran"]
 CHINESE = ["体育新闻 the cat", "财经快讯"]  # 8 CJK characters (one token each), 2 words
@@ -41,13 +46,25 @@ def test_coverage_warning_names_the_encoder_and_the_fix():
 def test_data_check_reports_coverage(tiny_encoder_dir, tmp_path):
     write_dataset(tmp_path)
     params = tmp_path / "params.yaml"
-    params.write_text(yaml.safe_dump({
-        "data": {"root": str(tmp_path), "train_size": 100, "test_size": 20, "predict_size": 20},
-        "model": {"encoder": str(tiny_encoder_dir), "max_len": 32}}))
+    params.write_text(
+        yaml.safe_dump(
+            {
+                "data": {
+                    "root": str(tmp_path),
+                    "train_size": 100,
+                    "test_size": 20,
+                    "predict_size": 20,
+                },
+                "model": {"encoder": str(tiny_encoder_dir), "max_len": 32},
+            }
+        )
+    )
     result = invoke("data", "check", "tiny_zh", "--params", params)
     out = " ".join(result.stdout.split())
     assert result.exit_code == 0, result.output
     assert "encoder coverage: 100.0% of" in out and "are [UNK] with model.encoder=" in out
-    assert f"warning: encoder coverage: 100% of the tokens are [UNK] with model.encoder=" \
-           f"{tiny_encoder_dir}" in out
+    assert (
+        f"warning: encoder coverage: 100% of the tokens are [UNK] with model.encoder="
+        f"{tiny_encoder_dir}" in out
+    )
     assert "model.extend_vocab: the tokens stage will add the train sample's [UNK] pieces" in out

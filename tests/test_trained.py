@@ -12,9 +12,15 @@ import lttw.models  # noqa: F401  (registers every variant)
 from lttw.data.batching import Batchable
 from lttw.device import Runtime
 from lttw.models import registry
-from lttw.models.trained import (TEXTS, load_classifier, predict_proba, reads,
-                                 save_classifier, variant_reads)
 from lttw.models.tfidf import fit_tfidf_linear
+from lttw.models.trained import (
+    TEXTS,
+    load_classifier,
+    predict_proba,
+    reads,
+    save_classifier,
+    variant_reads,
+)
 from lttw.settings import ModelSettings
 
 N_LABELS, SEQ, SLOTS, RANK = 3, 16, 4, 3
@@ -25,13 +31,25 @@ TEXTS_ = ["the cat sat", "a dog ran", "good film", "bad news today", "the team w
 def build(variant: str, encoder_dir):
     if variant == "tfidf_linear":
         return fit_tfidf_linear(TEXTS_, [0, 1, 2, 1, 0], N_LABELS)
-    settings = ModelSettings(variant=variant, encoder=str(encoder_dir), max_len=SEQ, k=2, s=2,
-                             hidden=16, layers=1, heads=2, cnn_widths=[2], cnn_channels=4,
-                             leam_r=1, linformer_k=4)
+    settings = ModelSettings(
+        variant=variant,
+        encoder=str(encoder_dir),
+        max_len=SEQ,
+        k=2,
+        s=2,
+        hidden=16,
+        layers=1,
+        heads=2,
+        cnn_widths=[2],
+        cnn_channels=4,
+        leam_r=1,
+        linformer_k=4,
+    )
     torch.manual_seed(0)
     shape = (SLOTS, RANK) if variant == "lttw" else None
-    return registry.MODEL_REGISTRY[variant].from_settings(settings, N_LABELS, shape,
-                                                         str(encoder_dir))
+    return registry.MODEL_REGISTRY[variant].from_settings(
+        settings, N_LABELS, shape, str(encoder_dir)
+    )
 
 
 def inputs(model, n: int):
@@ -60,8 +78,9 @@ def test_empty_sample_gives_zero_rows(variant, tiny_encoder_dir, tmp_path):
     save_classifier(model, tmp_path)
     loaded = load_classifier(tmp_path)
     assert type(loaded) is type(model)
-    assert np.allclose(predict_proba(loaded, inputs(loaded, 5), CPU, batch_size=4), probs,
-                       atol=1e-6)
+    assert np.allclose(
+        predict_proba(loaded, inputs(loaded, 5), CPU, batch_size=4), probs, atol=1e-6
+    )
 
 
 def test_inference_does_not_import_the_training_loop():
@@ -74,8 +93,13 @@ def test_inference_does_not_import_the_training_loop():
     found = []
     for path in sorted(folder.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) else
-                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
             found += [f"{path.name}: {n}" for n in names if n.startswith("lttw.training")]
     assert found == []
 

@@ -10,10 +10,10 @@ import torch
 from torch import nn
 
 from lttw import models  # noqa: F401  (registers the variants)
+from lttw.data.batching import Batchable
 from lttw.device import Runtime
 from lttw.models.registry import MODEL_REGISTRY
 from lttw.settings import ModelSettings, TrainSettings
-from lttw.data.batching import Batchable
 from lttw.training.loop import train_classifier
 
 SEQ, SLOTS, RANK, N_LABELS = 16, 4, 3, 3
@@ -36,11 +36,13 @@ def make_data(n: int, seed: int, vocab_size: int = 150) -> Batchable:
 
 def build_model(encoder_dir, seed: int = 0) -> nn.Module:
     """A tiny LTTW (Linformer, concat fusion) with every dropout at 0: deterministic."""
-    settings = ModelSettings(encoder=str(encoder_dir), max_len=SEQ, k=2, s=2, heads=2,
-                             linformer_k=4, dropout=0.0)
+    settings = ModelSettings(
+        encoder=str(encoder_dir), max_len=SEQ, k=2, s=2, heads=2, linformer_k=4, dropout=0.0
+    )
     torch.manual_seed(seed)
-    model = MODEL_REGISTRY["lttw"].from_settings(settings, N_LABELS, (SLOTS, RANK),
-                                                 str(encoder_dir))
+    model = MODEL_REGISTRY["lttw"].from_settings(
+        settings, N_LABELS, (SLOTS, RANK), str(encoder_dir)
+    )
     for m in model.modules():  # the encoder's own dropouts (its config says 0.1)
         if isinstance(m, nn.Dropout):
             m.p = 0.0
@@ -48,9 +50,21 @@ def build_model(encoder_dir, seed: int = 0) -> nn.Module:
 
 
 def train_settings(**kw) -> TrainSettings:
-    base = dict(device="cpu", bf16=False, epochs=2, min_steps=0, batch_size=8, eval_batch_size=16,
-                lr=1e-3, head_lr=3e-3, warmup_ratio=0.1, patience=0, log_every=1,
-                distributed="off", min_gain=1.0)  # min_gain 1: never past the plan
+    base = dict(
+        device="cpu",
+        bf16=False,
+        epochs=2,
+        min_steps=0,
+        batch_size=8,
+        eval_batch_size=16,
+        lr=1e-3,
+        head_lr=3e-3,
+        warmup_ratio=0.1,
+        patience=0,
+        log_every=1,
+        distributed="off",
+        min_gain=1.0,
+    )  # min_gain 1: never past the plan
     return TrainSettings(**{**base, **kw})
 
 
@@ -79,8 +93,18 @@ TRAIN, VAL = make_data(45, seed=1), make_data(24, seed=2)  # 45 rows: a partial 
 
 def run(encoder_dir, ckpt_dir, live=None, fingerprint="run-a", **kw):
     model = build_model(encoder_dir)
-    result = train_classifier(model, TRAIN, VAL, train_settings(), seed=7, rt=CPU,
-                              checkpoint_dir=ckpt_dir, live=live, fingerprint=fingerprint, **kw)
+    result = train_classifier(
+        model,
+        TRAIN,
+        VAL,
+        train_settings(),
+        seed=7,
+        rt=CPU,
+        checkpoint_dir=ckpt_dir,
+        live=live,
+        fingerprint=fingerprint,
+        **kw,
+    )
     return model, result
 
 
@@ -145,11 +169,17 @@ def test_interrupted_run_resumes(tiny_encoder_dir, tmp_path, reference):
 def test_checkpoint_of_another_run_is_ignored(tiny_encoder_dir, tmp_path, reference):
     ref_model, ref_result, ref_steps = reference
     with pytest.raises(KeyboardInterrupt):
-        run(tiny_encoder_dir, tmp_path, live=StepCounter(interrupt_at=5),
-            fingerprint="other-run", checkpoint_every_s=0)
+        run(
+            tiny_encoder_dir,
+            tmp_path,
+            live=StepCounter(interrupt_at=5),
+            fingerprint="other-run",
+            checkpoint_every_s=0,
+        )
     counter = StepCounter()
-    model, result = run(tiny_encoder_dir, tmp_path, live=counter, fingerprint="run-a",
-                        checkpoint_every_s=0)
+    model, result = run(
+        tiny_encoder_dir, tmp_path, live=counter, fingerprint="run-a", checkpoint_every_s=0
+    )
     assert counter.steps == ref_steps  # started from scratch
     assert_same_weights(model, ref_model, atol=1e-6)
     assert result.best_val_f1 == pytest.approx(ref_result.best_val_f1, abs=1e-9)
@@ -163,8 +193,10 @@ def test_batches_are_trimmed_to_their_longest_row():
     mask[3, :20] = 0
     data = Batchable(torch.ones(4, 32, dtype=torch.int32), mask, None, torch.zeros(4))
     assert data.lengths.tolist() == [3, 9, 17, 32]
-    widths = {rows: data.batch(torch.tensor(rows), CPU)[0]["input_ids"].shape[1]
-              for rows in [(0,), (0, 1), (1, 2), (3, 0)]}
+    widths = {
+        rows: data.batch(torch.tensor(rows), CPU)[0]["input_ids"].shape[1]
+        for rows in [(0,), (0, 1), (1, 2), (3, 0)]
+    }
     assert widths == {(0,): 8, (0, 1): 16, (1, 2): 24, (3, 0): 32}  # multiples of 8, <= 32
     full = data.batch(torch.tensor([0, 1]), CPU, trim=False)[0]["input_ids"]
     assert full.shape == (2, 32)
@@ -208,8 +240,10 @@ def test_group_by_length_orders_rows_into_similar_length_batches():
     assert not torch.equal(grouped, epoch_order(data, batch, seed=4, group_by_length=True))
 
     def padding(order):  # padded positions summed over the batches, each trimmed to its max
-        return sum(int(data.lengths[b].max()) * len(b) - int(data.lengths[b].sum())
-                   for b in order.split(batch))
+        return sum(
+            int(data.lengths[b].max()) * len(b) - int(data.lengths[b].sum())
+            for b in order.split(batch)
+        )
 
     assert padding(grouped) < 0.2 * padding(plain)
     firsts = [int(data.lengths[b].max()) for b in grouped.split(batch)[:-1]]
@@ -218,8 +252,15 @@ def test_group_by_length_orders_rows_into_similar_length_batches():
 
 def test_group_by_length_trains(tiny_encoder_dir, tmp_path):
     model = build_model(tiny_encoder_dir)
-    result = train_classifier(model, TRAIN, VAL, train_settings(group_by_length=True), seed=7,
-                              rt=CPU, checkpoint_dir=tmp_path)
+    result = train_classifier(
+        model,
+        TRAIN,
+        VAL,
+        train_settings(group_by_length=True),
+        seed=7,
+        rt=CPU,
+        checkpoint_dir=tmp_path,
+    )
     assert result.steps == 2 * 6 and result.best_val_f1 > 0.5
 
 
@@ -229,10 +270,10 @@ def test_group_by_length_trains(tiny_encoder_dir, tmp_path):
 def test_default_budget_plans_two_epochs_at_4000_rows():
     """The default AG News profile (4,000-row train part at batch 32: 125 steps an epoch)
     keeps its 2 epochs; a small train part gets more epochs, up to train.max_epochs."""
+    from tiny_project import REPO
+
     from lttw.settings import read_settings
     from lttw.training.loop import plan_epochs
-
-    from tiny_project import REPO
 
     default = read_settings(REPO / "params.yaml").train
     assert default.batch_size == 32 and plan_epochs(4000, default) == 2
@@ -264,8 +305,16 @@ def test_schedule_and_loop_use_the_planned_steps(tiny_encoder_dir, tmp_path):
                 lrs.append(value)
 
     model = build_model(tiny_encoder_dir)
-    result = train_classifier(model, TRAIN, VAL, train_settings(min_steps=20), seed=7, rt=CPU,
-                              checkpoint_dir=tmp_path, live=Recorder())
+    result = train_classifier(
+        model,
+        TRAIN,
+        VAL,
+        train_settings(min_steps=20),
+        seed=7,
+        rt=CPU,
+        checkpoint_dir=tmp_path,
+        live=Recorder(),
+    )
     assert result.epochs_planned == result.epochs_run == 4 and result.steps == 24
     assert len(lrs) == 24 and lrs[-1] == 0.0 and min(lrs[:-1]) > 0
 
@@ -276,14 +325,28 @@ def test_still_rising_validation_f1_is_reported(tiny_encoder_dir, tmp_path, monk
     scores = iter([0.4, 0.5, 0.45, 0.6])
     monkeypatch.setattr(loop, "_validate", lambda *a: next(scores))
     with caplog.at_level("WARNING", logger="lttw.training"):
-        result = train_classifier(build_model(tiny_encoder_dir), TRAIN, VAL,
-                                  train_settings(epochs=4, max_epochs=4, min_gain=0.01),
-                                  seed=7, rt=CPU, checkpoint_dir=tmp_path)
+        result = train_classifier(
+            build_model(tiny_encoder_dir),
+            TRAIN,
+            VAL,
+            train_settings(epochs=4, max_epochs=4, min_gain=0.01),
+            seed=7,
+            rt=CPU,
+            checkpoint_dir=tmp_path,
+        )
     assert [r["val_f1_macro"] for r in result.history] == [0.4, 0.5, 0.45, 0.6]
     assert result.val_f1_still_rising and "still rising" in caplog.text  # max_epochs: no more
     assert result.best_epoch == 3
-    flat = loop.TrainResult(0, 0.5, 2, 12, [1, 1], 1.0, 2,
-                            [{"epoch": 0, "val_f1_macro": 0.5}, {"epoch": 1, "val_f1_macro": 0.5}])
+    flat = loop.TrainResult(
+        0,
+        0.5,
+        2,
+        12,
+        [1, 1],
+        1.0,
+        2,
+        [{"epoch": 0, "val_f1_macro": 0.5}, {"epoch": 1, "val_f1_macro": 0.5}],
+    )
     assert not flat.val_f1_still_rising
 
 
@@ -304,8 +367,9 @@ def _scripted(monkeypatch, scores, snapshots=None):
     monkeypatch.setattr(loop, "_validate", validate)
 
 
-def test_training_continues_while_rising_and_keeps_the_best_epoch(tiny_encoder_dir, tmp_path,
-                                                                  monkeypatch):
+def test_training_continues_while_rising_and_keeps_the_best_epoch(
+    tiny_encoder_dir, tmp_path, monkeypatch
+):
     lrs, snapshots = [], []
 
     class Recorder(StepCounter):
@@ -316,8 +380,16 @@ def test_training_continues_while_rising_and_keeps_the_best_epoch(tiny_encoder_d
 
     _scripted(monkeypatch, [0.4, 0.5, 0.6, 0.55], snapshots)
     model = build_model(tiny_encoder_dir)
-    result = train_classifier(model, TRAIN, VAL, train_settings(min_gain=0.01, max_epochs=10),
-                              seed=7, rt=CPU, checkpoint_dir=tmp_path, live=Recorder())
+    result = train_classifier(
+        model,
+        TRAIN,
+        VAL,
+        train_settings(min_gain=0.01, max_epochs=10),
+        seed=7,
+        rt=CPU,
+        checkpoint_dir=tmp_path,
+        live=Recorder(),
+    )
     # epochs 2 and 3 rose by 0.1 each: one epoch more each time; epoch 4 fell: stop there
     assert result.epochs_run == result.epochs_planned == 4 and result.steps == 24
     assert result.best_epoch == 2 and result.best_val_f1 == 0.6
@@ -333,18 +405,30 @@ def test_training_continues_while_rising_and_keeps_the_best_epoch(tiny_encoder_d
 
 def test_a_gain_below_min_gain_ends_at_the_plan(tiny_encoder_dir, tmp_path, monkeypatch):
     _scripted(monkeypatch, [0.4, 0.405])
-    result = train_classifier(build_model(tiny_encoder_dir), TRAIN, VAL,
-                              train_settings(min_gain=0.01), seed=7, rt=CPU,
-                              checkpoint_dir=tmp_path)
+    result = train_classifier(
+        build_model(tiny_encoder_dir),
+        TRAIN,
+        VAL,
+        train_settings(min_gain=0.01),
+        seed=7,
+        rt=CPU,
+        checkpoint_dir=tmp_path,
+    )
     assert result.epochs_run == 2 and result.val_f1_still_rising and result.best_epoch == 1
 
 
 def test_rising_training_stops_at_max_epochs(tiny_encoder_dir, tmp_path, monkeypatch, caplog):
     _scripted(monkeypatch, [0.1, 0.2, 0.3, 0.4])
     with caplog.at_level("WARNING", logger="lttw.training"):
-        result = train_classifier(build_model(tiny_encoder_dir), TRAIN, VAL,
-                                  train_settings(min_gain=0.01, max_epochs=3), seed=7, rt=CPU,
-                                  checkpoint_dir=tmp_path)
+        result = train_classifier(
+            build_model(tiny_encoder_dir),
+            TRAIN,
+            VAL,
+            train_settings(min_gain=0.01, max_epochs=3),
+            seed=7,
+            rt=CPU,
+            checkpoint_dir=tmp_path,
+        )
     assert result.epochs_run == 3 and result.best_epoch == 2
     assert "raise train.max_epochs" in caplog.text
 
@@ -373,9 +457,18 @@ def test_resumed_run_continues_the_dvclive_history(tiny_encoder_dir, tmp_path, m
     def train(live_dir, ckpt_dir, resume=False):
         live = open_live(live_dir, {"seed": 7}, resume=resume)
         model = build_model(tiny_encoder_dir)
-        result = train_classifier(model, TRAIN, VAL, cfg, seed=7, rt=CPU, live=live,
-                                  checkpoint_dir=ckpt_dir, fingerprint="run-a",
-                                  checkpoint_every_s=0)
+        result = train_classifier(
+            model,
+            TRAIN,
+            VAL,
+            cfg,
+            seed=7,
+            rt=CPU,
+            live=live,
+            checkpoint_dir=ckpt_dir,
+            fingerprint="run-a",
+            checkpoint_every_s=0,
+        )
         live.end()
         return result
 
@@ -420,4 +513,7 @@ def test_trim_history_drops_steps_after_the_checkpoint(tmp_path):
     trim_history(resumed, 4, [])
     log_steps(resumed, 6, {"train/loss": 0.65})
     assert _tsv(tmp_path / "plots" / "metrics" / "train" / "loss.tsv") == [
-        (2, 0.2), (4, 0.4), (6, 0.65)]
+        (2, 0.2),
+        (4, 0.4),
+        (6, 0.65),
+    ]

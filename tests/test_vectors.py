@@ -56,10 +56,12 @@ MALFORMED = {
     "too many values": ("2 2\na 1 2 3\nb 1 2\n", 2, "got 4 fields"),
     "not a number": ("2 2\na 1 2\nb 1 x1\n", 3, "'x1' is not a number"),
     "nan": ("1 2\na nan 1\n", 2, "non-finite"),
-    "duplicate word": ("3 2\na 1 2\nb 1 2\na 3 4\n", 4,
-                       "duplicate word 'a' \\(first on line 2\\)"),
-    "fewer rows than header": ("3 2\na 1 2\nb 1 2\n", 3,
-                               "header says 3 vectors but the file has 2"),
+    "duplicate word": ("3 2\na 1 2\nb 1 2\na 3 4\n", 4, "duplicate word 'a' \\(first on line 2\\)"),
+    "fewer rows than header": (
+        "3 2\na 1 2\nb 1 2\n",
+        3,
+        "header says 3 vectors but the file has 2",
+    ),
     "more rows than header": ("1 2\na 1 2\nb 1 2\n", 3, "header says 1 vectors but the file has 2"),
     "bad utf-8": (b"1 2\n\xff\xfe 1 2\n", 2, "not valid UTF-8"),
 }
@@ -108,13 +110,21 @@ VECTORS = (["北", "京", "bank"], np.array([[1, 0], [0, 1], [2, 2]], np.float32
 
 def test_embedding_matrix_rows_and_coverage():
     vocabulary = ["<pad>", "北", "bank", "北京", "上海"]
-    matrix, coverage = embedding_matrix(vocabulary, VECTORS, 2, random_state=0,
-                                        token_counts=[0, 5, 3, 1, 1], padding_index=0)
+    matrix, coverage = embedding_matrix(
+        vocabulary, VECTORS, 2, random_state=0, token_counts=[0, 5, 3, 1, 1], padding_index=0
+    )
     assert matrix.shape == (5, 2) and matrix.dtype == np.float32
     np.testing.assert_array_equal(matrix[:3], [[0, 0], [1, 0], [2, 2]])
-    assert coverage == {"vocabulary": 4, "found": 2, "composed": 0, "vocabulary_share": 0.5,
-                        "vocabulary_share_composed": 0.5, "tokens": 10, "token_share": 0.8,
-                        "token_share_composed": 0.8}
+    assert coverage == {
+        "vocabulary": 4,
+        "found": 2,
+        "composed": 0,
+        "vocabulary_share": 0.5,
+        "vocabulary_share_composed": 0.5,
+        "tokens": 10,
+        "token_share": 0.8,
+        "token_share_composed": 0.8,
+    }
     again, _ = embedding_matrix(vocabulary, VECTORS, 2, random_state=0, padding_index=0)
     other, _ = embedding_matrix(vocabulary, VECTORS, 2, random_state=1, padding_index=0)
     np.testing.assert_array_equal(again, matrix)
@@ -122,8 +132,14 @@ def test_embedding_matrix_rows_and_coverage():
 
 
 def test_embedding_matrix_composes_words_from_character_vectors():
-    matrix, coverage = embedding_matrix(["北京", "北海", "bank"], VECTORS, 2, random_state=0,
-                                        token_counts=[2, 1, 1], compose_from_characters=True)
+    matrix, coverage = embedding_matrix(
+        ["北京", "北海", "bank"],
+        VECTORS,
+        2,
+        random_state=0,
+        token_counts=[2, 1, 1],
+        compose_from_characters=True,
+    )
     np.testing.assert_allclose(matrix[0], [0.5, 0.5])
     assert (coverage["found"], coverage["composed"]) == (1, 1)
     assert coverage["vocabulary_share_composed"] == pytest.approx(2 / 3)

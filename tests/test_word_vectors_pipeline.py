@@ -10,15 +10,21 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from test_chinese import TOPICS, write_dataset
 from tiny_project import git_commit, lttw, make_tiny_project, ran, run, set_params
 
 pytestmark = pytest.mark.slow  # the real `dvc repro` on a project of its own
 
 #: 4-d vectors: whole words, and characters from which other words are composed
-VECTORS = {"比赛": [1, 0, 0, 0], "股票": [0, 1, 0, 0], "手机": [0, 0, 1, 0], "电影": [0, 0, 0, 1],
-           "球": [1, 1, 0, 0], "队": [1, 0, 1, 0], "the": [5, 5, 5, 5]}
+VECTORS = {
+    "比赛": [1, 0, 0, 0],
+    "股票": [0, 1, 0, 0],
+    "手机": [0, 0, 1, 0],
+    "电影": [0, 0, 0, 1],
+    "球": [1, 1, 0, 0],
+    "队": [1, 0, 1, 0],
+    "the": [5, 5, 5, 5],
+}
 
 
 def write_vec(path: Path, rows: dict) -> Path:
@@ -33,10 +39,19 @@ def project(tmp_path_factory, tiny_encoder_dir) -> Path:
     datasets = tmp_path_factory.mktemp("datasets")
     write_dataset(datasets)
     vectors = write_vec(tmp_path_factory.mktemp("vectors") / "zh.vec", VECTORS)
-    set_params(root, data={"dataset": "tiny_zh", "root": str(datasets)},
-               words={"splitter": "jieba"}, nmf={"rank": 4},
-               model={"variant": "bilstm_attention", "vocab": "words",
-                      "word_vectors": str(vectors), "hidden": 16, "layers": 1})
+    set_params(
+        root,
+        data={"dataset": "tiny_zh", "root": str(datasets)},
+        words={"splitter": "jieba"},
+        nmf={"rank": 4},
+        model={
+            "variant": "bilstm_attention",
+            "vocab": "words",
+            "word_vectors": str(vectors),
+            "hidden": 16,
+            "layers": 1,
+        },
+    )
     git_commit(root, "tiny Chinese profile, word vectors")
     return root
 

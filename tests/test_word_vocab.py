@@ -47,12 +47,17 @@ def test_embedding_rows_are_the_vectors(tmp_path, variant):
     from lttw import models  # noqa: F401  (registers the variants)
     from lttw.models.registry import MODEL_REGISTRY
 
-    vectors = {"比赛": [1.0, 2.0, 3.0, 4.0], "球": [0.0, 2.0, 0.0, 2.0],
-               "队": [2.0, 0.0, 2.0, 0.0], "x": [9.0, 9.0, 9.0, 9.0]}
+    vectors = {
+        "比赛": [1.0, 2.0, 3.0, 4.0],
+        "球": [0.0, 2.0, 0.0, 2.0],
+        "队": [2.0, 0.0, 2.0, 0.0],
+        "x": [9.0, 9.0, 9.0, 9.0],
+    }
     path = write_vec(tmp_path / "v.vec", vectors)
     vocabulary = WordVocabulary(("比赛", "球队", "股票"), JIEBA)
-    settings = ModelSettings(variant=variant, vocab="words", word_vectors=path, hidden=8,
-                             heads=2, layers=1)
+    settings = ModelSettings(
+        variant=variant, vocab="words", word_vectors=path, hidden=8, heads=2, layers=1
+    )
     weight, record = word_embedding(settings, vocabulary, ["球队比赛", "比赛股票", "比赛"], 0)
     assert record["found"] == 1 and record["composed"] == 1 and record["vocabulary"] == 3
     assert record["vocabulary_share"] == pytest.approx(1 / 3)
@@ -65,8 +70,9 @@ def test_embedding_rows_are_the_vectors(tmp_path, variant):
     assert torch.equal(rows[:2], torch.zeros(2, 4))  # padding, unknown
     assert rows[2].tolist() == vectors["比赛"]
     assert rows[3].tolist() == [1.0, 1.0, 1.0, 1.0]  # 球队: mean of 球 and 队
-    logits = net(input_ids=torch.tensor([[2, 3, 4, 0]]),
-                 attention_mask=torch.tensor([[1, 1, 1, 0]]))
+    logits = net(
+        input_ids=torch.tensor([[2, 3, 4, 0]]), attention_mask=torch.tensor([[1, 1, 1, 0]])
+    )
     assert logits.shape == (1, 3) and torch.isfinite(logits).all()
 
 

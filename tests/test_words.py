@@ -12,20 +12,30 @@ from lttw.errors import DataError, UserError
 from lttw.factors.counts import build_vectorizer, tokenize
 from lttw.settings import CountSettings
 from lttw.text import words
-from lttw.text.words import (WordSplitter, degenerate_warning, make_splitter, resolve_splitter,
-                             splitting_quality, zero_row_share)
+from lttw.text.words import (
+    WordSplitter,
+    degenerate_warning,
+    make_splitter,
+    resolve_splitter,
+    splitting_quality,
+    zero_row_share,
+)
 
-ENGLISH = ["The cat sat on the mat.", "Stocks FELL 3.5% -- oil_price up!", "",
-           "C++ & naïve café"]
-CHINESE = ["我来到北京清华大学", "苹果发布iPhone 15，售价5999元！",
-           "布拉特：放球员一条生路吧 FIFA能消化", "60年铁树开花形状似玉米芯(组图)", "锌价难续去年辉煌"]
+ENGLISH = ["The cat sat on the mat.", "Stocks FELL 3.5% -- oil_price up!", "", "C++ & naïve café"]
+CHINESE = [
+    "我来到北京清华大学",
+    "苹果发布iPhone 15，售价5999元！",
+    "布拉特：放球员一条生路吧 FIFA能消化",
+    "60年铁树开花形状似玉米芯(组图)",
+    "锌价难续去年辉煌",
+]
 JAPANESE = ["東京でラーメンを食べました", "今日はとても暑いですね", "新しいパソコンを買いたい"]
 KOREAN = ["오늘 날씨가 정말 좋네요", "서울에서 친구를 만났습니다"]
 
 
-@pytest.mark.parametrize("pattern,lowercase", [(r"(?u)\b\w+\b", True),
-                                               (r"(?u)\b\w\w+\b", False),
-                                               (r"([a-z]+)\d*", True)])
+@pytest.mark.parametrize(
+    "pattern,lowercase", [(r"(?u)\b\w+\b", True), (r"(?u)\b\w\w+\b", False), (r"([a-z]+)\d*", True)]
+)
 def test_regex_rule_is_todays_rule(pattern, lowercase):
     settings = CountSettings(token_pattern=pattern, lowercase=lowercase)
     splitter = WordSplitter("regex", pattern, lowercase)
@@ -111,17 +121,34 @@ def test_each_rule_works_inside_scikit_learn(rule):
     assert fixed.shape == (len(CHINESE), 3) and fixed.dtype == np.int64
 
 
-@pytest.mark.parametrize("language,rule", [("zh", "jieba"), ("zh-CN", "jieba"),
-                                           ("zh_Hant", "jieba"), ("ja", "char"), ("en", "regex"),
-                                           ("ko", "regex"), ("de", "regex")])
+@pytest.mark.parametrize(
+    "language,rule",
+    [
+        ("zh", "jieba"),
+        ("zh-CN", "jieba"),
+        ("zh_Hant", "jieba"),
+        ("ja", "char"),
+        ("en", "regex"),
+        ("ko", "regex"),
+        ("de", "regex"),
+    ],
+)
 def test_auto_follows_the_language_hint(language, rule):
     got, reason = resolve_splitter("auto", texts=ENGLISH, language=language)
     assert got == rule and language in reason and "\n" not in reason
 
 
-@pytest.mark.parametrize("texts,rule", [(CHINESE, "jieba"), (ENGLISH, "regex"),
-                                        (JAPANESE, "char"), (KOREAN, "regex"), ([], "regex"),
-                                        (["", "  "], "regex")])
+@pytest.mark.parametrize(
+    "texts,rule",
+    [
+        (CHINESE, "jieba"),
+        (ENGLISH, "regex"),
+        (JAPANESE, "char"),
+        (KOREAN, "regex"),
+        ([], "regex"),
+        (["", "  "], "regex"),
+    ],
+)
 def test_auto_detects_the_script_of_the_texts(texts, rule):
     got, reason = resolve_splitter("auto", texts=texts)
     assert got == rule, reason
@@ -137,8 +164,7 @@ def test_auto_detection_threshold_is_the_cjk_share_of_letters():
 
 
 def test_concrete_names_resolve_to_themselves_and_bad_names_fail():
-    assert resolve_splitter("char", texts=ENGLISH, language="en") == ("char",
-                                                                       "words.splitter=char")
+    assert resolve_splitter("char", texts=ENGLISH, language="en") == ("char", "words.splitter=char")
     with pytest.raises(UserError, match="words.splitter='spaces'"):
         resolve_splitter("spaces")
     with pytest.raises(UserError, match="resolve it first"):

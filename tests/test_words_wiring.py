@@ -31,16 +31,24 @@ def test_auto_on_ag_news_is_regex_with_identical_counts_and_features():
     assert splitter == WordSplitter("regex") and "-> regex" in reason
     counts, vocabulary = word_label_counts(texts, labels, 4, settings, splitter)
     # today's rule, written out independently: scikit-learn with counts.token_pattern
-    plain = CountVectorizer(token_pattern=settings.token_pattern, lowercase=True,
-                            dtype=np.int64)
+    plain = CountVectorizer(token_pattern=settings.token_pattern, lowercase=True, dtype=np.int64)
     x = plain.fit_transform(texts)
     assert vocabulary == plain.get_feature_names_out().tolist()
     np.testing.assert_array_equal(counts.toarray(), (x.T @ np.eye(4, dtype=np.int64)[labels]))
     factors = np.random.default_rng(0).random((len(vocabulary), 3)).astype(np.float32)
-    tensor = latent_factor_tensor(texts, vocabulary, corpus_counts(counts), factors, 4, 4,
-                                  "count_then_corpus", splitter)
-    again = latent_factor_tensor(texts, vocabulary, corpus_counts(counts), factors, 4, 4,
-                                 "count_then_corpus", WordSplitter("regex"))
+    tensor = latent_factor_tensor(
+        texts, vocabulary, corpus_counts(counts), factors, 4, 4, "count_then_corpus", splitter
+    )
+    again = latent_factor_tensor(
+        texts,
+        vocabulary,
+        corpus_counts(counts),
+        factors,
+        4,
+        4,
+        "count_then_corpus",
+        WordSplitter("regex"),
+    )
     assert tensor.tobytes() == again.tobytes() and tensor.any()
 
 
@@ -52,8 +60,9 @@ def test_tfidf_linear_splits_with_the_rule_and_keeps_it_when_saved(tmp_path):
     model.save(tmp_path)
     loaded = TfidfLinear.load(tmp_path)
     assert loaded.settings.splitter == "jieba"
-    np.testing.assert_array_equal(loaded.predict_proba(["冠军球队"]),
-                                  model.predict_proba(["冠军球队"]))
+    np.testing.assert_array_equal(
+        loaded.predict_proba(["冠军球队"]), model.predict_proba(["冠军球队"])
+    )
     assert loaded.predict(["冠军球队", "股票上涨"]).tolist() == [0, 1]
 
 
@@ -68,19 +77,22 @@ def test_model_words_reads_lttw_json_and_falls_back_to_counts(tmp_path):
 
 def test_data_check_reports_the_rule_and_degenerate_splitting(tmp_path):
     texts = ["球队赢得联赛冠军", "银行股票市场上涨", "球员进球比赛", "基金投资利率"] * 10
-    pd.DataFrame({"text": texts, "label": [0, 1, 0, 1] * 10}).to_csv(tmp_path / "zh.csv",
-                                                                     index=False)
+    pd.DataFrame({"text": texts, "label": [0, 1, 0, 1] * 10}).to_csv(
+        tmp_path / "zh.csv", index=False
+    )
     base = {"data": {"train_size": 20, "test_size": 4, "predict_size": 4}}
     auto = check_dataset(settings_from_dict(base), str(tmp_path / "zh.csv")).words
     assert auto["rule"] == "jieba" and "CJK letters" in auto["reason"]
     assert auto["warning"] is None and auto["median_words"] >= 3
     # k / s auto on these 3-4 word texts: 2 + 2 slots (and nothing where both are numbers)
     assert 3 <= auto["distinct_words"] <= 4 and auto["slots"] == (2, 2)
-    fixed = check_dataset(settings_from_dict({**base, "model": {"k": 10, "s": 10}}),
-                          str(tmp_path / "zh.csv")).words
+    fixed = check_dataset(
+        settings_from_dict({**base, "model": {"k": 10, "s": 10}}), str(tmp_path / "zh.csv")
+    ).words
     assert fixed["slots"] is None and fixed["distinct_words"] == auto["distinct_words"]
-    regex = check_dataset(settings_from_dict({**base, "words": {"splitter": "regex"}}),
-                          str(tmp_path / "zh.csv")).words
+    regex = check_dataset(
+        settings_from_dict({**base, "words": {"splitter": "regex"}}), str(tmp_path / "zh.csv")
+    ).words
     assert regex["rule"] == "regex" and regex["median_words"] == 1
     assert "set words.splitter to" in regex["warning"]
 

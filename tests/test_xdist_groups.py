@@ -21,12 +21,28 @@ def test_each_file_stays_on_one_worker(tmp_path):
     (tmp_path / "conftest.py").write_text(CONFTEST.read_text())
     for name in ("test_one.py", "test_two.py"):
         (tmp_path / name).write_text(
-            "import pytest\n\n@pytest.mark.parametrize('i', range(6))\n"
-            "def test_it(i):\n    pass\n")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup",
-                           "-v", "-p", "no:cacheprovider", str(tmp_path)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(CONFTEST.parent)})
+            "import pytest\n\n@pytest.mark.parametrize('i', range(6))\ndef test_it(i):\n    pass\n"
+        )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(CONFTEST.parent)},
+    )
     assert proc.returncode == 0, proc.stdout[-2000:]
     workers: dict[str, set[str]] = {}
     for worker, file in re.findall(r"\[(gw\d)\].*PASSED \S*?(test_\w+\.py)::", proc.stdout):

@@ -18,37 +18,69 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = REPO.parent / "shared" / "datasets"
 TRACER = Path(__file__).resolve().parent / "param_trace"
-COPY = ["dvc.yaml", "params.yaml", "stages", "src", ".dvc/config", ".dvcignore", ".gitignore",
-        "README.md"]
+COPY = [
+    "dvc.yaml",
+    "params.yaml",
+    "stages",
+    "src",
+    ".dvc/config",
+    ".dvcignore",
+    ".gitignore",
+    "README.md",
+]
 
 
 def tiny_params(encoder_dir: Path, root: Path) -> dict:
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    params["data"].update(dataset="ag_news", root=str(root), train_size=160, test_size=40,
-                          predict_size=40)
+    params["data"].update(
+        dataset="ag_news", root=str(root), train_size=160, test_size=40, predict_size=40
+    )
     params["folds"].update(n_folds=4, run=[0])
     params["nmf"].update(rank=3, max_iter=50)
-    params["model"].update(encoder=str(encoder_dir), max_len=32, k=4, s=4, heads=2,
-                           linformer_k=8)
-    params["train"].update(epochs=1, min_steps=0, batch_size=16, eval_batch_size=64, lr=1e-3,
-                           log_every=2, patience=0, bf16=False)
+    params["model"].update(encoder=str(encoder_dir), max_len=32, k=4, s=4, heads=2, linformer_k=8)
+    params["train"].update(
+        epochs=1,
+        min_steps=0,
+        batch_size=16,
+        eval_batch_size=64,
+        lr=1e-3,
+        log_every=2,
+        patience=0,
+        bf16=False,
+    )
     return params
 
 
 def env() -> dict:
     """The test's environment, with this interpreter's bin (dvc, lttw) first on PATH."""
-    return {**os.environ, "DVC_NO_ANALYTICS": "1", "HF_HUB_OFFLINE": "1",
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return {
+        **os.environ,
+        "DVC_NO_ANALYTICS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
 
 
-def run(args: list[str] | str, cwd: Path, check: bool = True,
-        extra_env: dict | None = None, timeout: float | None = None) -> str:
+def run(
+    args: list[str] | str,
+    cwd: Path,
+    check: bool = True,
+    extra_env: dict | None = None,
+    timeout: float | None = None,
+) -> str:
     """Run ``args`` in ``cwd`` and return stdout + stderr; ``check``: assert it succeeded.
     ``timeout``: stop it (and what it started) after that many seconds, raising
     ``subprocess.TimeoutExpired`` with the output so far."""
-    proc = subprocess.Popen(args, cwd=cwd, env={**env(), **(extra_env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            shell=isinstance(args, str), start_new_session=True)
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env={**env(), **(extra_env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        shell=isinstance(args, str),
+        start_new_session=True,
+    )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as err:
@@ -81,10 +113,14 @@ def lttw(args: list[str], cwd: Path, check: bool = True):
     finally:
         os.chdir(before)
     if check:
-        error = "" if result.exception is None or isinstance(result.exception, SystemExit) \
+        error = (
+            ""
+            if result.exception is None or isinstance(result.exception, SystemExit)
             else "".join(traceback.format_exception(result.exception))
-        assert result.exit_code == 0, f"lttw {' '.join(map(str, args))} failed:\n" \
-                                      f"{result.output[-4000:]}{error[-4000:]}"
+        )
+        assert result.exit_code == 0, (
+            f"lttw {' '.join(map(str, args))} failed:\n{result.output[-4000:]}{error[-4000:]}"
+        )
     return result
 
 
@@ -115,16 +151,29 @@ def ran(output: str) -> set[str]:
 
 def git_commit(root: Path, message: str) -> None:
     run(["git", "add", "-A"], root)
-    run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", message,
-         "--allow-empty"], root)
+    run(
+        [
+            "git",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-qm",
+            message,
+            "--allow-empty",
+        ],
+        root,
+    )
 
 
 def set_params(project: Path, **groups) -> None:
     params = yaml.safe_load((project / "params.yaml").read_text())
     for group, values in groups.items():
         params.setdefault(group, {}).update(values)
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False,
-                                                        allow_unicode=True))
+    (project / "params.yaml").write_text(
+        yaml.safe_dump(params, sort_keys=False, allow_unicode=True)
+    )
 
 
 def dvc_status(project: Path, *stages: str) -> dict:
@@ -145,8 +194,9 @@ def make_tiny_project(root: Path, encoder_dir: Path) -> Path:
         elif src.exists():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, root / name)
-    (root / "params.yaml").write_text(yaml.safe_dump(tiny_params(encoder_dir, DATASETS),
-                                                     sort_keys=False))
+    (root / "params.yaml").write_text(
+        yaml.safe_dump(tiny_params(encoder_dir, DATASETS), sort_keys=False)
+    )
     run(["git", "init", "-q"], root)
     git_commit(root, "tiny profile")
     return root
@@ -184,8 +234,11 @@ def tiny_repro_once(base: Path, encoder_dir: Path) -> TinyRepro:
             shutil.rmtree(root, ignore_errors=True)  # what a failed build left, if any
             make_tiny_project(root, encoder_dir)
             path = os.pathsep.join(filter(None, [str(TRACER), os.environ.get("PYTHONPATH")]))
-            output = run(["dvc", "repro"], root,
-                         extra_env={"PYTHONPATH": path, "LTTW_PARAM_TRACE": str(trace)})
+            output = run(
+                ["dvc", "repro"],
+                root,
+                extra_env={"PYTHONPATH": path, "LTTW_PARAM_TRACE": str(trace)},
+            )
             git_commit(root, "lock")
             done.write_text(output)
     return TinyRepro(root, done.read_text(), trace)

@@ -48,8 +48,9 @@ def queued_or_done() -> set[str]:
     """Names of this commit's experiments (``dvc exp list``) and of the queue's tasks that
     are queued or running (``dvc queue status``)."""
     names = existing_experiments(str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "dvc", "queue", "status"], cwd=ROOT,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dvc", "queue", "status"], cwd=ROOT, capture_output=True, text=True
+    )
     for line in proc.stdout.splitlines()[1:]:
         fields = line.split()
         if len(fields) >= 3 and fields[-1] in ("Queued", "Running"):
@@ -58,26 +59,40 @@ def queued_or_done() -> set[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("command", choices=["status", "queue", "collect", "readme"])
     parser.add_argument("--study", type=Path, default=STUDY, help="the study file")
     parser.add_argument("--runs", type=Path, default=RUNS, help="collected cells' folder")
-    parser.add_argument("--only", action="append", help="only cells whose name contains this "
-                        "(repeatable), e.g. --only ag_news")
-    parser.add_argument("-S", "--set-param", action="append", default=[], dest="extra",
-                        help="another -S for every queued cell (e.g. train.device=cuda)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        help="only cells whose name contains this (repeatable), e.g. --only ag_news",
+    )
+    parser.add_argument(
+        "-S",
+        "--set-param",
+        action="append",
+        default=[],
+        dest="extra",
+        help="another -S for every queued cell (e.g. train.device=cuda)",
+    )
     args = parser.parse_args()
     os.chdir(ROOT)  # dvc reads the experiments' files relative to the repository
     try:
         if args.command == "readme":
-            README.write_text(fill_readme(README.read_text(encoding="utf-8"), args.study),
-                              encoding="utf-8")
+            README.write_text(
+                fill_readme(README.read_text(encoding="utf-8"), args.study), encoding="utf-8"
+            )
             print(f"{README.name}: the study's section rewritten from {args.study}")
             return
         study, settings = read_study(args.study), _settings()
-        cells = [c for c in study.cells(settings.folds.n_folds)
-                 if not args.only or any(part in c.name for part in args.only)]
+        cells = [
+            c
+            for c in study.cells(settings.folds.n_folds)
+            if not args.only or any(part in c.name for part in args.only)
+        ]
         done = collected(args.runs)
         if args.command == "collect":
             doc = exp_show_json(ROOT, all_commits=True) or []
@@ -92,8 +107,13 @@ def main() -> None:
             print(f"queued {len(todo)} cell(s); run them with `dvc queue start -j 1`")
             queued |= {c.name for c in todo}
         for cell in cells:
-            state = ("collected" if cell.name in done else
-                     "queued or finished (collect)" if cell.name in queued else "not run")
+            state = (
+                "collected"
+                if cell.name in done
+                else "queued or finished (collect)"
+                if cell.name in queued
+                else "not run"
+            )
             print(f"{cell.name:32s} {state}")
     except UserError as err:
         sys.exit(f"error: {err}")

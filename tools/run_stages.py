@@ -63,23 +63,36 @@ def stage_commands(dvc_yaml: dict, params: dict) -> list[tuple[str, str]]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 1)[1])
-    ap.add_argument("-S", "--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a parameter of params.yaml (repeatable)")
-    ap.add_argument("--only", default=None,
-                    help="comma-separated stage names (without @fold) to run; default all")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    ap.add_argument(
+        "-S",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a parameter of params.yaml (repeatable)",
+    )
+    ap.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated stage names (without @fold) to run; default all",
+    )
     ap.add_argument("--repo", default=".", help="the pipeline's folder (default: here)")
-    ap.add_argument("--out", default=None,
-                    help="timings JSON (default: <repo>/bench/results/run_stages.json)")
+    ap.add_argument(
+        "--out", default=None, help="timings JSON (default: <repo>/bench/results/run_stages.json)"
+    )
     args = ap.parse_args(argv)
     repo = Path(args.repo).resolve()
     params = yaml.safe_load((repo / "params.yaml").read_text(encoding="utf-8"))
     for assignment in args.set:
         apply_override(params, assignment)
-    commands = stage_commands(yaml.safe_load((repo / "dvc.yaml").read_text(encoding="utf-8")),
-                              params)
+    commands = stage_commands(
+        yaml.safe_load((repo / "dvc.yaml").read_text(encoding="utf-8")), params
+    )
     if args.only:
         wanted = set(args.only.split(","))
         unknown = wanted - {name.split("@")[0] for name, _ in commands}
@@ -91,8 +104,9 @@ def main(argv=None) -> int:
     src = str(repo / "src")  # the package from the checkout when it is not installed
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     rows, rc = [], 0
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="params-", dir=repo,
-                                     delete=False, encoding="utf-8") as tmp:
+    with tempfile.NamedTemporaryFile(
+        "w", suffix=".yaml", prefix="params-", dir=repo, delete=False, encoding="utf-8"
+    ) as tmp:
         yaml.safe_dump(params, tmp, sort_keys=False)
     try:
         for name, cmd in commands:
@@ -103,15 +117,20 @@ def main(argv=None) -> int:
             print(f"# {name}: {cmd}", flush=True)
             t0 = time.perf_counter()
             rc = subprocess.run(argv_, cwd=repo, env=env).returncode
-            rows.append({"stage": name, "seconds": round(time.perf_counter() - t0, 2),
-                         "exit_code": rc})
+            rows.append(
+                {"stage": name, "seconds": round(time.perf_counter() - t0, 2), "exit_code": rc}
+            )
             print(f"# {name}: {rows[-1]['seconds']} s (exit {rc})", flush=True)
             if rc:
                 break
     finally:
         os.unlink(tmp.name)
-    result = {"python": platform.python_version(), "overrides": args.set, "stages": rows,
-              "total_s": round(sum(r["seconds"] for r in rows), 2)}
+    result = {
+        "python": platform.python_version(),
+        "overrides": args.set,
+        "stages": rows,
+        "total_s": round(sum(r["seconds"] for r in rows), 2),
+    }
     out = Path(args.out) if args.out else repo / "bench" / "results" / "run_stages.json"
     write_json(out, result)
     print(f"# total {result['total_s']} s; wrote {out}")

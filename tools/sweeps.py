@@ -26,8 +26,9 @@ RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "sweeps.js
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("sweeps", nargs="+", help="table6, table7, table8-K, ...")
     parser.add_argument("--frozen", action="store_true", help="train.freeze_encoder: true")
     parser.add_argument("--folds", default="0", help="folds.run, e.g. 0,1,2 (default 0)")
@@ -37,21 +38,42 @@ def main() -> None:
     rows = json.loads(args.out.read_text()) if args.out.is_file() else []
     for name in args.sweeps:
         sweep = get_sweep(name)
-        command = ["lttw", "sweep", name, "-S", f"folds.run=[{','.join(map(str, folds))}]",
-                   *(["--frozen"] if args.frozen else [])]
+        command = [
+            "lttw",
+            "sweep",
+            name,
+            "-S",
+            f"folds.run=[{','.join(map(str, folds))}]",
+            *(["--frozen"] if args.frozen else []),
+        ]
         print("$", " ".join(command), flush=True)
         start = time.perf_counter()
         subprocess.run(command, check=True)
         wall = time.perf_counter() - start
         names = {sweep.experiment(s.key, args.frozen): s.label for s in sweep.settings}
-        f1 = {names[run.name]: {str(f): m["test"]["f1_macro"] for f, m in run.folds.items()}
-              for run in experiment_runs(".") if run.name in names}
-        rows.append({"sweep": name, "frozen": args.frozen, "folds": folds,
-                     "wall_s": round(wall, 1), "settings": len(names), "test_f1_macro": f1,
-                     "machine": f"{platform.machine()}, {platform.processor() or '?'}",
-                     "cpus": __import__("os").cpu_count(), "python": sys.version.split()[0]})
-        print(f"{name} ({'frozen' if args.frozen else 'fine-tuned'}, folds {folds}): "
-              f"{wall:.0f} s wall", flush=True)
+        f1 = {
+            names[run.name]: {str(f): m["test"]["f1_macro"] for f, m in run.folds.items()}
+            for run in experiment_runs(".")
+            if run.name in names
+        }
+        rows.append(
+            {
+                "sweep": name,
+                "frozen": args.frozen,
+                "folds": folds,
+                "wall_s": round(wall, 1),
+                "settings": len(names),
+                "test_f1_macro": f1,
+                "machine": f"{platform.machine()}, {platform.processor() or '?'}",
+                "cpus": __import__("os").cpu_count(),
+                "python": sys.version.split()[0],
+            }
+        )
+        print(
+            f"{name} ({'frozen' if args.frozen else 'fine-tuned'}, folds {folds}): "
+            f"{wall:.0f} s wall",
+            flush=True,
+        )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(rows, indent=2) + "\n")
 

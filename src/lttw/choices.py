@@ -12,4 +12,6 @@ Attention = Literal["linformer", "mha", "none"]
 Ranking = Literal["count_then_corpus", "count_then_alpha", "first_occurrence"]
 Sampling = Literal["balanced", "stratified", "all"]
 Device = Literal["auto", "cpu", "cuda"]
-Backend = Literal["auto", "torch", "onnx"]  # lttw serve: onnxruntime where the folder has model.onnx
+Backend = Literal[
+    "auto", "torch", "onnx"
+]  # lttw serve: onnxruntime where the folder has model.onnx

@@ -12,7 +12,7 @@ import json
 import logging
 import shutil
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
@@ -23,7 +23,6 @@ from lttw.console import console, print_predictions
 from lttw.errors import UserError
 
 EXIT_USER_ERROR = 2
-
 
 
 def _message(err: BaseException) -> str:
@@ -50,19 +49,32 @@ class _Group(TyperGroup):
 
 
 def _typer(help_text: str) -> typer.Typer:
-    return typer.Typer(cls=_Group, help=help_text, no_args_is_help=True, add_completion=False,
-                       pretty_exceptions_show_locals=False, rich_markup_mode="markdown")
+    return typer.Typer(
+        cls=_Group,
+        help=help_text,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_show_locals=False,
+        rich_markup_mode="markdown",
+    )
 
 
-app = _typer("LTTW text classifier: predict, explain, check data, export, report, sweep. "
-             "Training and evaluation run through DVC (`dvc repro`).")
+app = _typer(
+    "LTTW text classifier: predict, explain, check data, export, report, sweep. "
+    "Training and evaluation run through DVC (`dvc repro`)."
+)
 data_app = _typer("Check a dataset, list the known ones.")
 app.add_typer(data_app, name="data")
 
 Params = Annotated[Path, typer.Option("--params", help="parameters file (pipeline settings)")]
-ModelDir = Annotated[Optional[Path], typer.Option(
-    "--model", "-m",
-    help="model folder [default: models/fold_N, N = the first of folds.run in --params]")]
+ModelDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="model folder [default: models/fold_N, N = the first of folds.run in --params]",
+    ),
+]
 
 
 def _examples(*commands: str) -> str:
@@ -95,23 +107,45 @@ def _main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
-@app.command(epilog=_examples('lttw predict "Stocks rally as oil prices fall" "Late goal wins it"',
-                             "lttw predict --file news.txt --out predictions.parquet",
-                             "lttw predict --file news.csv --text-column body --out - --no-text"))
+@app.command(
+    epilog=_examples(
+        'lttw predict "Stocks rally as oil prices fall" "Late goal wins it"',
+        "lttw predict --file news.txt --out predictions.parquet",
+        "lttw predict --file news.csv --text-column body --out - --no-text",
+    )
+)
 def predict(
-    texts: Annotated[Optional[list[str]], typer.Argument(metavar="TEXT",
-                                                         help="texts to classify")] = None,
-    file: Annotated[Optional[Path], typer.Option(
-        "--file", "-f", help="texts to classify: .txt (one per line), .csv/.tsv or .parquet; "
-        "read, predicted and written in chunks")] = None,
-    text_column: Annotated[Optional[str], typer.Option(
-        help="text column of a CSV/parquet --file [default: text, or its only column]")] = None,
+    texts: Annotated[
+        list[str] | None, typer.Argument(metavar="TEXT", help="texts to classify")
+    ] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file",
+            "-f",
+            help="texts to classify: .txt (one per line), .csv/.tsv or .parquet; "
+            "read, predicted and written in chunks",
+        ),
+    ] = None,
+    text_column: Annotated[
+        str | None,
+        typer.Option(
+            help="text column of a CSV/parquet --file [default: text, or its only column]"
+        ),
+    ] = None,
     model: ModelDir = None,
-    out: Annotated[Optional[str], typer.Option(
-        "--out", "-o", help="write predictions to .csv/.tsv/.parquet (atomically), or - for "
-        "CSV on stdout; columns text, label, prob and prob_CLASS per class")] = None,
-    no_text: Annotated[bool, typer.Option("--no-text", help="leave the text column out of "
-                                          "--out")] = False,
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="write predictions to .csv/.tsv/.parquet (atomically), or - for "
+            "CSV on stdout; columns text, label, prob and prob_CLASS per class",
+        ),
+    ] = None,
+    no_text: Annotated[
+        bool, typer.Option("--no-text", help="leave the text column out of --out")
+    ] = False,
     force: Annotated[bool, typer.Option("--force", help="replace --out if it exists")] = False,
     batch_size: Annotated[int, typer.Option(min=1, help="texts per forward pass")] = 64,
     device: Annotated[Device, typer.Option(help="where the model runs")] = "cpu",
@@ -127,8 +161,11 @@ def predict(
         predictor = _load(model, params, device, onnx=True)
         probs = predictor.predict_proba(list(texts), batch_size)
         best = probs.argmax(axis=1)
-        print_predictions(list(texts), [predictor.classes[i] for i in best],
-                           probs[range(len(texts)), best].tolist())
+        print_predictions(
+            list(texts),
+            [predictor.classes[i] for i in best],
+            probs[range(len(texts)), best].tolist(),
+        )
         return
     from lttw.inference import batch_predict as bp
 
@@ -141,15 +178,23 @@ def predict(
         if out != bp.STDOUT:
             typer.echo(f"wrote {rows} predictions to {out}", err=True)
         return
-    frame = bp.prediction_frame(list(texts), predictor.predict_proba(list(texts), batch_size),
-                                predictor.classes, with_text=not no_text)
+    frame = bp.prediction_frame(
+        list(texts),
+        predictor.predict_proba(list(texts), batch_size),
+        predictor.classes,
+        with_text=not no_text,
+    )
     bp.write_frames([frame], out)
     if out != bp.STDOUT:
         print_predictions(list(texts), frame["label"].tolist(), frame["prob"].tolist())
 
 
-@app.command(epilog=_examples('lttw explain "Stocks rally as oil prices fall"',
-                             'lttw explain "Stocks rally as oil prices fall" --json'))
+@app.command(
+    epilog=_examples(
+        'lttw explain "Stocks rally as oil prices fall"',
+        'lttw explain "Stocks rally as oil prices fall" --json',
+    )
+)
 def explain(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="the text to explain")],
     model: ModelDir = None,
@@ -158,7 +203,8 @@ def explain(
 ) -> None:
     """Why the model predicts what it does: the top-k / bottom-s words and their latent
     factors and class affinities, the probabilities, and [CLS]'s attention."""
-    from lttw.inference.explain import explain as build, render
+    from lttw.inference.explain import explain as build
+    from lttw.inference.explain import render
 
     doc = build(_load(model, params), text)
     if as_json:
@@ -167,19 +213,28 @@ def explain(
         render(doc, console())
 
 
-
-@data_app.command("check", epilog=_examples(
-    "lttw data check ag_news",
-    "lttw data check reviews.csv --text-column review --label-column stars",
-    "lttw data check questions.csv --sampling stratified"))
+@data_app.command(
+    "check",
+    epilog=_examples(
+        "lttw data check ag_news",
+        "lttw data check reviews.csv --text-column review --label-column stars",
+        "lttw data check questions.csv --sampling stratified",
+    ),
+)
 def data_check(
-    path: Annotated[str, typer.Argument(
-        metavar="PATH",
-        help="a CSV/TSV/parquet file, a folder of them, or a dataset name under data.root")],
-    text_column: Annotated[Optional[str], typer.Option(help="text column")] = None,
-    label_column: Annotated[Optional[str], typer.Option(help="label column")] = None,
-    sampling: Annotated[Optional[Sampling], typer.Option(
-        help="how samples are drawn [default: data.sampling in --params]")] = None,
+    path: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH",
+            help="a CSV/TSV/parquet file, a folder of them, or a dataset name under data.root",
+        ),
+    ],
+    text_column: Annotated[str | None, typer.Option(help="text column")] = None,
+    label_column: Annotated[str | None, typer.Option(help="label column")] = None,
+    sampling: Annotated[
+        Sampling | None,
+        typer.Option(help="how samples are drawn [default: data.sampling in --params]"),
+    ] = None,
     params: Params = Path("params.yaml"),
 ) -> None:
     """Validate a dataset and show what the `sample` stage would draw from it with the sizes
@@ -190,8 +245,9 @@ def data_check(
 
     settings = read_settings(params)
     if sampling is not None:
-        settings = settings.model_copy(update={"data": settings.data.model_copy(
-            update={"sampling": sampling})})
+        settings = settings.model_copy(
+            update={"data": settings.data.model_copy(update={"sampling": sampling})}
+        )
     check = check_dataset(settings, path, text_column, label_column)
     render(check, console())
     if check.problems:
@@ -216,28 +272,48 @@ def data_list(
         render_list(rows, root, console())
 
 
-@app.command(epilog=_examples(
-    "lttw export --model models/fold_0 --out exported/lttw-ag-news",
-    "lttw export --model models/fold_0 --out exported/lttw-onnx --onnx",
-    "lttw export --model models/fold_0 --out exported/lttw-int8 --int8 "
-    "--check-file data/sample/test.parquet"))
+@app.command(
+    epilog=_examples(
+        "lttw export --model models/fold_0 --out exported/lttw-ag-news",
+        "lttw export --model models/fold_0 --out exported/lttw-onnx --onnx",
+        "lttw export --model models/fold_0 --out exported/lttw-int8 --int8 "
+        "--check-file data/sample/test.parquet",
+    )
+)
 def export(
     out: Annotated[Path, typer.Option("--out", "-o", help="the new self-contained folder")],
     model: ModelDir = None,
     force: Annotated[bool, typer.Option(help="replace --out if it exists")] = False,
-    onnx: Annotated[bool, typer.Option(
-        "--onnx", help="also write the classifier as model.onnx (encoder, factor fusion, "
-        "attention, head; tokenising and the factor lookup stay in Python): `lttw predict` "
-        "and `lttw serve` then run it on onnxruntime")] = False,
-    int8: Annotated[bool, typer.Option(
-        "--int8", help="with --onnx (implied): int8 dynamic quantisation of the weights; "
-        "checked by macro F1 on --check-file")] = False,
-    check_file: Annotated[Optional[Path], typer.Option(
-        help="labelled held-out texts (.parquet/.csv, columns text and label) the ONNX "
-        "export is checked on [default: data/sample/test.parquet where it exists]")] = None,
+    onnx: Annotated[
+        bool,
+        typer.Option(
+            "--onnx",
+            help="also write the classifier as model.onnx (encoder, factor fusion, "
+            "attention, head; tokenising and the factor lookup stay in Python): `lttw predict` "
+            "and `lttw serve` then run it on onnxruntime",
+        ),
+    ] = False,
+    int8: Annotated[
+        bool,
+        typer.Option(
+            "--int8",
+            help="with --onnx (implied): int8 dynamic quantisation of the weights; "
+            "checked by macro F1 on --check-file",
+        ),
+    ] = False,
+    check_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="labelled held-out texts (.parquet/.csv, columns text and label) the ONNX "
+            "export is checked on [default: data/sample/test.parquet where it exists]"
+        ),
+    ] = None,
     check_rows: Annotated[int, typer.Option(min=1, help="texts of --check-file used")] = 1000,
-    max_f1_drop: Annotated[float, typer.Option(
-        min=0.0, help="int8: the most macro F1 may fall below torch's on --check-file")
+    max_f1_drop: Annotated[
+        float,
+        typer.Option(
+            min=0.0, help="int8: the most macro F1 may fall below torch's on --check-file"
+        ),
     ] = 0.005,
     params: Params = Path("params.yaml"),
 ) -> None:
@@ -248,23 +324,26 @@ def export(
     text; int8: macro F1 within --max-f1-drop); nothing is written when a check fails."""
     import numpy as np
 
-    from lttw.io import atomic_dir, write_json
     from lttw.inference.predict import Predictor
+    from lttw.io import atomic_dir, write_json
     from lttw.serving.info import METRICS_FILE, folder_metrics
 
     source = _model_dir(model, params)
     original = Predictor.load(source)  # also checks that the source is a model folder
     src, dst = source.resolve(), out.resolve()
     if dst == src or src in dst.parents or dst in src.parents:
-        raise UserError(f"--out {out} must neither contain nor lie inside the model folder "
-                        f"{source}")
+        raise UserError(
+            f"--out {out} must neither contain nor lie inside the model folder {source}"
+        )
     if out.exists() and not force:
         raise UserError(f"{out}: exists; pass --force to replace it")
     if check_file is None and layout.sample_parquet("test").is_file():
         check_file = layout.sample_parquet("test")
     if int8 and check_file is None:
-        raise UserError("an int8 export is checked by macro F1 on labelled held-out texts: "
-                        "pass --check-file F.parquet|F.csv (columns text, label)")
+        raise UserError(
+            "an int8 export is checked by macro F1 on labelled held-out texts: "
+            "pass --check-file F.parquet|F.csv (columns text, label)"
+        )
     if check_file is not None and not check_file.is_file():
         raise FileNotFoundError(2, "file not found", str(check_file))
     probe = ["lttw export check", "a second, longer probe text for the exported model"]
@@ -279,41 +358,73 @@ def export(
         if onnx or int8:
             from lttw.serving.onnx_export import add_onnx
 
-            add_onnx(tmp, original, int8, check_file, check_rows, max_f1_drop,
-                     say=lambda line: typer.echo(line, err=True))
-    typer.echo(f"exported {source} to {out} (loads and predicts identically"
-               + (f"; ONNX {'int8' if int8 else 'fp32'} checked)" if onnx or int8 else ")"))
+            add_onnx(
+                tmp,
+                original,
+                int8,
+                check_file,
+                check_rows,
+                max_f1_drop,
+                say=lambda line: typer.echo(line, err=True),
+            )
+    typer.echo(
+        f"exported {source} to {out} (loads and predicts identically"
+        + (f"; ONNX {'int8' if int8 else 'fp32'} checked)" if onnx or int8 else ")")
+    )
 
 
-
-@app.command(epilog=_examples(
-    "lttw serve --model models/fold_0",
-    "lttw serve --model exported/lttw-int8 --port 8080 --max-batch 128",
-    "curl -s localhost:8000/predict -H 'content-type: application/json' "
-    "-d '{\"texts\": [\"Stocks rally as oil prices fall\"], \"top_k\": 2}'"))
+@app.command(
+    epilog=_examples(
+        "lttw serve --model models/fold_0",
+        "lttw serve --model exported/lttw-int8 --port 8080 --max-batch 128",
+        "curl -s localhost:8000/predict -H 'content-type: application/json' "
+        '-d \'{"texts": ["Stocks rally as oil prices fall"], "top_k": 2}\'',
+    )
+)
 def serve(
     model: ModelDir = None,
-    host: Annotated[str, typer.Option(help="address to listen on (0.0.0.0: every network "
-                                      "interface; think before exposing it)")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            help="address to listen on (0.0.0.0: every network interface; think before exposing it)"
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port")] = 8000,
-    backend: Annotated[Backend, typer.Option(
-        help="auto: onnxruntime where the folder holds model.onnx (`lttw export --onnx`), "
-        "else torch")] = "auto",
-    threads: Annotated[Optional[int], typer.Option(
-        min=1, help="CPU threads of a forward pass [default: the CPUs this process may use]")
+    backend: Annotated[
+        Backend,
+        typer.Option(
+            help="auto: onnxruntime where the folder holds model.onnx (`lttw export --onnx`), "
+            "else torch"
+        ),
+    ] = "auto",
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="CPU threads of a forward pass [default: the CPUs this process may use]"
+        ),
     ] = None,
-    max_batch: Annotated[int, typer.Option(
-        min=1, help="texts gathered from concurrent requests into one batch")] = 64,
-    forward_batch: Annotated[int, typer.Option(
-        min=1, help="texts per forward pass: a batch runs shortest first in passes of this "
-        "many, each padded only to its own longest text")] = 16,
-    max_wait_ms: Annotated[float, typer.Option(
-        min=0.0, help="how long a request waits for others to share its forward pass")] = 5.0,
+    max_batch: Annotated[
+        int, typer.Option(min=1, help="texts gathered from concurrent requests into one batch")
+    ] = 64,
+    forward_batch: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="texts per forward pass: a batch runs shortest first in passes of this "
+            "many, each padded only to its own longest text",
+        ),
+    ] = 16,
+    max_wait_ms: Annotated[
+        float,
+        typer.Option(min=0.0, help="how long a request waits for others to share its forward pass"),
+    ] = 5.0,
     max_texts: Annotated[int, typer.Option(min=1, help="texts per request (more: 422)")] = 256,
-    max_text_chars: Annotated[int, typer.Option(
-        min=1, help="characters per text (more: 422)")] = 10_000,
-    max_body_bytes: Annotated[int, typer.Option(
-        min=1, help="bytes per request body (more: 413)")] = 4 * 1024 * 1024,
+    max_text_chars: Annotated[
+        int, typer.Option(min=1, help="characters per text (more: 422)")
+    ] = 10_000,
+    max_body_bytes: Annotated[
+        int, typer.Option(min=1, help="bytes per request body (more: 413)")
+    ] = 4 * 1024 * 1024,
     access_log: Annotated[bool, typer.Option(help="log one line per request")] = False,
     params: Params = Path("params.yaml"),
 ) -> None:
@@ -323,39 +434,66 @@ def serve(
     requests share forward passes (micro-batching). Bad input gets a 4xx with a one-line JSON
     error. SIGTERM / Ctrl-C: stops accepting, finishes the requests in flight, exits."""
     from lttw.serving.onnx_runtime import backend_name, load_predictor
-    from lttw.serving.server import Limits, serve as run_server
+    from lttw.serving.server import Limits
+    from lttw.serving.server import serve as run_server
 
     logging.getLogger("lttw.serving").setLevel(logging.INFO)
     folder = _model_dir(model, params)
     predictor = load_predictor(folder, threads=threads, backend=backend)
-    limits = Limits(max_texts=max_texts, max_text_chars=max_text_chars,
-                    max_body_bytes=max_body_bytes, max_batch=max_batch,
-                    max_wait_ms=max_wait_ms, forward_batch=forward_batch)
+    limits = Limits(
+        max_texts=max_texts,
+        max_text_chars=max_text_chars,
+        max_body_bytes=max_body_bytes,
+        max_batch=max_batch,
+        max_wait_ms=max_wait_ms,
+        forward_batch=forward_batch,
+    )
     name = backend_name(predictor)
-    typer.echo(f"serving {folder} ({predictor.meta['variant']}, {name}, "
-               f"{len(predictor.classes)} labels) on http://{host}:{port}; limits: "
-               f"{max_texts} texts of <= {max_text_chars} characters per request, batches of "
-               f"<= {max_batch} texts in passes of {forward_batch}, waiting <= {max_wait_ms:g} ms",
-               err=True)
+    typer.echo(
+        f"serving {folder} ({predictor.meta['variant']}, {name}, "
+        f"{len(predictor.classes)} labels) on http://{host}:{port}; limits: "
+        f"{max_texts} texts of <= {max_text_chars} characters per request, batches of "
+        f"<= {max_batch} texts in passes of {forward_batch}, waiting <= {max_wait_ms:g} ms",
+        err=True,
+    )
     run_server(predictor, host, port, limits, name, access_log)
 
 
-@app.command(epilog=_examples("lttw report",
-                             "lttw report --all-commits --out report.md",
-                             "lttw report --no-experiments --runs runs/encoder --runs runs/lttw-m"))
+@app.command(
+    epilog=_examples(
+        "lttw report",
+        "lttw report --all-commits --out report.md",
+        "lttw report --no-experiments --runs runs/encoder --runs runs/lttw-m",
+    )
+)
 def report(
     out: Annotated[Path, typer.Option("--out", "-o", help="markdown file")] = layout.REPORT_MD,
-    runs: Annotated[Optional[list[Path]], typer.Option(
-        "--runs", help="extra run folder (summary.json + folds/fold_*.json [+ params.yaml]); "
-        "repeatable")] = None,
-    experiments: Annotated[bool, typer.Option(
-        help="read the DVC experiments of the current commit (`dvc exp show --json`)")] = True,
-    all_commits: Annotated[bool, typer.Option(
-        "--all-commits", "-A", help="the experiments of every commit, not only the current "
-        "one's")] = False,
-    study: Annotated[Path, typer.Option(
-        help="the paired study's file; its collected cells (runs/ beside it) open the report, "
-        "and its learning curve is written beside it (CSV, PNG)")] = Path("evidence/study.yaml"),
+    runs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--runs",
+            help="extra run folder (summary.json + folds/fold_*.json [+ params.yaml]); repeatable",
+        ),
+    ] = None,
+    experiments: Annotated[
+        bool,
+        typer.Option(help="read the DVC experiments of the current commit (`dvc exp show --json`)"),
+    ] = True,
+    all_commits: Annotated[
+        bool,
+        typer.Option(
+            "--all-commits",
+            "-A",
+            help="the experiments of every commit, not only the current one's",
+        ),
+    ] = False,
+    study: Annotated[
+        Path,
+        typer.Option(
+            help="the paired study's file; its collected cells (runs/ beside it) open the report, "
+            "and its learning curve is written beside it (CSV, PNG)"
+        ),
+    ] = Path("evidence/study.yaml"),
     params: Params = Path("params.yaml"),
 ) -> None:
     """Write a markdown report: the paired study (evidence/study.yaml, where present), then
@@ -381,31 +519,51 @@ def report(
     typer.echo(f"wrote {out}")
 
 
-@app.command(epilog=_examples(
-    "lttw sweep table7", "lttw sweep table8-K --frozen -S 'folds.run=[0,1,2,3,4]'",
-    "lttw sweep table7 --only k10s10 --only k5s5 --no-run && dvc queue start"))
+@app.command(
+    epilog=_examples(
+        "lttw sweep table7",
+        "lttw sweep table8-K --frozen -S 'folds.run=[0,1,2,3,4]'",
+        "lttw sweep table7 --only k10s10 --only k5s5 --no-run && dvc queue start",
+    )
+)
 def sweep(
-    name: Annotated[str, typer.Argument(help="table6 | table7 | table8-depth | table8-K | "
-                                        "table8-batch | table8-lr (the paper's Tables 6-8)")],
-    frozen: Annotated[bool, typer.Option(
-        "--frozen", help="train.freeze_encoder: true (the encoder's states cached once; only "
-        "the new layers train: fast, and not the paper's model)")] = False,
-    assignments: Annotated[Optional[list[str]], typer.Option(
-        "-S", "--set-param", help="another parameter for every setting, as dvc's -S; "
-        "repeatable")] = None,
-    only: Annotated[Optional[list[str]], typer.Option(
-        "--only", help="only this setting (its key, e.g. k10s10); repeatable")] = None,
-    run: Annotated[bool, typer.Option(
-        help="run the queue (`dvc exp run --run-all`) after queueing")] = True,
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="table6 | table7 | table8-depth | table8-K | "
+            "table8-batch | table8-lr (the paper's Tables 6-8)"
+        ),
+    ],
+    frozen: Annotated[
+        bool,
+        typer.Option(
+            "--frozen",
+            help="train.freeze_encoder: true (the encoder's states cached once; only "
+            "the new layers train: fast, and not the paper's model)",
+        ),
+    ] = False,
+    assignments: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-S", "--set-param", help="another parameter for every setting, as dvc's -S; repeatable"
+        ),
+    ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help="only this setting (its key, e.g. k10s10); repeatable"),
+    ] = None,
+    run: Annotated[
+        bool, typer.Option(help="run the queue (`dvc exp run --run-all`) after queueing")
+    ] = True,
     params: Params = Path("params.yaml"),
 ) -> None:
     """Queue one DVC experiment per setting of a paper sweep (`dvc exp run --queue -n
     NAME-KEY[-frozen] -S ...`, all on this commit's samples, folds and factors) and run
     them; then `lttw report` renders the sweep next to the paper's table."""
+    import os
+
     from lttw.reporting.sweeps import run_commands, sweep_commands
     from lttw.settings import read_settings
-
-    import os
 
     # as written when absolute (the same parameter value: `sample` stays cached); else made
     # absolute without resolving symbolic links, which would change it just the same
@@ -413,8 +571,10 @@ def sweep(
     root = root if os.path.isabs(root) else os.path.abspath(root)
     commands = sweep_commands(name, frozen, list(assignments or []), only, run, root)
     run_commands(commands)
-    typer.echo(f"{len(commands) - run} experiments of {name} "
-               + ("ran; `lttw report` renders them" if run else "queued"))
+    typer.echo(
+        f"{len(commands) - run} experiments of {name} "
+        + ("ran; `lttw report` renders them" if run else "queued")
+    )
 
 
 if __name__ == "__main__":

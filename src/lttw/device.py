@@ -78,7 +78,9 @@ def make_runtime(cfg: TrainSettings) -> Runtime:
     group: NCCL on CUDA, gloo on the CPU.
     """
     if cfg.device == "cuda" and not torch.cuda.is_available():
-        raise UserError("train.device is 'cuda' but no CUDA device is available (use 'auto' or 'cpu')")
+        raise UserError(
+            "train.device is 'cuda' but no CUDA device is available (use 'auto' or 'cpu')"
+        )
     use_cuda = cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
     world = int(os.environ.get("WORLD_SIZE", "1"))
     ddp = world > 1 and cfg.distributed == "auto"

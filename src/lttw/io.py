@@ -17,8 +17,8 @@ import re
 import shutil
 import struct
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -95,8 +95,9 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
 
 def write_json(path: str | Path, obj) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, default=_jsonable) + "\n",
-                       encoding="utf-8")
+        tmp.write_text(
+            json.dumps(obj, indent=2, sort_keys=False, default=_jsonable) + "\n", encoding="utf-8"
+        )
 
 
 def read_json(path: str | Path):
@@ -104,11 +105,13 @@ def read_json(path: str | Path):
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise UnreadableFileError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} "
-                                  f"column {err.colno})") from None
+        raise UnreadableFileError(
+            f"{path}: not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
+        ) from None
     except UnicodeDecodeError as err:
-        raise UnreadableFileError(f"{path}: not valid UTF-8 JSON ({err.reason} at byte "
-                                  f"{err.start})") from None
+        raise UnreadableFileError(
+            f"{path}: not valid UTF-8 JSON ({err.reason} at byte {err.start})"
+        ) from None
 
 
 def write_parquet(path: str | Path, frame) -> None:
@@ -121,15 +124,17 @@ def write_csv(path: str | Path, frame) -> None:
         frame.to_csv(tmp, index=False)
 
 
-def write_arrays(path: str | Path, metadata: dict[str, str] | None = None,
-                 **arrays: np.ndarray) -> None:
+def write_arrays(
+    path: str | Path, metadata: dict[str, str] | None = None, **arrays: np.ndarray
+) -> None:
     """Write named numpy arrays as safetensors: no pickle, and byte-identical for identical
     inputs (unlike ``np.savez``, whose zip entries carry the time), so DVC hashes are stable."""
     from safetensors.numpy import save_file
 
     with atomic_path(path) as tmp:
-        save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp),
-                  metadata=metadata)
+        save_file(
+            {k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp), metadata=metadata
+        )
         if metadata and len(metadata) > 1:
             sort_safetensors_metadata(tmp)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import IO, Any, Iterable
+from collections.abc import Iterable
+from typing import IO, Any
 
 #: in a log: a line every ``1 / LOG_STEPS`` of the total, or every LOG_INTERVAL_S seconds
 LOG_STEPS = 10
@@ -57,12 +58,22 @@ def log_settings(total: float | None) -> dict[str, Any]:
         every = {"miniters": max(1, math.ceil(total / LOG_STEPS)), "mininterval": 0.0}
     else:
         every = {"miniters": 1, "mininterval": LOG_INTERVAL_S}
-    return {**every, "maxinterval": float("inf"), "ncols": 100, "ascii": True,
-            "dynamic_ncols": False}
+    return {
+        **every,
+        "maxinterval": float("inf"),
+        "ncols": 100,
+        "ascii": True,
+        "dynamic_ncols": False,
+    }
 
 
-def progress(iterable: Iterable | None = None, *, total: float | None = None,
-             file: IO[str] | None = None, **kwargs):
+def progress(
+    iterable: Iterable | None = None,
+    *,
+    total: float | None = None,
+    file: IO[str] | None = None,
+    **kwargs,
+):
     """``tqdm(iterable, total=..., **kwargs)`` writing to ``file`` (default stderr); in a log
     with the settings of ``log_settings``. Use it as tqdm: iterate, ``update()``, ``with``."""
     from tqdm.auto import tqdm

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from lttw.choices import Attention, Device, Fusion, Ranking, Sampling, Variant
 from lttw.errors import UserError
 
-
 #: the choices (lttw.choices) as tuples of names; every other module takes them from here
 VARIANTS: tuple[str, ...] = get_args(Variant)
 FUSIONS: tuple[str, ...] = get_args(Fusion)
@@ -71,7 +70,7 @@ class FoldSettings(_Group):
     run: list[int] = Field(default_factory=lambda: [0], min_length=1)
 
     @model_validator(mode="after")
-    def _folds_in_range(self) -> "FoldSettings":
+    def _folds_in_range(self) -> FoldSettings:
         bad = [f for f in self.run if not 0 <= f < self.n_folds]
         if bad:
             raise ValueError(f"folds.run has {bad}: each fold must be in 0..{self.n_folds - 1}")
@@ -146,17 +145,21 @@ class ModelSettings(_Group):
     linear_model: Literal["logistic", "svm"] = "svm"
 
     @model_validator(mode="after")
-    def _factor_slots(self) -> "ModelSettings":
+    def _factor_slots(self) -> ModelSettings:
         if self.uses_factors and self.k == 0 and self.s == 0:
-            raise ValueError("model.k + model.s must be >= 1 when latent factors are fused "
-                             "(set model.fusion: none to run without them)")
+            raise ValueError(
+                "model.k + model.s must be >= 1 when latent factors are fused "
+                "(set model.fusion: none to run without them)"
+            )
         return self
 
     @model_validator(mode="after")
-    def _vectors_need_words(self) -> "ModelSettings":
+    def _vectors_need_words(self) -> ModelSettings:
         if self.word_vectors is not None and self.vocab != "words":
-            raise ValueError("model.word_vectors needs model.vocab: words (the vectors embed "
-                             "the counts stage's words, not encoder tokens)")
+            raise ValueError(
+                "model.word_vectors needs model.vocab: words (the vectors embed "
+                "the counts stage's words, not encoder tokens)"
+            )
         if self.word_vectors is not None and not self.word_vectors.strip():
             raise ValueError("model.word_vectors is empty: give a path or null")
         return self
@@ -212,11 +215,13 @@ class Settings(_Group):
     train: TrainSettings = TrainSettings()
 
     @model_validator(mode="after")
-    def _frozen_encoder_variant(self) -> "Settings":
+    def _frozen_encoder_variant(self) -> Settings:
         if self.train.freeze_encoder and self.model.variant not in ENCODER_VARIANTS:
-            raise ValueError(f"train.freeze_encoder: true needs a variant with a pretrained "
-                             f"encoder ({', '.join(sorted(ENCODER_VARIANTS))}); "
-                             f"model.variant is {self.model.variant!r}")
+            raise ValueError(
+                f"train.freeze_encoder: true needs a variant with a pretrained "
+                f"encoder ({', '.join(sorted(ENCODER_VARIANTS))}); "
+                f"model.variant is {self.model.variant!r}"
+            )
         return self
 
 
@@ -240,8 +245,12 @@ def _field(loc: tuple) -> tuple[type[BaseModel] | None, object]:
     return model, info
 
 
-_BOUNDS = ((annotated_types.Ge, "ge", ">="), (annotated_types.Gt, "gt", ">"),
-           (annotated_types.Le, "le", "<="), (annotated_types.Lt, "lt", "<"))
+_BOUNDS = (
+    (annotated_types.Ge, "ge", ">="),
+    (annotated_types.Gt, "gt", ">"),
+    (annotated_types.Le, "le", "<="),
+    (annotated_types.Lt, "lt", "<"),
+)
 
 
 def valid_range(dotted: str, metadata) -> str | None:
@@ -295,7 +304,7 @@ def _field_loc(loc: tuple) -> tuple:
         if isinstance(part, int):
             kept.append(part)
         elif model is not None:  # a field (or an unknown name) of a group; below a leaf field
-            kept.append(part)   # only union-member tags follow
+            kept.append(part)  # only union-member tags follow
             info = model.model_fields.get(part)
             ann = info.annotation if info is not None else None
             model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
@@ -339,13 +348,16 @@ def check_batch_size(n_train: int, batch_size: int, fold: int | None = None) -> 
     """
     if n_train < 1:
         where = f"fold {fold}'s" if fold is not None else "the"
-        raise SettingsError(f"{where} train part is empty: nothing to train on "
-                            "(raise data.train_size)")
+        raise SettingsError(
+            f"{where} train part is empty: nothing to train on (raise data.train_size)"
+        )
     if batch_size > n_train:
         where = f"fold {fold}'s train part" if fold is not None else "the train part"
-        raise SettingsError(f"train.batch_size={batch_size} is larger than {where} "
-                            f"({n_train} rows); valid: 1 <= train.batch_size <= {n_train} "
-                            "(or raise data.train_size)")
+        raise SettingsError(
+            f"train.batch_size={batch_size} is larger than {where} "
+            f"({n_train} rows); valid: 1 <= train.batch_size <= {n_train} "
+            "(or raise data.train_size)"
+        )
 
 
 def read_settings(path: str | Path = "params.yaml") -> Settings:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from lttw.errors import UserError, one_line
 from lttw.settings import Settings, read_settings
@@ -14,17 +14,23 @@ from lttw.settings import Settings, read_settings
 log = logging.getLogger("lttw")
 
 
-
-def run_stage(main: Callable[..., None], description: str, per_fold: bool = False,
-              argv: list[str] | None = None) -> None:
+def run_stage(
+    main: Callable[..., None],
+    description: str,
+    per_fold: bool = False,
+    argv: list[str] | None = None,
+) -> None:
     """Run ``main(settings)`` or ``main(settings, fold)`` as a pipeline stage."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--params", default="params.yaml", help="parameters file (default: %(default)s)")
+    parser.add_argument(
+        "--params", default="params.yaml", help="parameters file (default: %(default)s)"
+    )
     if per_fold:
         parser.add_argument("--fold", type=int, required=True, help="fold index (0-based)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s",
-                        datefmt="%H:%M:%S")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"
+    )
     try:
         settings: Settings = read_settings(args.params)
         if per_fold:

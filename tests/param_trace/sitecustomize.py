@@ -29,8 +29,11 @@ if _OUT and _SCRIPT is not None and _SCRIPT.parent.name == "stages":
     def _traced(self, name):
         prefix = _paths.get(id(self))
         value = _original_getattribute(self, name)
-        if prefix is not None and name in type(self).model_fields \
-                and not isinstance(value, BaseModel):
+        if (
+            prefix is not None
+            and name in type(self).model_fields
+            and not isinstance(value, BaseModel)
+        ):
             _reads.add(prefix + name)
         return value
 

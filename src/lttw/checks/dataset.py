@@ -11,25 +11,23 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
+from lttw.checks.encoder_coverage import encoder_coverage, render_encoder_coverage
+from lttw.checks.word_splitting import render_word_splitting, word_splitting
 from lttw.data.datasets import KNOWN_DATASETS, Dataset, load_dataset
+from lttw.data.sample_sizes import fitting_sizes, pool_quotas, pools_of, shortfalls, sizes_of
+from lttw.data.sampling import draw_samples, per_class_sizes
+from lttw.data.tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, ColumnError
 from lttw.errors import DataError
 from lttw.factors.nmf import resolve_rank
 from lttw.layout import SPLITS
-from lttw.data.sample_sizes import (fitting_sizes, pool_quotas, pools_of, shortfalls,
-                                    sizes_of)
-from lttw.data.sampling import draw_samples, per_class_sizes
-from lttw.data.tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, ColumnError
 from lttw.settings import DataSettings, Settings
-from lttw.checks.encoder_coverage import encoder_coverage, render_encoder_coverage
-from lttw.checks.word_splitting import render_word_splitting, word_splitting
-
 
 DROPPED_EMPTY = "rows with an empty or missing text (dropped by sample)"
 DROPPED_UNLABELLED = "rows without a label (dropped by sample)"
@@ -71,12 +69,15 @@ def _collect_warnings(name: str) -> Iterator[list[str]]:
         logger.propagate = propagate
 
 
-def target_settings(path_or_name: str, data: DataSettings, text_column: str | None,
-                    label_column: str | None) -> DataSettings:
+def target_settings(
+    path_or_name: str, data: DataSettings, text_column: str | None, label_column: str | None
+) -> DataSettings:
     """Data settings that point at ``path_or_name``: an existing file or folder, else a
     dataset name under ``data.root``. Column flags override the parameters."""
-    update = {"text_column": text_column or data.text_column,
-              "label_column": label_column or data.label_column}
+    update = {
+        "text_column": text_column or data.text_column,
+        "label_column": label_column or data.label_column,
+    }
     path = Path(path_or_name)
     if path.exists():
         path = path.resolve()
@@ -84,15 +85,18 @@ def target_settings(path_or_name: str, data: DataSettings, text_column: str | No
     elif (Path(data.root) / path_or_name).exists() or path.suffix.lower() not in TABLE_SUFFIXES:
         update["dataset"] = path_or_name  # a name under data.root (or a hub dataset)
     else:
-        raise FileNotFoundError(2, f"no such file (nor under data.root {data.root})",
-                                path_or_name)
+        raise FileNotFoundError(2, f"no such file (nor under data.root {data.root})", path_or_name)
     return data.model_copy(update=update)
 
 
 def class_table(dataset: Dataset) -> pd.DataFrame:
     """Rows per class and split, with the total and each class's share of it."""
-    frame = pd.DataFrame({"class": np.asarray(dataset.classes, dtype=object)[dataset.labels],
-                          "split": dataset.splits})
+    frame = pd.DataFrame(
+        {
+            "class": np.asarray(dataset.classes, dtype=object)[dataset.labels],
+            "split": dataset.splits,
+        }
+    )
     table = pd.crosstab(frame["class"], frame["split"]).reindex(dataset.classes, fill_value=0)
     table["total"] = table.sum(axis=1)
     table["share"] = table["total"] / max(int(table["total"].sum()), 1)
@@ -103,11 +107,12 @@ def duplicate_counts(dataset: Dataset) -> dict[str, int]:
     texts = pd.Series(dataset.texts, dtype=object)
     splits = pd.Series(dataset.splits, dtype=object)
     train, test = texts[splits == "train"], texts[splits == "test"]
-    return {"rows repeating an earlier text": dataset.duplicate_texts,
-            "texts seen with several labels": dataset.conflicting_texts,
-            "test-split texts also in train": int(test.isin(set(train)).sum()),
-            "texts with U+FFFD (lossy decoding)": int(texts.str.contains("\ufffd",
-                                                                         regex=False).sum())}
+    return {
+        "rows repeating an earlier text": dataset.duplicate_texts,
+        "texts seen with several labels": dataset.conflicting_texts,
+        "test-split texts also in train": int(test.isin(set(train)).sum()),
+        "texts with U+FFFD (lossy decoding)": int(texts.str.contains("\ufffd", regex=False).sum()),
+    }
 
 
 def sample_plan(dataset: Dataset, settings: DataSettings) -> pd.DataFrame:
@@ -123,20 +128,28 @@ def sample_plan(dataset: Dataset, settings: DataSettings) -> pd.DataFrame:
     rows = []
     for pool in pools:
         for split, quota in pool_quotas(pool, sizes, sampling).items():
-            spread = str(quota.min()) if quota.min() == quota.max() else \
-                f"{quota.min()}-{quota.max()}"
+            spread = (
+                str(quota.min()) if quota.min() == quota.max() else f"{quota.min()}-{quota.max()}"
+            )
             wanted = sizes[split] if sampling == "stratified" else int(quota.sum())
-            rows.append({"sample": split, "from": pool.where, "rows": wanted,
-                         "per_class": "-" if split in short and sampling != "balanced" else spread,
-                         "fits": split not in short,
-                         "fitting_size": "-" if sampling == "all" else fit[split]})
+            rows.append(
+                {
+                    "sample": split,
+                    "from": pool.where,
+                    "rows": wanted,
+                    "per_class": "-" if split in short and sampling != "balanced" else spread,
+                    "fits": split not in short,
+                    "fitting_size": "-" if sampling == "all" else fit[split],
+                }
+            )
     return pd.DataFrame(rows).set_index("sample").loc[list(SPLITS)]
 
 
 def column_fix(err: ColumnError) -> str:
     """A missing-column message naming this command's options and the pipeline's params."""
-    return err.fix_with(f"pass {err.names('--{}-column')} (for the pipeline: set "
-                        f"{err.names('data.{}_column')})")
+    return err.fix_with(
+        f"pass {err.names('--{}-column')} (for the pipeline: set {err.names('data.{}_column')})"
+    )
 
 
 def factor_notes(settings: Settings, n_classes: int) -> list[str]:
@@ -144,27 +157,36 @@ def factor_notes(settings: Settings, n_classes: int) -> list[str]:
     rank = resolve_rank(settings.nmf.rank, n_classes)
     if rank >= n_classes:
         return []
-    return [f"nmf.rank={rank} is below the number of classes ({n_classes}): the factors cannot "
-            f"give every class one of its own; set nmf.rank >= {n_classes}"]
+    return [
+        f"nmf.rank={rank} is below the number of classes ({n_classes}): the factors cannot "
+        f"give every class one of its own; set nmf.rank >= {n_classes}"
+    ]
 
 
-def fold_note(check: "DataCheck", n_folds: int) -> str | None:
+def fold_note(check: DataCheck, n_folds: int) -> str | None:
     """A class with fewer train-sample rows than folds (the folds stage would stop)."""
     if not check.plan["fits"].all():
         return None
-    pool = next(p for p in pools_of(check.dataset, check.settings.use_splits)
-                if "train" in p.splits)
+    pool = next(
+        p for p in pools_of(check.dataset, check.settings.use_splits) if "train" in p.splits
+    )
     train = pool_quotas(pool, sizes_of(check.settings), check.settings.sampling)["train"]
     rarest = int(train.argmin())
     if train[rarest] >= n_folds:
         return None
-    return (f"folds.n_folds={n_folds} needs at least {n_folds} train-sample rows per class, but "
-            f"class {check.dataset.classes[rarest]} would get {int(train[rarest])}; raise "
-            f"data.train_size or lower folds.n_folds")
+    return (
+        f"folds.n_folds={n_folds} needs at least {n_folds} train-sample rows per class, but "
+        f"class {check.dataset.classes[rarest]} would get {int(train[rarest])}; raise "
+        f"data.train_size or lower folds.n_folds"
+    )
 
 
-def check_dataset(settings: Settings, path_or_name: str, text_column: str | None = None,
-                  label_column: str | None = None) -> DataCheck:
+def check_dataset(
+    settings: Settings,
+    path_or_name: str,
+    text_column: str | None = None,
+    label_column: str | None = None,
+) -> DataCheck:
     """Load ``path_or_name`` as the sample stage would and report on it. Unreadable data
     (missing file or column, bad encoding, no rows) raises ``DataError``."""
     data = target_settings(path_or_name, settings.data, text_column, label_column)
@@ -179,11 +201,20 @@ def check_dataset(settings: Settings, path_or_name: str, text_column: str | None
             draw_samples(dataset, data, settings.seed)
         except DataError as err:
             sample_error = str(err)
-    quality = {DROPPED_EMPTY: dataset.dropped_empty,
-               DROPPED_UNLABELLED: dataset.dropped_unlabelled, **duplicate_counts(dataset)}
-    check = DataCheck(dataset, data, class_table(dataset), quality, plan, sample_error,
-                      notes=list(dict.fromkeys(notes + factor_notes(settings,
-                                                                     len(dataset.classes)))))
+    quality = {
+        DROPPED_EMPTY: dataset.dropped_empty,
+        DROPPED_UNLABELLED: dataset.dropped_unlabelled,
+        **duplicate_counts(dataset),
+    }
+    check = DataCheck(
+        dataset,
+        data,
+        class_table(dataset),
+        quality,
+        plan,
+        sample_error,
+        notes=list(dict.fromkeys(notes + factor_notes(settings, len(dataset.classes)))),
+    )
     check.problems = problems(check)
     check.words = word_splitting(settings, dataset, data)
     check.coverage = encoder_coverage(settings, dataset, data)
@@ -197,8 +228,11 @@ def problems(check: DataCheck) -> list[str]:
     """What makes the data differ from what the pipeline assumes (empty when none): rows the
     sample stage drops, and the sizes it cannot draw (``sample_sizes.size_problem``: every
     unmet size in one message, with sizes that fit together)."""
-    out = [f"{n} {what}" for what, n in check.quality.items()
-           if what in (DROPPED_EMPTY, DROPPED_UNLABELLED) and n]
+    out = [
+        f"{n} {what}"
+        for what, n in check.quality.items()
+        if what in (DROPPED_EMPTY, DROPPED_UNLABELLED) and n
+    ]
     if check.sample_error:
         out.append(check.sample_error)
     return out
@@ -221,19 +255,30 @@ def describe_local(folder: Path) -> dict:
     if not manifest_path.is_file():
         files = sorted(p for p in folder.glob("*") if p.suffix.lower() in TABLE_SUFFIXES)
         status = "present (no manifest)" if files else "missing"
-        return {"status": status, "rows": {p.stem: _split_rows(p) for p in files},
-                "complete": None, "official_rows": {}}
+        return {
+            "status": status,
+            "rows": {p.stem: _split_rows(p) for p in files},
+            "complete": None,
+            "official_rows": {},
+        }
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     files = {split: folder / name for split, name in manifest.get("splits", {}).items()}
     present = {split: path.is_file() for split, path in files.items()}
-    rows = {split: (_split_rows(path) if present[split] else None)
-            or (manifest.get("rows", {}).get(split) if present[split] else None)
-            for split, path in files.items()}
-    status = ("present" if all(present.values()) else
-              "partial" if any(present.values()) else "missing")
-    return {"status": status, "rows": rows, "complete": manifest.get("complete"),
-            "official_rows": manifest.get("official_rows", {}),
-            "hub": manifest.get("hub_dataset")}
+    rows = {
+        split: (_split_rows(path) if present[split] else None)
+        or (manifest.get("rows", {}).get(split) if present[split] else None)
+        for split, path in files.items()
+    }
+    status = (
+        "present" if all(present.values()) else "partial" if any(present.values()) else "missing"
+    )
+    return {
+        "status": status,
+        "rows": rows,
+        "complete": manifest.get("complete"),
+        "official_rows": manifest.get("official_rows", {}),
+        "hub": manifest.get("hub_dataset"),
+    }
 
 
 def list_datasets(root: str | Path) -> list[dict]:
@@ -245,12 +290,22 @@ def list_datasets(root: str | Path) -> list[dict]:
         names += sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in names)
     out = []
     for name in names:
-        local = describe_local(root / name) if (root / name).is_dir() else \
-            {"status": "missing", "rows": {}, "complete": None, "official_rows": {}}
-        hub = local.pop("hub", None) or (KNOWN_DATASETS[name].name
-                                         if name in KNOWN_DATASETS else None)
-        out.append({"name": name, "path": str(root / name), **local,
-                    "hub": f"hf://datasets/{hub}" if hub else None})
+        local = (
+            describe_local(root / name)
+            if (root / name).is_dir()
+            else {"status": "missing", "rows": {}, "complete": None, "official_rows": {}}
+        )
+        hub = local.pop("hub", None) or (
+            KNOWN_DATASETS[name].name if name in KNOWN_DATASETS else None
+        )
+        out.append(
+            {
+                "name": name,
+                "path": str(root / name),
+                **local,
+                "hub": f"hf://datasets/{hub}" if hub else None,
+            }
+        )
     return out
 
 
@@ -263,29 +318,43 @@ def render(check: DataCheck, console) -> None:
     from rich.table import Table
 
     ds = check.dataset
-    console.print(escape(f"{ds.source}: {len(ds.labels)} usable rows, {len(ds.classes)} "
-                         f"classes, splits {', '.join(sorted(set(ds.splits.tolist())))}"))
+    console.print(
+        escape(
+            f"{ds.source}: {len(ds.labels)} usable rows, {len(ds.classes)} "
+            f"classes, splits {', '.join(sorted(set(ds.splits.tolist())))}"
+        )
+    )
     balance = Table(title="Class balance")
     balance.add_column("class")
     for column in check.class_table.columns:
         balance.add_column(str(column), justify="right")
     for name, row in check.class_table.iterrows():
-        balance.add_row(escape(str(name)), *(f"{v:.1%}" if c == "share" else str(int(v))
-                                            for c, v in row.items()))
+        balance.add_row(
+            escape(str(name)),
+            *(f"{v:.1%}" if c == "share" else str(int(v)) for c, v in row.items()),
+        )
     quality = Table(title="Quality (UTF-8 decoding is checked on read)")
     quality.add_column("check")
     quality.add_column("rows", justify="right")
     for what, n in check.quality.items():
         dropped = n and what in (DROPPED_EMPTY, DROPPED_UNLABELLED)
         quality.add_row(what, str(n), style="red" if dropped else None)
-    plan = Table(title=f"What `sample` would draw with the sizes in --params "
-                       f"(data.sampling={check.settings.sampling})")
+    plan = Table(
+        title=f"What `sample` would draw with the sizes in --params "
+        f"(data.sampling={check.settings.sampling})"
+    )
     for name in ("sample", "from", "rows", "per class", "fits", "a size that fits"):
         plan.add_column(name)
     for split, row in check.plan.iterrows():
-        plan.add_row(split, row["from"], str(row["rows"]), row["per_class"],
-                     "yes" if row["fits"] else "NO", str(row["fitting_size"]),
-                     style=None if row["fits"] else "red")
+        plan.add_row(
+            split,
+            row["from"],
+            str(row["rows"]),
+            row["per_class"],
+            "yes" if row["fits"] else "NO",
+            str(row["fitting_size"]),
+            style=None if row["fits"] else "red",
+        )
     for table in (balance, quality, plan):
         console.print(table)
     if check.words:
@@ -306,8 +375,10 @@ def render_list(rows: list[dict], root: str, console) -> None:
     for name in ("name", "local copy", "rows per split", "with internet"):
         table.add_column(name, overflow="fold")
     for r in rows:
-        split_rows = ", ".join(f"{s} {n:,}" if n is not None else f"{s} ?"
-                               for s, n in r["rows"].items()) or "–"
+        split_rows = (
+            ", ".join(f"{s} {n:,}" if n is not None else f"{s} ?" for s, n in r["rows"].items())
+            or "–"
+        )
         copy = {True: ", complete", False: ", partial", None: ""}[r["complete"]]
         table.add_row(r["name"], r["status"] + copy, split_rows, r["hub"] or "–")
     console.print(table)

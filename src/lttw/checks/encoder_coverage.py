@@ -26,9 +26,14 @@ def encoder_coverage(settings: Settings, dataset: Dataset, data: DataSettings) -
     ids, mask = encode_texts(tokenizer, texts, settings.model.max_len)
     share, tokens = unknown_share(tokenizer, ids, mask)
     extend = should_extend(settings.model.extend_vocab, share, UNK_SHARE_WARN)
-    return {"encoder": encoder, "unknown_share": share, "tokens": tokens, "texts": len(ids),
-            "warning": coverage_warning(share, encoder, dataset.language),
-            "extend_vocab": len(unknown_pieces(tokenizer, texts)) if extend else None}
+    return {
+        "encoder": encoder,
+        "unknown_share": share,
+        "tokens": tokens,
+        "texts": len(ids),
+        "warning": coverage_warning(share, encoder, dataset.language),
+        "extend_vocab": len(unknown_pieces(tokenizer, texts)) if extend else None,
+    }
 
 
 def render_encoder_coverage(coverage: dict, console) -> None:
@@ -38,13 +43,21 @@ def render_encoder_coverage(coverage: dict, console) -> None:
     if "error" in coverage:
         console.print(escape(f"encoder coverage: not measured ({coverage['error']})"))
         return
-    console.print(escape(f"encoder coverage: {coverage['unknown_share']:.1%} of "
-                         f"{coverage['tokens']} tokens of {coverage['texts']} texts are [UNK] "
-                         f"with model.encoder={coverage['encoder']}"))
+    console.print(
+        escape(
+            f"encoder coverage: {coverage['unknown_share']:.1%} of "
+            f"{coverage['tokens']} tokens of {coverage['texts']} texts are [UNK] "
+            f"with model.encoder={coverage['encoder']}"
+        )
+    )
     if coverage["warning"]:
         console.print(f"[yellow]warning:[/yellow] {escape(coverage['warning'])}")
     if coverage.get("extend_vocab") is not None:
-        console.print(escape("model.extend_vocab: the tokens stage will add the train sample's "
-                             "[UNK] pieces to the encoder's vocabulary ("
-                             f"{coverage['extend_vocab']} in these texts, each seen twice or "
-                             "more; README: choosing parameters)"))
+        console.print(
+            escape(
+                "model.extend_vocab: the tokens stage will add the train sample's "
+                "[UNK] pieces to the encoder's vocabulary ("
+                f"{coverage['extend_vocab']} in these texts, each seen twice or "
+                "more; README: choosing parameters)"
+            )
+        )

@@ -35,12 +35,15 @@ class Batchable:
         return len(self.labels)
 
     @classmethod
-    def unlabelled(cls, input_ids, attention_mask, factors=None) -> "Batchable":
+    def unlabelled(cls, input_ids, attention_mask, factors=None) -> Batchable:
         """Inputs of texts to predict (numpy arrays from the tokenizer and the factor
         lookup; the labels are placeholders)."""
-        return cls(torch.from_numpy(input_ids), torch.from_numpy(attention_mask),
-                   None if factors is None else torch.from_numpy(factors),
-                   torch.zeros(len(input_ids), dtype=torch.long))
+        return cls(
+            torch.from_numpy(input_ids),
+            torch.from_numpy(attention_mask),
+            None if factors is None else torch.from_numpy(factors),
+            torch.zeros(len(input_ids), dtype=torch.long),
+        )
 
     @cached_property
     def lengths(self) -> torch.Tensor:
@@ -48,8 +51,7 @@ class Batchable:
         positions = torch.arange(1, self.attention_mask.shape[1] + 1)
         return ((self.attention_mask != 0) * positions).amax(1)
 
-    def batch(self, idx: torch.Tensor, rt: Runtime, trim: bool = True
-              ) -> tuple[dict, torch.Tensor]:
+    def batch(self, idx: torch.Tensor, rt: Runtime, trim: bool = True) -> tuple[dict, torch.Tensor]:
         seq = self.input_ids.shape[1]
         if trim and len(idx):
             longest = max(1, int(self.lengths[idx].max()))
@@ -59,9 +61,11 @@ class Batchable:
             t = t[idx].to(dtype)
             return t.pin_memory().to(rt.device, non_blocking=True) if rt.pin else t.to(rt.device)
 
-        inputs = {"input_ids": move(self.input_ids[:, :seq], torch.long),
-                  "attention_mask": move(self.attention_mask[:, :seq], torch.long),
-                  "factors": None if self.factors is None else move(self.factors, torch.float32)}
+        inputs = {
+            "input_ids": move(self.input_ids[:, :seq], torch.long),
+            "attention_mask": move(self.attention_mask[:, :seq], torch.long),
+            "factors": None if self.factors is None else move(self.factors, torch.float32),
+        }
         if self.encoder_states is not None:  # the model skips its encoder
             inputs["encoder_states"] = move(self.encoder_states[:, :seq], torch.float32)
         return inputs, move(self.labels, torch.long)
@@ -71,8 +75,9 @@ class Batchable:
 LENGTH_GROUP_BATCHES = 50
 
 
-def epoch_order(data: Batchable, batch_size: int, seed: int, group_by_length: bool = False
-                ) -> torch.Tensor:
+def epoch_order(
+    data: Batchable, batch_size: int, seed: int, group_by_length: bool = False
+) -> torch.Tensor:
     """The row order of one epoch: a seeded permutation, cut into batches in order.
 
     ``group_by_length`` (as in transformers' Trainer) sorts each window of
@@ -85,11 +90,12 @@ def epoch_order(data: Batchable, batch_size: int, seed: int, group_by_length: bo
     if not group_by_length or len(data) <= batch_size:
         return order
     window = batch_size * LENGTH_GROUP_BATCHES
-    chunks = [chunk[torch.argsort(data.lengths[chunk], descending=True, stable=True)]
-              for chunk in order.split(window)]
+    chunks = [
+        chunk[torch.argsort(data.lengths[chunk], descending=True, stable=True)]
+        for chunk in order.split(window)
+    ]
     batches = torch.cat(chunks).split(batch_size)
     # the last batch may be partial: keep it last, shuffle the full ones
-    full, rest = (batches[:-1], batches[-1:]) if len(batches[-1]) < batch_size \
-        else (batches, ())
+    full, rest = (batches[:-1], batches[-1:]) if len(batches[-1]) < batch_size else (batches, ())
     shuffled = [full[i] for i in torch.randperm(len(full), generator=g)]
     return torch.cat(shuffled + list(rest))

@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from lttw.data.tables import TABLE_SUFFIXES, encode_labels, read_table, select_columns
 from lttw.errors import DataError
 from lttw.hub import offline_reason
 from lttw.settings import DataSettings
-from lttw.data.tables import TABLE_SUFFIXES, encode_labels, read_table, select_columns
 
 log = logging.getLogger(__name__)
 
@@ -42,18 +42,31 @@ class HubSpec:
 
 
 KNOWN_DATASETS: dict[str, HubSpec] = {
-    "ag_news": HubSpec("fancyzhx/ag_news",
-                       classes=("World", "Sports", "Business", "Sci/Tech")),
+    "ag_news": HubSpec("fancyzhx/ag_news", classes=("World", "Sports", "Business", "Sci/Tech")),
     # GLUE's SST-2 test labels are hidden (-1): the labelled validation split serves as test
-    "sst2": HubSpec("stanfordnlp/sst2", ("sentence",),
-                    splits={"train": "train", "test": "validation"},
-                    classes=("negative", "positive")),
-    "yahoo_answers": HubSpec("community-datasets/yahoo_answers_topics",
-                             ("question_title", "question_content", "best_answer"), "topic",
-                             classes=("Society & Culture", "Science & Mathematics", "Health",
-                                      "Education & Reference", "Computers & Internet", "Sports",
-                                      "Business & Finance", "Entertainment & Music",
-                                      "Family & Relationships", "Politics & Government")),
+    "sst2": HubSpec(
+        "stanfordnlp/sst2",
+        ("sentence",),
+        splits={"train": "train", "test": "validation"},
+        classes=("negative", "positive"),
+    ),
+    "yahoo_answers": HubSpec(
+        "community-datasets/yahoo_answers_topics",
+        ("question_title", "question_content", "best_answer"),
+        "topic",
+        classes=(
+            "Society & Culture",
+            "Science & Mathematics",
+            "Health",
+            "Education & Reference",
+            "Computers & Internet",
+            "Sports",
+            "Business & Finance",
+            "Entertainment & Music",
+            "Family & Relationships",
+            "Politics & Government",
+        ),
+    ),
 }
 
 
@@ -91,8 +104,10 @@ def _table_files(folder: Path) -> list[tuple[str, Path]]:
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in TABLE_SUFFIXES)
     if not files:
         raise DataError(f"{folder}: no manifest.json and no parquet/CSV/TSV files")
+
     def split(path: Path) -> str:
         return next((s for s in ("train", "test") if path.stem.lower().startswith(s)), path.stem)
+
     return [(split(p), p) for p in files]
 
 
@@ -108,20 +123,29 @@ def _read_manifest(path: Path) -> dict:
 
 def hub_split_files(paths: list[str], split: str) -> list[str]:
     """The parquet files of one split among a hub repository's files (sorted)."""
+
     def matches(path: str) -> bool:
         parts = path.split("/")
-        return parts[-1].startswith(f"{split}-") or parts[-1] == f"{split}.parquet" \
+        return (
+            parts[-1].startswith(f"{split}-")
+            or parts[-1] == f"{split}.parquet"
             or (len(parts) > 1 and parts[-2] == split)
+        )
+
     return sorted(p for p in paths if p.endswith(".parquet") and matches(p))
 
 
 def _read_hub(spec: HubSpec, local: Path) -> list[tuple[str, pd.DataFrame, str]]:
-    hint = (f"put the dataset folder (manifest.json + parquet files) at {local}, or go online "
-            f"to read hf://datasets/{spec.name}")
+    hint = (
+        f"put the dataset folder (manifest.json + parquet files) at {local}, or go online "
+        f"to read hf://datasets/{spec.name}"
+    )
     reason = offline_reason()
     if reason:
-        raise DataError(f"no local copy at {local} and the hub dataset {spec.name} cannot be "
-                        f"read ({reason}); {hint}")
+        raise DataError(
+            f"no local copy at {local} and the hub dataset {spec.name} cannot be "
+            f"read ({reason}); {hint}"
+        )
     try:
         from huggingface_hub import HfFileSystem
 
@@ -131,8 +155,9 @@ def _read_hub(spec: HubSpec, local: Path) -> list[tuple[str, pd.DataFrame, str]]
         for split, hub_split in spec.splits.items():
             files = hub_split_files(paths, hub_split)
             if not files:
-                raise DataError(f"hf://datasets/{spec.name}: no parquet files for split "
-                                f"{hub_split!r}; {hint}")
+                raise DataError(
+                    f"hf://datasets/{spec.name}: no parquet files for split {hub_split!r}; {hint}"
+                )
             for path in files:
                 log.info("reading hf://%s", path)
                 out.append((split, pd.read_parquet(f"hf://{path}"), f"hf://{path}"))
@@ -140,8 +165,10 @@ def _read_hub(spec: HubSpec, local: Path) -> list[tuple[str, pd.DataFrame, str]]
     except DataError:
         raise
     except Exception as err:
-        raise DataError(f"reading hub dataset {spec.name} failed ({type(err).__name__}: "
-                        f"{str(err).splitlines()[0] if str(err) else ''}); {hint}") from None
+        raise DataError(
+            f"reading hub dataset {spec.name} failed ({type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else ''}); {hint}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -156,8 +183,13 @@ class _Resolved:
 
 
 def _from_hub(spec: HubSpec, local: Path) -> _Resolved:
-    return _Resolved(_read_hub(spec, local), spec.text_columns, spec.label_column,
-                     list(spec.classes) if spec.classes else None, f"hf://datasets/{spec.name}")
+    return _Resolved(
+        _read_hub(spec, local),
+        spec.text_columns,
+        spec.label_column,
+        list(spec.classes) if spec.classes else None,
+        f"hf://datasets/{spec.name}",
+    )
 
 
 def _from_manifest(name: str, folder: Path) -> _Resolved:
@@ -170,15 +202,29 @@ def _from_manifest(name: str, folder: Path) -> _Resolved:
     vectors = manifest.get("word_vectors")
     vectors = str(folder / vectors) if isinstance(vectors, str) and vectors else None
     if all(present):
-        return _Resolved([(s, read_table(p), str(p)) for s, p in files], (text_column,),
-                         label_column, manifest.get("classes"), str(folder), language, vectors)
+        return _Resolved(
+            [(s, read_table(p), str(p)) for s, p in files],
+            (text_column,),
+            label_column,
+            manifest.get("classes"),
+            str(folder),
+            language,
+            vectors,
+        )
     if not any(present) and (name in KNOWN_DATASETS or manifest.get("hub_dataset")):
-        spec = KNOWN_DATASETS.get(name) or HubSpec(manifest["hub_dataset"], (text_column,),
-                                                   label_column)
+        spec = KNOWN_DATASETS.get(name) or HubSpec(
+            manifest["hub_dataset"], (text_column,), label_column
+        )
         resolved = _from_hub(spec, folder)
-        return _Resolved(resolved.tables, resolved.text_columns, resolved.label_column,
-                         manifest.get("classes") or resolved.classes, resolved.source, language,
-                         vectors)
+        return _Resolved(
+            resolved.tables,
+            resolved.text_columns,
+            resolved.label_column,
+            manifest.get("classes") or resolved.classes,
+            resolved.source,
+            language,
+            vectors,
+        )
     missing = next(path for (_, path), ok in zip(files, present) if not ok)
     raise DataError(f"{missing}: file not found (listed in {folder / 'manifest.json'})")
 
@@ -193,13 +239,16 @@ def resolve(settings: DataSettings) -> _Resolved:
         tables = [(s, read_table(p), str(p)) for s, p in _table_files(target)]
         return _Resolved(tables, ("text",), "label", None, str(target))
     if target.is_file():
-        return _Resolved([("all", read_table(target), str(target))], ("text",), "label", None,
-                         str(target))
+        return _Resolved(
+            [("all", read_table(target), str(target))], ("text",), "label", None, str(target)
+        )
     if name in KNOWN_DATASETS or name.count("/") == 1:  # a known name or a hub owner/name
         return _from_hub(KNOWN_DATASETS.get(name) or HubSpec(name), target)
     known = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
-    raise DataError(f"data.dataset {name!r}: {target} not found (data.root {root}"
-                    f"{' has ' + ', '.join(known) if known else ' is empty or missing'})")
+    raise DataError(
+        f"data.dataset {name!r}: {target} not found (data.root {root}"
+        f"{' has ' + ', '.join(known) if known else ' is empty or missing'})"
+    )
 
 
 def _pool(resolved: _Resolved, text_cols: tuple[str, ...], label_col: str) -> pd.DataFrame:
@@ -216,19 +265,25 @@ def _pool(resolved: _Resolved, text_cols: tuple[str, ...], label_col: str) -> pd
     return pooled
 
 
-def _usable(pooled: pd.DataFrame, source: str, text_cols: tuple[str, ...],
-            label_col: str) -> tuple[pd.Series, pd.Series]:
+def _usable(
+    pooled: pd.DataFrame, source: str, text_cols: tuple[str, ...], label_col: str
+) -> tuple[pd.Series, pd.Series]:
     """Masks of rows with a blank text and of rows without a label (counts logged)."""
     blank = pooled["text"].isna() | pooled["text"].astype("str").str.strip().eq("")
     if blank.all():
-        raise DataError(f"{source}: all {len(pooled)} texts (column {', '.join(text_cols)}) "
-                        "are missing, empty or whitespace-only")
+        raise DataError(
+            f"{source}: all {len(pooled)} texts (column {', '.join(text_cols)}) "
+            "are missing, empty or whitespace-only"
+        )
     unlabelled = pooled["label"].isna() & ~blank
     if unlabelled.sum() == (~blank).sum():
         raise DataError(f"{source}: every label (column {label_col}) is missing")
     if blank.any():
-        log.warning("%s: dropped %d rows whose text is missing, empty or whitespace-only",
-                    source, int(blank.sum()))
+        log.warning(
+            "%s: dropped %d rows whose text is missing, empty or whitespace-only",
+            source,
+            int(blank.sum()),
+        )
     if unlabelled.any():
         log.warning("%s: dropped %d rows without a label", source, int(unlabelled.sum()))
     return blank, unlabelled
@@ -244,17 +299,27 @@ def load_dataset(settings: DataSettings) -> Dataset:
     blank, unlabelled = _usable(pooled, source, text_cols, label_col)
     kept = pooled[~blank & ~unlabelled]
     duplicates, conflicting = _duplicates(kept, source)
-    ids, class_names, label_values = encode_labels(kept["label"], resolved.classes,
-                                                    f"{source}, column {label_col}")
+    ids, class_names, label_values = encode_labels(
+        kept["label"], resolved.classes, f"{source}, column {label_col}"
+    )
     if len(class_names) < 2:
         raise DataError(f"{source}: only one class ({class_names[0]!r}) in column {label_col}")
-    return Dataset(name=settings.dataset, texts=kept["text"].astype("str").to_numpy(dtype=object),
-                   labels=ids.astype(np.int64), splits=kept["split"].to_numpy(dtype=object),
-                   source_rows=kept.index.to_numpy(dtype=np.int64), classes=class_names,
-                   label_values=label_values, source=source, dropped_empty=int(blank.sum()),
-                   dropped_unlabelled=int(unlabelled.sum()), duplicate_texts=duplicates,
-                   conflicting_texts=conflicting, language=resolved.language,
-                   word_vectors=resolved.word_vectors)
+    return Dataset(
+        name=settings.dataset,
+        texts=kept["text"].astype("str").to_numpy(dtype=object),
+        labels=ids.astype(np.int64),
+        splits=kept["split"].to_numpy(dtype=object),
+        source_rows=kept.index.to_numpy(dtype=np.int64),
+        classes=class_names,
+        label_values=label_values,
+        source=source,
+        dropped_empty=int(blank.sum()),
+        dropped_unlabelled=int(unlabelled.sum()),
+        duplicate_texts=duplicates,
+        conflicting_texts=conflicting,
+        language=resolved.language,
+        word_vectors=resolved.word_vectors,
+    )
 
 
 def _duplicates(kept: pd.DataFrame, source: str) -> tuple[int, int]:
@@ -265,8 +330,11 @@ def _duplicates(kept: pd.DataFrame, source: str) -> tuple[int, int]:
     if repeated:
         labels_per_text = kept["label"].astype("str").groupby(texts.to_numpy()).nunique()
         conflicting = int((labels_per_text > 1).sum())
-        log.warning("%s: %d rows repeat the text of an earlier row (kept; counted in "
-                    "labels.json as duplicate_texts)%s", source, repeated,
-                    f", and {conflicting} texts occur with different labels" if conflicting
-                    else "")
+        log.warning(
+            "%s: %d rows repeat the text of an earlier row (kept; counted in "
+            "labels.json as duplicate_texts)%s",
+            source,
+            repeated,
+            f", and {conflicting} texts occur with different labels" if conflicting else "",
+        )
     return repeated, conflicting

@@ -10,9 +10,9 @@ import pandas as pd
 import torch
 
 from lttw import layout
+from lttw.data.batching import Batchable
 from lttw.data.folds import read_fold_parts
 from lttw.io import read_arrays, read_json
-from lttw.data.batching import Batchable
 
 #: evaluation parts: the fold's own test part, and the held-out test and predict samples
 EVAL_PARTS = ("fold_test", "test", "predict")
@@ -59,14 +59,19 @@ def load_fold_inputs(fold: int) -> FoldInputs:
     return FoldInputs(classes=classes, parts=parts, labels=labels, texts=texts)
 
 
-def load_tensors(inputs: FoldInputs, fold: int, words=None,
-                 max_len: int | None = None, frozen_encoder: bool = False
-                 ) -> dict[str, Batchable]:
+def load_tensors(
+    inputs: FoldInputs,
+    fold: int,
+    words=None,
+    max_len: int | None = None,
+    frozen_encoder: bool = False,
+) -> dict[str, Batchable]:
     """Batchable tensors for train / val / fold_test / test / predict: the encoder's tokens,
     or with ``words`` (a ``text.word_ids.WordVocabulary``) the texts' word ids at
     ``max_len``; with ``frozen_encoder`` also the encode stage's cached encoder states."""
-    tokens = (read_arrays(layout.tokens_file()) if words is None
-              else word_arrays(inputs, words, max_len))
+    tokens = (
+        read_arrays(layout.tokens_file()) if words is None else word_arrays(inputs, words, max_len)
+    )
     factors = read_arrays(layout.features_file(fold))
     states = {}
     if frozen_encoder:
@@ -83,7 +88,8 @@ def load_tensors(inputs: FoldInputs, fold: int, words=None,
             attention_mask=torch.from_numpy(take(tokens[f"{split}_attention_mask"])),
             factors=torch.from_numpy(take(f)) if f.size else None,
             labels=torch.from_numpy(inputs.part_labels(part)),
-            encoder_states=torch.from_numpy(take(states[split])) if states else None)
+            encoder_states=torch.from_numpy(take(states[split])) if states else None,
+        )
     return out
 
 

@@ -20,8 +20,10 @@ def assign_folds(labels: np.ndarray, n_folds: int, random_state: int | None) -> 
     classes, per_class = np.unique(labels, return_counts=True)
     if per_class.size and per_class.min() < n_folds:
         small = {int(c): int(n) for c, n in zip(classes, per_class) if n < n_folds}
-        raise DataError(f"folds.n_folds={n_folds} needs at least {n_folds} training rows per "
-                        f"class; these classes have fewer: {small} (raise data.train_size)")
+        raise DataError(
+            f"folds.n_folds={n_folds} needs at least {n_folds} training rows per "
+            f"class; these classes have fewer: {small} (raise data.train_size)"
+        )
     from sklearn.model_selection import StratifiedKFold  # here: readers of folds skip its import
 
     splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=random_state)
@@ -37,9 +39,11 @@ def fold_parts(fold_ids: np.ndarray, fold: int, n_folds: int) -> dict[str, np.nd
         raise DataError(f"fold {fold} is not in 0..{n_folds - 1}")
     fold_ids = np.asarray(fold_ids)
     val_fold = (fold + 1) % n_folds
-    return {"train": np.flatnonzero((fold_ids != fold) & (fold_ids != val_fold)),
-            "val": np.flatnonzero(fold_ids == val_fold),
-            "test": np.flatnonzero(fold_ids == fold)}
+    return {
+        "train": np.flatnonzero((fold_ids != fold) & (fold_ids != val_fold)),
+        "val": np.flatnonzero(fold_ids == val_fold),
+        "test": np.flatnonzero(fold_ids == fold),
+    }
 
 
 def folds_frame(fold_ids: np.ndarray, n_folds: int) -> pd.DataFrame:
@@ -64,8 +68,9 @@ def read_fold_parts(path: str | Path, fold: int) -> dict[str, np.ndarray]:
     frame = pd.read_parquet(path)
     if column not in frame.columns:
         n_folds = sum(c.startswith("part_") for c in frame.columns)
-        raise DataError(f"{path}: no column {column} (it records folds 0..{n_folds - 1}); "
-                        "rerun the folds stage")
+        raise DataError(
+            f"{path}: no column {column} (it records folds 0..{n_folds - 1}); rerun the folds stage"
+        )
     rows = frame["row"].to_numpy(np.int64)
     part = frame[column].to_numpy(dtype=object)
     return {name: np.sort(rows[part == name]) for name in PARTS}

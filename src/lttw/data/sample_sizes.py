@@ -44,8 +44,11 @@ def sample_pools(dataset: Dataset, use_splits: bool) -> dict[str, str | None]:
     if use_splits and {"train", "test"} <= present:
         return {"train": "train", "test": "test", "predict": "test"}
     if use_splits:
-        log.info("%s has no separate train and test splits (has %s): pooling all rows",
-                 dataset.source, ", ".join(sorted(present)))
+        log.info(
+            "%s has no separate train and test splits (has %s): pooling all rows",
+            dataset.source,
+            ", ".join(sorted(present)),
+        )
     return {split: None for split in SPLITS}
 
 
@@ -53,14 +56,22 @@ def pools_of(dataset: Dataset, use_splits: bool) -> list[Pool]:
     """The pools in first-use order (the order rows are drawn in)."""
     assignment = sample_pools(dataset, use_splits)
     p = len(dataset.classes)
-    return [Pool(source, tuple(s for s in SPLITS if assignment[s] == source),
-                 np.bincount(dataset.labels[dataset.rows_of(source)], minlength=p))
-            for source in dict.fromkeys(assignment.values())]
+    return [
+        Pool(
+            source,
+            tuple(s for s in SPLITS if assignment[s] == source),
+            np.bincount(dataset.labels[dataset.rows_of(source)], minlength=p),
+        )
+        for source in dict.fromkeys(assignment.values())
+    ]
 
 
 def sizes_of(settings: DataSettings) -> dict[str, int]:
-    return {"train": settings.train_size, "test": settings.test_size,
-            "predict": settings.predict_size}
+    return {
+        "train": settings.train_size,
+        "test": settings.test_size,
+        "predict": settings.predict_size,
+    }
 
 
 def apportion(total: int, weights, room, minimum: int = 0) -> np.ndarray:
@@ -77,8 +88,11 @@ def apportion(total: int, weights, room, minimum: int = 0) -> np.ndarray:
             break
         exact = np.where(open_, left * weights / weights[open_].sum(), 0.0)
         add = np.minimum(np.floor(exact).astype(np.int64), room - out)
-        extra = [i for i in np.argsort(-(exact - np.floor(exact)), kind="stable")
-                 if open_[i] and room[i] > out[i] + add[i]][:left - int(add.sum())]
+        extra = [
+            i
+            for i in np.argsort(-(exact - np.floor(exact)), kind="stable")
+            if open_[i] and room[i] > out[i] + add[i]
+        ][: left - int(add.sum())]
         add[extra] += 1  # the largest remainders
         out = out + add
         left -= int(add.sum())
@@ -107,25 +121,31 @@ def pool_quotas(pool: Pool, sizes: dict[str, int], sampling: str) -> dict[str, n
     if not ratio.any():
         ratio[0] = 1.0
     per_class = [apportion(int(n), ratio, np.full(ratio.size, n)) for n in pool.counts]
-    return {s: np.array([q[i] for q in per_class], dtype=np.int64)
-            for i, s in enumerate(pool.splits)}
+    return {
+        s: np.array([q[i] for q in per_class], dtype=np.int64) for i, s in enumerate(pool.splits)
+    }
 
 
 def check_minimum_sizes(settings: DataSettings, n_classes: int) -> None:
     """Balanced sampling: a size below the class count would draw no rows at all."""
     if settings.train_size < n_classes:
-        raise DataError(f"data.train_size={settings.train_size} is smaller than the number of "
-                        f"classes ({n_classes}); a balanced sample needs at least one per class "
-                        "(or set data.sampling=stratified)")
+        raise DataError(
+            f"data.train_size={settings.train_size} is smaller than the number of "
+            f"classes ({n_classes}); a balanced sample needs at least one per class "
+            "(or set data.sampling=stratified)"
+        )
     for split, size in sizes_of(settings).items():
         if 0 < size < n_classes:
-            raise DataError(f"data.{split}_size={size} is smaller than the number of classes "
-                            f"({n_classes}): it would draw no rows; use 0 or at least "
-                            f"{n_classes} (or set data.sampling=stratified)")
+            raise DataError(
+                f"data.{split}_size={size} is smaller than the number of classes "
+                f"({n_classes}): it would draw no rows; use 0 or at least "
+                f"{n_classes} (or set data.sampling=stratified)"
+            )
 
 
 def shortfalls(pools: list[Pool], sizes: dict[str, int], sampling: str) -> list[Pool]:
     """The pools whose samples cannot all be drawn at these sizes."""
+
     def short(pool: Pool) -> bool:
         if sampling == "balanced":
             p = pool.counts.size
@@ -133,6 +153,7 @@ def shortfalls(pools: list[Pool], sizes: dict[str, int], sampling: str) -> list[
         if sampling == "stratified":
             return int(pool.counts.sum()) < sum(sizes[s] for s in pool.splits)
         return False
+
     return [pool for pool in pools if short(pool)]
 
 
@@ -146,8 +167,9 @@ def fitting_sizes(pools: list[Pool], sizes: dict[str, int], sampling: str) -> di
             want = np.array([sizes[s] // p for s in pool.splits])
             fit = apportion(int(pool.counts.min()), want, want, minimum=1)
             if "train" in pool.splits and fit[0] == 0 and pool.counts.min() > 0:
-                fit = np.concatenate([[1], apportion(int(pool.counts.min()) - 1, want[1:],
-                                                     want[1:])])
+                fit = np.concatenate(
+                    [[1], apportion(int(pool.counts.min()) - 1, want[1:], want[1:])]
+                )
             out.update({s: int(n) * p for s, n in zip(pool.splits, fit)})
         else:
             want = np.array([sizes[s] for s in pool.splits])
@@ -158,24 +180,32 @@ def fitting_sizes(pools: list[Pool], sizes: dict[str, int], sampling: str) -> di
 
 def _params(splits: tuple[str, ...], values: list[int]) -> str:
     names = " + ".join(f"data.{s}_size" for s in splits)
-    return f"{names} = {' + '.join(map(str, values))}" if len(splits) > 1 else \
-        f"{names}={values[0]}"
+    return (
+        f"{names} = {' + '.join(map(str, values))}" if len(splits) > 1 else f"{names}={values[0]}"
+    )
 
 
 def _pool_problem(pool: Pool, sizes: dict[str, int], sampling: str, classes: list[str]) -> str:
     wanted = _params(pool.splits, [sizes[s] for s in pool.splits])
     verb = "need" if len(pool.splits) > 1 else "needs"
     if sampling == "stratified":
-        return (f"{wanted} {verb} {sum(sizes[s] for s in pool.splits)} rows from {pool.where}, "
-                f"which has {int(pool.counts.sum())}")
+        return (
+            f"{wanted} {verb} {sum(sizes[s] for s in pool.splits)} rows from {pool.where}, "
+            f"which has {int(pool.counts.sum())}"
+        )
     p = pool.counts.size
     per_class = [sizes[s] // p for s in pool.splits]
     need = " + ".join(map(str, per_class)) + (f" = {sum(per_class)}" if len(per_class) > 1 else "")
     rarest = int(np.argmin(pool.counts))
-    listed = f" (the classes have {', '.join(f'{c} {n}' for c, n in zip(classes, pool.counts))})" \
-        if p <= 12 else ""
-    return (f"{wanted} {verb} {need} rows per class from {pool.where}, whose rarest class "
-            f"{classes[rarest]} has {int(pool.counts[rarest])}{listed}")
+    listed = (
+        f" (the classes have {', '.join(f'{c} {n}' for c, n in zip(classes, pool.counts))})"
+        if p <= 12
+        else ""
+    )
+    return (
+        f"{wanted} {verb} {need} rows per class from {pool.where}, whose rarest class "
+        f"{classes[rarest]} has {int(pool.counts[rarest])}{listed}"
+    )
 
 
 def size_problem(dataset: Dataset, settings: DataSettings) -> str | None:
@@ -193,8 +223,13 @@ def size_problem(dataset: Dataset, settings: DataSettings) -> str | None:
         advice = f"No {sampling} sizes fit: a class has no rows in {short[0].where}"
     other = ["data.sampling=all takes every row"]
     if sampling == "balanced":
-        fits = "fits the sizes as set" if not shortfalls(pools, sizes, "stratified") else \
-            "keeps the class proportions"
+        fits = (
+            "fits the sizes as set"
+            if not shortfalls(pools, sizes, "stratified")
+            else "keeps the class proportions"
+        )
         other.insert(0, f"data.sampling=stratified {fits}")
-    return (f"{'; '.join(parts)} ({dataset.source}, data.sampling={sampling}). {advice}; or "
-            f"{' or '.join(other)}")
+    return (
+        f"{'; '.join(parts)} ({dataset.source}, data.sampling={sampling}). {advice}; or "
+        f"{' or '.join(other)}"
+    )

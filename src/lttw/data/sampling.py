@@ -18,8 +18,15 @@ import numpy as np
 import pandas as pd
 
 from lttw.data.datasets import Dataset
-from lttw.data.sample_sizes import (Pool, check_minimum_sizes, pool_quotas, pools_of,
-                                    sample_pools, size_problem, sizes_of)
+from lttw.data.sample_sizes import (
+    Pool,
+    check_minimum_sizes,
+    pool_quotas,
+    pools_of,
+    sample_pools,
+    size_problem,
+    sizes_of,
+)
 from lttw.errors import DataError
 from lttw.layout import SPLITS
 from lttw.settings import DataSettings
@@ -29,8 +36,10 @@ log = logging.getLogger(__name__)
 __all__ = ["draw_samples", "per_class_sizes", "sample_pools", "sample_indices"]
 
 #: what labels.json says about the sizes when data.sampling=all
-ALL_ROWS_NOTE = ("data.sampling=all: every row is used; the sizes' values are ignored, their "
-                 "ratio divides a pool shared by several samples")
+ALL_ROWS_NOTE = (
+    "data.sampling=all: every row is used; the sizes' values are ignored, their "
+    "ratio divides a pool shared by several samples"
+)
 
 
 def per_class_sizes(settings: DataSettings, n_classes: int) -> dict[str, int]:
@@ -40,13 +49,20 @@ def per_class_sizes(settings: DataSettings, n_classes: int) -> dict[str, int]:
     for split, size in sizes_of(settings).items():
         out[split] = size // n_classes
         if size % n_classes:
-            log.warning("data.%s_size=%d is not divisible by %d classes: using %d per class = "
-                        "%d rows", split, size, n_classes, out[split], out[split] * n_classes)
+            log.warning(
+                "data.%s_size=%d is not divisible by %d classes: using %d per class = %d rows",
+                split,
+                size,
+                n_classes,
+                out[split],
+                out[split] * n_classes,
+            )
     return out
 
 
-def sample_indices(dataset: Dataset, pools: list[Pool], quotas: dict[str, np.ndarray],
-                   rng: np.random.Generator) -> dict[str, np.ndarray]:
+def sample_indices(
+    dataset: Dataset, pools: list[Pool], quotas: dict[str, np.ndarray], rng: np.random.Generator
+) -> dict[str, np.ndarray]:
     """Row indices into ``dataset`` of each sample: disjoint, ``quotas[split][c]`` rows of
     class c, shuffled. The quotas must fit their pools."""
     chosen: dict[str, list[np.ndarray]] = {split: [] for split in SPLITS}
@@ -57,17 +73,23 @@ def sample_indices(dataset: Dataset, pools: list[Pool], quotas: dict[str, np.nda
             permuted = rng.permutation(rows[labels == c])
             start = 0
             for split in pool.splits:
-                chosen[split].append(permuted[start:start + quotas[split][c]])
+                chosen[split].append(permuted[start : start + quotas[split][c]])
                 start += quotas[split][c]
-    return {split: rng.permutation(np.concatenate(parts)).astype(np.int64)
-            for split, parts in chosen.items()}
+    return {
+        split: rng.permutation(np.concatenate(parts)).astype(np.int64)
+        for split, parts in chosen.items()
+    }
 
 
 def sample_frame(dataset: Dataset, rows: np.ndarray) -> pd.DataFrame:
     """Columns text (str), label (int64), source_row (int64) for the given dataset rows."""
-    return pd.DataFrame({"text": pd.array(dataset.texts[rows].tolist(), dtype="str"),
-                         "label": dataset.labels[rows].astype(np.int64),
-                         "source_row": dataset.source_rows[rows].astype(np.int64)})
+    return pd.DataFrame(
+        {
+            "text": pd.array(dataset.texts[rows].tolist(), dtype="str"),
+            "label": dataset.labels[rows].astype(np.int64),
+            "source_row": dataset.source_rows[rows].astype(np.int64),
+        }
+    )
 
 
 def count_duplicates(train_texts: pd.Series, other_texts: pd.Series) -> int:
@@ -85,8 +107,9 @@ def source_in_root(source: str, root: str) -> str:
     return source if rel == ".." or rel.startswith(".." + os.sep) else rel
 
 
-def draw_samples(dataset: Dataset, settings: DataSettings,
-                 seed: int) -> tuple[dict[str, pd.DataFrame], dict]:
+def draw_samples(
+    dataset: Dataset, settings: DataSettings, seed: int
+) -> tuple[dict[str, pd.DataFrame], dict]:
     """The three samples as frames, and the ``labels.json`` record describing them. Sizes that
     cannot be met raise one ``DataError`` naming all of them and sizes that fit."""
     sampling = settings.sampling
@@ -96,42 +119,67 @@ def draw_samples(dataset: Dataset, settings: DataSettings,
     problem = size_problem(dataset, settings)
     if problem:
         raise DataError(problem)
-    quotas = {s: q for pool in pools for s, q in pool_quotas(pool, sizes_of(settings),
-                                                               sampling).items()}
+    quotas = {
+        s: q for pool in pools for s, q in pool_quotas(pool, sizes_of(settings), sampling).items()
+    }
     if sampling != "balanced":
         per_class = {split: quotas[split].tolist() for split in SPLITS}
     if sampling == "all":
         log.info(ALL_ROWS_NOTE)
     rows = sample_indices(dataset, pools, quotas, np.random.default_rng(seed))
     frames = {split: sample_frame(dataset, rows[split]) for split in SPLITS}
-    duplicates = {split: count_duplicates(frames["train"]["text"], frames[split]["text"])
-                  for split in ("test", "predict")}
+    duplicates = {
+        split: count_duplicates(frames["train"]["text"], frames[split]["text"])
+        for split in ("test", "predict")
+    }
     for split, n in duplicates.items():
         if n:
-            log.warning("%d of the %d %s texts also occur verbatim in the train sample",
-                        n, len(frames[split]), split)
+            log.warning(
+                "%d of the %d %s texts also occur verbatim in the train sample",
+                n,
+                len(frames[split]),
+                split,
+            )
     pool_of = {split: pool.source for pool in pools for split in pool.splits}
     for split in SPLITS:
         counts = quotas[split]
-        spread = f"{counts[0]} per class" if sampling == "balanced" else \
-            f"{counts.min()}-{counts.max()} per class, {sampling}"
-        log.info("%s: %d rows (%s) from %s", split, len(frames[split]), spread,
-                 f"the {pool_of[split]} split" if pool_of[split] else "all rows")
+        spread = (
+            f"{counts[0]} per class"
+            if sampling == "balanced"
+            else f"{counts.min()}-{counts.max()} per class, {sampling}"
+        )
+        log.info(
+            "%s: %d rows (%s) from %s",
+            split,
+            len(frames[split]),
+            spread,
+            f"the {pool_of[split]} split" if pool_of[split] else "all rows",
+        )
         if sampling == "stratified" and len(frames[split]) and not counts.all():
             missing = [c for c, n in zip(dataset.classes, counts) if not n]
-            log.warning("%s: no rows of %s at data.%s_size=%d", split, ", ".join(missing),
-                        split, sizes_of(settings)[split])
-    info = {"dataset": dataset.name, "classes": dataset.classes,
-            "label_values": dataset.label_values,
-            "sizes": {split: len(frame) for split, frame in frames.items()},
-            "per_class": per_class, "pools": pool_of, "seed": seed,
-            "source": source_in_root(dataset.source, settings.root),
-            "dropped_empty": dataset.dropped_empty,
-            "dropped_unlabelled": dataset.dropped_unlabelled,
-            "duplicate_texts": dataset.duplicate_texts,
-            "conflicting_texts": dataset.conflicting_texts,
-            "duplicates_test_in_train": sum(duplicates.values()),
-            "duplicates_in_train": duplicates}
+            log.warning(
+                "%s: no rows of %s at data.%s_size=%d",
+                split,
+                ", ".join(missing),
+                split,
+                sizes_of(settings)[split],
+            )
+    info = {
+        "dataset": dataset.name,
+        "classes": dataset.classes,
+        "label_values": dataset.label_values,
+        "sizes": {split: len(frame) for split, frame in frames.items()},
+        "per_class": per_class,
+        "pools": pool_of,
+        "seed": seed,
+        "source": source_in_root(dataset.source, settings.root),
+        "dropped_empty": dataset.dropped_empty,
+        "dropped_unlabelled": dataset.dropped_unlabelled,
+        "duplicate_texts": dataset.duplicate_texts,
+        "conflicting_texts": dataset.conflicting_texts,
+        "duplicates_test_in_train": sum(duplicates.values()),
+        "duplicates_in_train": duplicates,
+    }
     for key in ("language", "word_vectors"):  # manifest fields, only where the manifest has them
         if getattr(dataset, key) is not None:
             info[key] = getattr(dataset, key)

@@ -29,9 +29,10 @@ def read_table(path: Path) -> pd.DataFrame:
         try:
             return pd.read_parquet(path)
         except Exception as err:  # pyarrow raises several types for a damaged file
-            raise DataError(f"{path}: not a readable parquet file "
-                            f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
-                            ) from None
+            raise DataError(
+                f"{path}: not a readable parquet file "
+                f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+            ) from None
     try:
         raw = path.read_bytes()
     except OSError as err:
@@ -40,8 +41,10 @@ def read_table(path: Path) -> pd.DataFrame:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line = raw.count(b"\n", 0, err.start) + 1
-        raise DataError(f"{path}: not valid UTF-8 at byte {err.start} (line {line}, about data row "
-                        f"{max(line - 1, 1)}): {err.reason}; re-save the file as UTF-8") from None
+        raise DataError(
+            f"{path}: not valid UTF-8 at byte {err.start} (line {line}, about data row "
+            f"{max(line - 1, 1)}): {err.reason}; re-save the file as UTF-8"
+        ) from None
     try:
         return pd.read_csv(io.StringIO(text), sep=csv_separator(path))
     except pd.errors.EmptyDataError:
@@ -67,24 +70,29 @@ class ColumnError(DataError):
         return f"{self.problem}; {fix}{self.hint}"
 
 
-def select_columns(frame: pd.DataFrame, where: str, text_columns: tuple[str, ...],
-                   label_column: str) -> pd.DataFrame:
+def select_columns(
+    frame: pd.DataFrame, where: str, text_columns: tuple[str, ...], label_column: str
+) -> pd.DataFrame:
     """Frame with columns ``text`` (several text columns joined by a space) and ``label``."""
     missing_text = [c for c in text_columns if c not in frame.columns]
     missing_label = label_column not in frame.columns
     if missing_text or missing_label:
-        what = ([f"no text column {', '.join(map(repr, missing_text))}"] if missing_text else []) \
-            + ([f"no label column {label_column!r}"] if missing_label else [])
-        raise ColumnError(f"{where}: {' and '.join(what)} (columns: "
-                          f"{', '.join(map(str, frame.columns))})",
-                          [w for w, gone in (("text", missing_text), ("label", missing_label))
-                           if gone], _header_hint(frame, missing_text, missing_label))
-    frame = frame.assign(**{c: _decoded(frame[c], where, c)
-                            for c in dict.fromkeys((*text_columns, label_column))})
+        what = (
+            [f"no text column {', '.join(map(repr, missing_text))}"] if missing_text else []
+        ) + ([f"no label column {label_column!r}"] if missing_label else [])
+        raise ColumnError(
+            f"{where}: {' and '.join(what)} (columns: {', '.join(map(str, frame.columns))})",
+            [w for w, gone in (("text", missing_text), ("label", missing_label)) if gone],
+            _header_hint(frame, missing_text, missing_label),
+        )
+    frame = frame.assign(
+        **{c: _decoded(frame[c], where, c) for c in dict.fromkeys((*text_columns, label_column))}
+    )
     text = frame[text_columns[0]]
     for column in text_columns[1:]:
-        text = text.fillna("").astype("str").str.cat(frame[column].fillna("").astype("str"),
-                                                     sep=" ")
+        text = (
+            text.fillna("").astype("str").str.cat(frame[column].fillna("").astype("str"), sep=" ")
+        )
     if len(text_columns) > 1:
         text = text.str.strip()
     return pd.DataFrame({"text": text, "label": frame[label_column]})
@@ -96,10 +104,14 @@ def _header_hint(frame: pd.DataFrame, missing_text: list, missing_label: bool) -
     if len(columns) == 1:
         for sep, name in ((";", "semicolon"), ("\t", "tab"), ("|", "pipe")):
             if sep in columns[0]:
-                return (f"; the header {columns[0]!r} looks {name}-separated: .csv files must be "
-                        "comma-separated and .tsv files tab-separated")
+                return (
+                    f"; the header {columns[0]!r} looks {name}-separated: .csv files must be "
+                    "comma-separated and .tsv files tab-separated"
+                )
     if missing_text and missing_label:
-        return "; if the first line is data, the file has no header line: add one naming the columns"
+        return (
+            "; if the first line is data, the file has no header line: add one naming the columns"
+        )
     return ""
 
 
@@ -115,14 +127,16 @@ def _decoded(column: pd.Series, where: str, name) -> pd.Series:
         try:
             out[row] = bytes(value).decode("utf-8")
         except UnicodeDecodeError as err:
-            raise DataError(f"{where}, column {name}: row {row} is not valid UTF-8 at byte "
-                            f"{err.start}: {err.reason}; store the texts as UTF-8 strings"
-                            ) from None
+            raise DataError(
+                f"{where}, column {name}: row {row} is not valid UTF-8 at byte "
+                f"{err.start}: {err.reason}; store the texts as UTF-8 strings"
+            ) from None
     return out
 
 
-def encode_labels(values: pd.Series, known_classes: list[str] | None,
-                  where: str) -> tuple[np.ndarray, list[str], list]:
+def encode_labels(
+    values: pd.Series, known_classes: list[str] | None, where: str
+) -> tuple[np.ndarray, list[str], list]:
     """Map labels to ids 0..p-1: (ids int64 (n,), class names, original value per id).
 
     Integer (or integral float) labels that all lie in 0..len(known_classes)-1 are taken as the
@@ -136,8 +150,10 @@ def encode_labels(values: pd.Series, known_classes: list[str] | None,
         bad = ~np.isfinite(floats) | (floats != np.round(floats))
         if bad.any():
             i = int(np.argmax(bad))
-            raise DataError(f"{where}: label {float(floats[i])!r} (row {values.index[i]}) is "
-                            "not an integer; labels must be integers, integral floats or strings")
+            raise DataError(
+                f"{where}: label {float(floats[i])!r} (row {values.index[i]}) is "
+                "not an integer; labels must be integers, integral floats or strings"
+            )
         ints = floats.astype(np.int64)
         if known_classes and ints.min() >= 0 and ints.max() < len(known_classes):
             return ints, list(known_classes), list(range(len(known_classes)))

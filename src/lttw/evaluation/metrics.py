@@ -59,16 +59,28 @@ def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int
         return {"n": 0}
     p, r, f, _ = _per_class(y_true, y_pred, n_labels)
     accuracy = np.mean(np.asarray(y_true) == np.asarray(y_pred))
-    return {"precision_macro": float(np.mean(p)), "recall_macro": float(np.mean(r)),
-            "f1_macro": float(np.mean(f)), "accuracy": float(accuracy), "n": int(len(y_true))}
+    return {
+        "precision_macro": float(np.mean(p)),
+        "recall_macro": float(np.mean(r)),
+        "f1_macro": float(np.mean(f)),
+        "accuracy": float(accuracy),
+        "n": int(len(y_true)),
+    }
 
 
 def per_class_report(y_true: np.ndarray, y_pred: np.ndarray, classes: list[str]) -> dict:
     if len(y_true) == 0:
         return {name: {"support": 0} for name in classes}
     p, r, f, support = _per_class(y_true, y_pred, len(classes))
-    return {name: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
-                   "support": int(support[i])} for i, name in enumerate(classes)}
+    return {
+        name: {
+            "precision": float(p[i]),
+            "recall": float(r[i]),
+            "f1": float(f[i]),
+            "support": int(support[i]),
+        }
+        for i, name in enumerate(classes)
+    }
 
 
 def confusion_long(y_true: np.ndarray, y_pred: np.ndarray, classes: list[str]) -> pd.DataFrame:
@@ -89,11 +101,16 @@ def summarize_folds(per_fold: dict[int, dict]) -> dict:
     """
     folds = sorted(per_fold)
     flat = [pd.json_normalize(per_fold[f], sep="/").iloc[0] for f in folds]
-    table = pd.DataFrame(flat, index=folds).select_dtypes("number").drop(
-        columns=["fold", "seed"], errors="ignore")
+    table = (
+        pd.DataFrame(flat, index=folds)
+        .select_dtypes("number")
+        .drop(columns=["fold", "seed"], errors="ignore")
+    )
     out: dict = {"folds": folds, "n_folds": len(folds)}
     for col in table.columns:
         values = table[col].astype(float)
-        out[col] = {"mean": float(values.mean()),
-                    "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0}
+        out[col] = {
+            "mean": float(values.mean()),
+            "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
+        }
     return out

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,8 +36,7 @@ def regex_splitter(settings: CountSettings) -> WordSplitter:
     return WordSplitter("regex", settings.token_pattern, settings.lowercase)
 
 
-def build_vectorizer(settings: CountSettings,
-                     vocabulary: Sequence[str] | None = None):
+def build_vectorizer(settings: CountSettings, vocabulary: Sequence[str] | None = None):
     """The ``regex`` rule as an (unfitted) ``CountVectorizer``; with ``vocabulary`` it maps
     texts onto that fixed column order (words outside it are ignored)."""
     return regex_splitter(settings).count_vectorizer(vocabulary)
@@ -48,18 +47,26 @@ def tokenize(text: str, settings: CountSettings) -> list[str]:
     return regex_splitter(settings)(text)
 
 
-def choose_splitter(words_splitter: str, settings: CountSettings, texts: Sequence[str],
-                    language: str | None = None) -> tuple[WordSplitter, str]:
+def choose_splitter(
+    words_splitter: str, settings: CountSettings, texts: Sequence[str], language: str | None = None
+) -> tuple[WordSplitter, str]:
     """The concrete rule for ``words.splitter`` (``auto``: the manifest's ``language``, else
     the training ``texts``) and its reason; logs both, the splitting quality and, when the
     splitting is degenerate, a warning naming the parameter to change."""
-    splitter, reason = make_splitter(words_splitter, settings.token_pattern, settings.lowercase,
-                                     texts=texts, language=language)
+    splitter, reason = make_splitter(
+        words_splitter, settings.token_pattern, settings.lowercase, texts=texts, language=language
+    )
     log.info("word splitting: %s", reason)
     quality = splitting_quality(texts, splitter)
-    log.info("words.splitter=%s: median %g words per text, %.0f%% of %d texts with <= 2 words, "
-             "%d distinct words", splitter.rule, quality.median_words, 100 * quality.share_short,
-             quality.texts, quality.vocabulary)
+    log.info(
+        "words.splitter=%s: median %g words per text, %.0f%% of %d texts with <= 2 words, "
+        "%d distinct words",
+        splitter.rule,
+        quality.median_words,
+        100 * quality.share_short,
+        quality.texts,
+        quality.vocabulary,
+    )
     warning = degenerate_warning(splitter.rule, quality)
     if warning:
         log.warning(warning)
@@ -75,9 +82,13 @@ def label_matrix(labels: np.ndarray, n_labels: int) -> sp.csr_matrix:
     return sp.csr_matrix((ones, (np.arange(labels.size), labels)), shape=(labels.size, n_labels))
 
 
-def word_label_counts(texts: Iterable[str], labels: np.ndarray, n_labels: int,
-                      settings: CountSettings, splitter: WordSplitter | None = None
-                      ) -> tuple[sp.csr_matrix, list[str]]:
+def word_label_counts(
+    texts: Iterable[str],
+    labels: np.ndarray,
+    n_labels: int,
+    settings: CountSettings,
+    splitter: WordSplitter | None = None,
+) -> tuple[sp.csr_matrix, list[str]]:
     """Algorithm 1: n(w, c) for the given (training) texts, split by ``splitter`` (default:
     the ``regex`` rule of ``settings``).
 
@@ -94,27 +105,37 @@ def word_label_counts(texts: Iterable[str], labels: np.ndarray, n_labels: int,
     try:
         X = vectorizer.fit_transform(texts)  # (n_texts, n_words)
     except ValueError as err:  # "empty vocabulary"
-        raise DataError(f"no words found in {len(texts)} training texts with words.splitter="
-                        f"{splitter.rule} and counts.token_pattern {splitter.token_pattern!r} "
-                        f"({err})") from None
+        raise DataError(
+            f"no words found in {len(texts)} training texts with words.splitter="
+            f"{splitter.rule} and counts.token_pattern {splitter.token_pattern!r} "
+            f"({err})"
+        ) from None
     counts = (X.T.tocsr() @ label_matrix(labels, n_labels)).tocsr()  # (n_words, n_labels)
     vocabulary = vectorizer.get_feature_names_out().tolist()
     counts, vocabulary = drop_rare(counts, vocabulary, settings.min_count)
     counts.sort_indices()
-    log.info("word-label counts: %d texts, %d words, %d labels, %d tokens",
-             len(texts), len(vocabulary), n_labels, int(counts.sum()))
+    log.info(
+        "word-label counts: %d texts, %d words, %d labels, %d tokens",
+        len(texts),
+        len(vocabulary),
+        n_labels,
+        int(counts.sum()),
+    )
     return counts, vocabulary
 
 
-def drop_rare(counts: sp.csr_matrix, vocabulary: list[str],
-              min_count: int) -> tuple[sp.csr_matrix, list[str]]:
+def drop_rare(
+    counts: sp.csr_matrix, vocabulary: list[str], min_count: int
+) -> tuple[sp.csr_matrix, list[str]]:
     """Keep rows (words) whose total count n(w) is at least ``min_count``."""
     if min_count <= 1:
         return counts, vocabulary
     keep = np.flatnonzero(corpus_counts(counts) >= min_count)
     if keep.size == 0:
-        raise DataError(f"counts.min_count={min_count} drops every word (the most frequent word "
-                        f"occurs {int(corpus_counts(counts).max())} times)")
+        raise DataError(
+            f"counts.min_count={min_count} drops every word (the most frequent word "
+            f"occurs {int(corpus_counts(counts).max())} times)"
+        )
     log.info("counts.min_count=%d: kept %d of %d words", min_count, keep.size, len(vocabulary))
     return counts[keep].tocsr(), [vocabulary[i] for i in keep]
 
@@ -142,11 +163,16 @@ def save_counts(directory: str | Path, counts: sp.spmatrix, vocabulary: list[str
     coo = sp.coo_matrix(counts)
     if coo.shape[0] != len(vocabulary):
         raise ValueError(f"{coo.shape[0]} count rows but {len(vocabulary)} words")
-    write_arrays(directory / COUNTS_FILE, row=coo.row.astype(np.int64),
-                 col=coo.col.astype(np.int64), data=coo.data.astype(np.int64),
-                 shape=np.asarray(coo.shape, dtype=np.int64))
-    (directory / VOCABULARY_FILE).write_text(json.dumps(vocabulary, ensure_ascii=False) + "\n",
-                                             encoding="utf-8")
+    write_arrays(
+        directory / COUNTS_FILE,
+        row=coo.row.astype(np.int64),
+        col=coo.col.astype(np.int64),
+        data=coo.data.astype(np.int64),
+        shape=np.asarray(coo.shape, dtype=np.int64),
+    )
+    (directory / VOCABULARY_FILE).write_text(
+        json.dumps(vocabulary, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
 
 
 def load_counts(directory: str | Path) -> tuple[sp.csr_matrix, list[str]]:
@@ -160,6 +186,8 @@ def load_counts(directory: str | Path) -> tuple[sp.csr_matrix, list[str]]:
     counts = sp.coo_matrix((arrays["data"], (arrays["row"], arrays["col"])), shape=shape).tocsr()
     vocabulary = json.loads((directory / VOCABULARY_FILE).read_text(encoding="utf-8"))
     if len(vocabulary) != shape[0]:
-        raise DataError(f"{directory}: {len(vocabulary)} words in {VOCABULARY_FILE} but "
-                        f"{shape[0]} rows in {COUNTS_FILE}")
+        raise DataError(
+            f"{directory}: {len(vocabulary)} words in {VOCABULARY_FILE} but "
+            f"{shape[0]} rows in {COUNTS_FILE}"
+        )
     return counts, vocabulary

@@ -17,7 +17,7 @@ lives in the same factor space as the full-fit factors used for the other texts.
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
@@ -31,11 +31,20 @@ from lttw.text.words import WordSplitter
 log = logging.getLogger(__name__)
 
 
-def out_of_fold_factors(texts: Sequence[str], labels: np.ndarray, n_labels: int,
-                        factor_label: np.ndarray, k: int, s: int, ranking: Ranking,
-                        count_settings: CountSettings, nmf_settings: NMFSettings,
-                        n_splits: int, random_state: int | None,
-                        words: WordSplitter | None = None) -> np.ndarray:
+def out_of_fold_factors(
+    texts: Sequence[str],
+    labels: np.ndarray,
+    n_labels: int,
+    factor_label: np.ndarray,
+    k: int,
+    s: int,
+    ranking: Ranking,
+    count_settings: CountSettings,
+    nmf_settings: NMFSettings,
+    n_splits: int,
+    random_state: int | None,
+    words: WordSplitter | None = None,
+) -> np.ndarray:
     """(len(texts), k+s, rank) float32: each text's H_tw from counts that exclude its group,
     texts split by ``words`` (default: the ``regex`` rule of ``count_settings``)."""
     words = words or regex_splitter(count_settings)
@@ -47,10 +56,10 @@ def out_of_fold_factors(texts: Sequence[str], labels: np.ndarray, n_labels: int,
     splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
     # StratifiedKFold needs every class in every split; a class with fewer rows only warns
     for rest, held in splitter.split(np.zeros(len(labels)), labels):
-        counts, vocabulary = word_label_counts([texts[i] for i in rest], labels[rest],
-                                               n_labels, count_settings, words)
-        W = factors_given_labels(normalise_rows(counts), factor_label, nmf_settings,
-                                 random_state)
+        counts, vocabulary = word_label_counts(
+            [texts[i] for i in rest], labels[rest], n_labels, count_settings, words
+        )
+        W = factors_given_labels(normalise_rows(counts), factor_label, nmf_settings, random_state)
         lookup = FactorLookup(vocabulary, corpus_counts(counts), W, words)
         out[held] = lookup.transform([texts[i] for i in held], k, s, ranking)
     log.info("out-of-fold factors for %d training texts in %d groups", len(texts), n_splits)

@@ -21,14 +21,15 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
-from lttw.factors.counts import corpus_counts as count_totals, load_counts
 from lttw.errors import DataError
+from lttw.factors.counts import corpus_counts as count_totals
+from lttw.factors.counts import load_counts
 from lttw.factors.nmf import load_word_factors
 from lttw.settings import RANKINGS, Ranking
 from lttw.text.words import WordSplitter, read_rule
@@ -51,8 +52,14 @@ def resolve_slots(k: int | str, s: int | str, words_per_text: np.ndarray) -> tup
     half = min(PAPER_SLOTS, max(1, math.ceil(mean / 2)))
     resolved = (half if k == "auto" else int(k), half if s == "auto" else int(s))
     if "auto" in (k, s):
-        log.info("model.k=%s, model.s=%s: %.1f distinct vocabulary words a text on average -> "
-                 "k=%d, s=%d", k, s, mean, *resolved)
+        log.info(
+            "model.k=%s, model.s=%s: %.1f distinct vocabulary words a text on average -> "
+            "k=%d, s=%d",
+            k,
+            s,
+            mean,
+            *resolved,
+        )
     return resolved
 
 
@@ -61,9 +68,14 @@ def _check_ranking(ranking: str) -> None:
         raise DataError(f"model.ranking {ranking!r}: must be one of {', '.join(RANKINGS)}")
 
 
-def top_bottom_words(tokens: Sequence[str], k: int, s: int, vocabulary_index: Mapping[str, int],
-                     corpus_counts: np.ndarray, ranking: Ranking = "count_then_corpus"
-                     ) -> tuple[list[str], list[str]]:
+def top_bottom_words(
+    tokens: Sequence[str],
+    k: int,
+    s: int,
+    vocabulary_index: Mapping[str, int],
+    corpus_counts: np.ndarray,
+    ranking: Ranking = "count_then_corpus",
+) -> tuple[list[str], list[str]]:
     """The top-k and bottom-s words of one tokenised text (reference implementation).
 
     ``vocabulary_index`` maps word -> row of the factorisation; ``corpus_counts[row]`` is n(w).
@@ -84,9 +96,9 @@ def top_bottom_words(tokens: Sequence[str], k: int, s: int, vocabulary_index: Ma
         return (-counts[word], first[word])
 
     ranked = sorted(counts, key=key)
-    top = ranked[:min(k, len(ranked))]
+    top = ranked[: min(k, len(ranked))]
     n_bottom = min(s, len(ranked) - len(top))
-    bottom = ranked[len(ranked) - n_bottom:] if n_bottom else []
+    bottom = ranked[len(ranked) - n_bottom :] if n_bottom else []
     return top, bottom
 
 
@@ -98,8 +110,9 @@ def _alpha_rank(vocabulary: Sequence[str]) -> np.ndarray:
     return rank
 
 
-def _entries(texts: Sequence[str], vocabulary: Sequence[str], splitter: WordSplitter,
-             with_positions: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+def _entries(
+    texts: Sequence[str], vocabulary: Sequence[str], splitter: WordSplitter, with_positions: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """(row, word, count, first_position) of every distinct (text, in-vocab word) pair,
     sorted by row then word. first_position is None unless ``with_positions``. Plain numpy (no
     scikit-learn): ``lttw predict`` starts without importing it."""
@@ -111,13 +124,23 @@ def _entries(texts: Sequence[str], vocabulary: Sequence[str], splitter: WordSpli
     positions = np.arange(words.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     n_words = max(len(vocabulary), 1)
     unique, first, count = np.unique(rows * n_words + words, return_index=True, return_counts=True)
-    return (unique // n_words, unique % n_words, count.astype(np.int64),
-            positions[first] if with_positions else None)
+    return (
+        unique // n_words,
+        unique % n_words,
+        count.astype(np.int64),
+        positions[first] if with_positions else None,
+    )
 
 
-def selection_slots(rows: np.ndarray, words: np.ndarray, counts: np.ndarray, n_texts: int,
-                    k: int, s: int, tie_keys: Sequence[np.ndarray]
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def selection_slots(
+    rows: np.ndarray,
+    words: np.ndarray,
+    counts: np.ndarray,
+    n_texts: int,
+    k: int,
+    s: int,
+    tie_keys: Sequence[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Vectorised top/bottom selection over all (text, word) entries at once.
 
     ``tie_keys``: per-entry arrays, most significant first, smaller = ranked higher.
@@ -139,9 +162,16 @@ def selection_slots(rows: np.ndarray, words: np.ndarray, counts: np.ndarray, n_t
     return rows[keep], slot[keep], words[keep]
 
 
-def latent_factor_tensor(texts: Sequence[str], vocabulary: Sequence[str],
-                         corpus_counts: np.ndarray, word_factors: np.ndarray, k: int, s: int,
-                         ranking: Ranking, splitter: WordSplitter) -> np.ndarray:
+def latent_factor_tensor(
+    texts: Sequence[str],
+    vocabulary: Sequence[str],
+    corpus_counts: np.ndarray,
+    word_factors: np.ndarray,
+    k: int,
+    s: int,
+    ranking: Ranking,
+    splitter: WordSplitter,
+) -> np.ndarray:
     """H_tw for each text: float32 array (n_texts, k+s, rank).
 
     vocabulary: the factorisation's words in row order (n_words); corpus_counts: n(w), shape
@@ -151,14 +181,17 @@ def latent_factor_tensor(texts: Sequence[str], vocabulary: Sequence[str],
     _check_ranking(ranking)
     word_factors = np.asarray(word_factors, dtype=np.float32)
     if word_factors.shape[0] != len(vocabulary) or len(corpus_counts) != len(vocabulary):
-        raise DataError(f"vocabulary has {len(vocabulary)} words but word_factors has "
-                        f"{word_factors.shape[0]} rows and corpus_counts {len(corpus_counts)}")
+        raise DataError(
+            f"vocabulary has {len(vocabulary)} words but word_factors has "
+            f"{word_factors.shape[0]} rows and corpus_counts {len(corpus_counts)}"
+        )
     texts = list(texts)
     out = np.zeros((len(texts), k + s, word_factors.shape[1]), dtype=np.float32)
     if not texts or k + s == 0 or not len(vocabulary):
         return out
-    rows, words, counts, first = _entries(texts, vocabulary, splitter,
-                                          with_positions=ranking == "first_occurrence")
+    rows, words, counts, first = _entries(
+        texts, vocabulary, splitter, with_positions=ranking == "first_occurrence"
+    )
     if ranking == "count_then_corpus":
         corpus = np.asarray(corpus_counts, dtype=np.int64)
         tie_keys = [-corpus[words], _alpha_rank(vocabulary)[words]]
@@ -182,15 +215,21 @@ class FactorLookup:
     splitter: WordSplitter
 
     @classmethod
-    def load(cls, counts_directory: str | Path, nmf_directory: str | Path,
-             splitter: WordSplitter | None = None) -> "FactorLookup":
+    def load(
+        cls,
+        counts_directory: str | Path,
+        nmf_directory: str | Path,
+        splitter: WordSplitter | None = None,
+    ) -> FactorLookup:
         """The fold's lookup; ``splitter`` None: the rule recorded in the counts folder."""
         counts, vocabulary = load_counts(counts_directory)
         splitter = splitter or read_rule(counts_directory)
         factors = load_word_factors(nmf_directory)
         if factors.shape[0] != len(vocabulary):
-            raise DataError(f"{nmf_directory}: {factors.shape[0]} factor rows but "
-                            f"{len(vocabulary)} words in {counts_directory}; rerun the nmf stage")
+            raise DataError(
+                f"{nmf_directory}: {factors.shape[0]} factor rows but "
+                f"{len(vocabulary)} words in {counts_directory}; rerun the nmf stage"
+            )
         return cls(vocabulary, count_totals(counts), factors, splitter)
 
     @property
@@ -202,11 +241,20 @@ class FactorLookup:
         rows = _entries(list(texts), self.vocabulary, self.splitter, with_positions=False)[0]
         return np.bincount(rows, minlength=len(texts))
 
-    def transform(self, texts: Sequence[str], k: int, s: int,
-                  ranking: Ranking = "count_then_corpus") -> np.ndarray:
+    def transform(
+        self, texts: Sequence[str], k: int, s: int, ranking: Ranking = "count_then_corpus"
+    ) -> np.ndarray:
         """(n_texts, k+s, rank) float32, see ``latent_factor_tensor``."""
-        return latent_factor_tensor(texts, self.vocabulary, self.corpus_counts,
-                                    self.word_factors, k, s, ranking, self.splitter)
+        return latent_factor_tensor(
+            texts,
+            self.vocabulary,
+            self.corpus_counts,
+            self.word_factors,
+            k,
+            s,
+            ranking,
+            self.splitter,
+        )
 
 
 @dataclass(frozen=True)
@@ -219,8 +267,10 @@ class SlotFill:
     s: int
 
     def __str__(self) -> str:
-        return (f"{self.top:.1f} of k={self.k} top and {self.bottom:.1f} of s={self.s} bottom "
-                "slots filled on average")
+        return (
+            f"{self.top:.1f} of k={self.k} top and {self.bottom:.1f} of s={self.s} bottom "
+            "slots filled on average"
+        )
 
     @property
     def sparse(self) -> bool:
@@ -235,12 +285,15 @@ def slot_fill(tensor: np.ndarray, k: int, s: int) -> SlotFill:
     filled = np.any(np.asarray(tensor) != 0, axis=2)  # (n_texts, k+s)
     if not filled.shape[0]:
         return SlotFill(0.0, 0.0, k, s)
-    return SlotFill(float(filled[:, :k].sum(axis=1).mean()),
-                    float(filled[:, k:k + s].sum(axis=1).mean()), k, s)
+    return SlotFill(
+        float(filled[:, :k].sum(axis=1).mean()),
+        float(filled[:, k : k + s].sum(axis=1).mean()),
+        k,
+        s,
+    )
 
 
 def empty_features(n_texts: int) -> np.ndarray:
     """Placeholder (n_texts, 0, 0) float32 for runs without latent factors: it does not depend
     on k, s or rank, so stages downstream of ``features`` stay cached when those change."""
     return np.zeros((n_texts, 0, 0), dtype=np.float32)
-

@@ -61,19 +61,31 @@ def check_rank(rank: int, n_words: int, n_labels: int) -> None:
     """Reject rank > n_words (no factorisation); warn when rank < n_labels (too few factors
     for every class to get one of its own) or rank > n_labels (degenerate)."""
     if rank > n_words:
-        raise UserError(f"nmf.rank={rank} exceeds the vocabulary size ({n_words} words); "
-                        f"use nmf.rank <= {n_words}")
+        raise UserError(
+            f"nmf.rank={rank} exceeds the vocabulary size ({n_words} words); "
+            f"use nmf.rank <= {n_words}"
+        )
     if rank < n_labels:
-        log.warning("nmf.rank=%d is below the number of classes (%d): some class gets no "
-                    "factor of its own and weak factor features; set nmf.rank >= %d",
-                    rank, n_labels, n_labels)
+        log.warning(
+            "nmf.rank=%d is below the number of classes (%d): some class gets no "
+            "factor of its own and weak factor features; set nmf.rank >= %d",
+            rank,
+            n_labels,
+            n_labels,
+        )
     if rank > n_labels:
-        log.warning("nmf.rank=%d > number of labels (%d): V (n_words x %d) can be factorised "
-                    "exactly and the factors are not unique", rank, n_labels, n_labels)
+        log.warning(
+            "nmf.rank=%d > number of labels (%d): V (n_words x %d) can be factorised "
+            "exactly and the factors are not unique",
+            rank,
+            n_labels,
+            n_labels,
+        )
 
 
-def latent_factors(V: sp.spmatrix | np.ndarray, rank: int, settings: NMFSettings,
-                   random_state: int | None) -> LatentFactors:
+def latent_factors(
+    V: sp.spmatrix | np.ndarray, rank: int, settings: NMFSettings, random_state: int | None
+) -> LatentFactors:
     """Factorise V (n_words x n_labels, non-negative) with scikit-learn's NMF.
 
     The NNDSVD initialisations need rank <= min(V.shape); above that the initialisation falls
@@ -83,55 +95,89 @@ def latent_factors(V: sp.spmatrix | np.ndarray, rank: int, settings: NMFSettings
     check_rank(rank, n_words, n_labels)
     init = settings.init
     if init != "random" and rank > min(n_words, n_labels):
-        log.warning("nmf.init=%s needs nmf.rank <= %d; using init=random for rank %d",
-                    init, min(n_words, n_labels), rank)
+        log.warning(
+            "nmf.init=%s needs nmf.rank <= %d; using init=random for rank %d",
+            init,
+            min(n_words, n_labels),
+            rank,
+        )
         init = "random"
     from sklearn.decomposition import NMF  # here: loading factors (prediction) needs no sklearn
     from sklearn.exceptions import ConvergenceWarning
 
-    model = NMF(n_components=rank, init=init, **SOLVER, max_iter=settings.max_iter,
-                tol=settings.tol, random_state=random_state)
+    model = NMF(
+        n_components=rank,
+        init=init,
+        **SOLVER,
+        max_iter=settings.max_iter,
+        tol=settings.tol,
+        random_state=random_state,
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         W = model.fit_transform(V)
     if any(issubclass(w.category, ConvergenceWarning) for w in caught):
-        log.warning("NMF did not converge within nmf.max_iter=%d (tol %g)",
-                    settings.max_iter, settings.tol)
-    log.info("NMF rank %d on %d x %d: %d iterations, reconstruction error %.6g",
-             rank, n_words, n_labels, model.n_iter_, model.reconstruction_err_)
-    return LatentFactors(word_factors=W.astype(np.float32),
-                         factor_label=model.components_.astype(np.float32),
-                         reconstruction_err=float(model.reconstruction_err_),
-                         n_iter=int(model.n_iter_), init=init)
+        log.warning(
+            "NMF did not converge within nmf.max_iter=%d (tol %g)", settings.max_iter, settings.tol
+        )
+    log.info(
+        "NMF rank %d on %d x %d: %d iterations, reconstruction error %.6g",
+        rank,
+        n_words,
+        n_labels,
+        model.n_iter_,
+        model.reconstruction_err_,
+    )
+    return LatentFactors(
+        word_factors=W.astype(np.float32),
+        factor_label=model.components_.astype(np.float32),
+        reconstruction_err=float(model.reconstruction_err_),
+        n_iter=int(model.n_iter_),
+        init=init,
+    )
 
 
-def factors_given_labels(V, factor_label: np.ndarray, settings: NMFSettings,
-                         random_state: int | None) -> np.ndarray:
+def factors_given_labels(
+    V, factor_label: np.ndarray, settings: NMFSettings, random_state: int | None
+) -> np.ndarray:
     """Word factors W (n_words, rank) float32 of V (n_words, n_labels) for a fixed H
     (W = argmin ||V - W H||, W >= 0): the same objective and solver as ``latent_factors``."""
     from sklearn.decomposition import non_negative_factorization
 
     H = np.asarray(factor_label, dtype=np.float64)
     W, _, _ = non_negative_factorization(
-        V.astype(np.float64), H=H, n_components=H.shape[0], update_H=False, **SOLVER,
-        max_iter=settings.max_iter, tol=settings.tol, random_state=random_state)
+        V.astype(np.float64),
+        H=H,
+        n_components=H.shape[0],
+        update_H=False,
+        **SOLVER,
+        max_iter=settings.max_iter,
+        tol=settings.tol,
+        random_state=random_state,
+    )
     return W.astype(np.float32)
 
 
 def factor_metrics(V: sp.spmatrix | np.ndarray, factors: LatentFactors) -> dict:
     """Metrics JSON of the nmf stage; relative_error = ||V - WH||_F / ||V||_F."""
     norm = float(sparse_norm(V) if sp.issparse(V) else np.linalg.norm(V))
-    return {"reconstruction_error": factors.reconstruction_err,
-            "relative_error": factors.reconstruction_err / norm if norm > 0 else 0.0,
-            "n_iter": factors.n_iter,
-            "rank": factors.rank,
-            "n_words": int(V.shape[0])}
+    return {
+        "reconstruction_error": factors.reconstruction_err,
+        "relative_error": factors.reconstruction_err / norm if norm > 0 else 0.0,
+        "n_iter": factors.n_iter,
+        "rank": factors.rank,
+        "n_words": int(V.shape[0]),
+    }
 
 
 def save_factors(directory: str | Path, factors: LatentFactors) -> None:
     """Write ``latent_factors.safetensors`` (word_factors, factor_label) into ``directory``."""
-    write_arrays(Path(directory) / FACTORS_FILE, metadata={"init": factors.init},
-                 word_factors=factors.word_factors, factor_label=factors.factor_label)
+    write_arrays(
+        Path(directory) / FACTORS_FILE,
+        metadata={"init": factors.init},
+        word_factors=factors.word_factors,
+        factor_label=factors.factor_label,
+    )
 
 
 def load_word_factors(directory: str | Path) -> np.ndarray:

@@ -12,9 +12,9 @@ Columns: text (unless left out), label (class name), prob (its probability), pro
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -32,8 +32,11 @@ STDOUT = "-"
 
 def _kind(path: str | Path, what: str) -> str:
     suffix = Path(path).suffix.lower()
-    for kind, suffixes in (("txt", TXT_SUFFIXES), ("csv", CSV_SUFFIXES),
-                           ("parquet", PARQUET_SUFFIXES)):
+    for kind, suffixes in (
+        ("txt", TXT_SUFFIXES),
+        ("csv", CSV_SUFFIXES),
+        ("parquet", PARQUET_SUFFIXES),
+    ):
         if suffix in suffixes and not (kind == "txt" and what == "output"):
             return kind
     allowed = ".csv, .tsv, .parquet" + (", .txt" if what == "input" else " or - (stdout)")
@@ -69,8 +72,9 @@ def pick_text_column(columns: list[str], requested: str | None, where: str) -> s
         return "text"
     if len(columns) == 1:
         return columns[0]
-    raise DataError(f"{where}: no column 'text' among {', '.join(columns)}; "
-                    "pass --text-column NAME")
+    raise DataError(
+        f"{where}: no column 'text' among {', '.join(columns)}; pass --text-column NAME"
+    )
 
 
 @dataclass
@@ -92,8 +96,10 @@ def _txt_chunks(path: Path) -> Iterator[list[str]]:
                     yield chunk
                     chunk = []
     except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not valid UTF-8 after line {line_no} ({err.reason}); "
-                        "re-save the file as UTF-8") from None
+        raise DataError(
+            f"{path}: not valid UTF-8 after line {line_no} ({err.reason}); "
+            "re-save the file as UTF-8"
+        ) from None
     if chunk:
         yield chunk
 
@@ -109,14 +115,22 @@ def _count_lines(path: Path) -> int:
 
 def _csv_chunks(path: Path, column: str, sep: str) -> Iterator[list[str]]:
     try:
-        reader = pd.read_csv(path, sep=sep, usecols=[column], dtype={column: str},
-                             keep_default_na=False, chunksize=CHUNK_ROWS, encoding="utf-8-sig")
+        reader = pd.read_csv(
+            path,
+            sep=sep,
+            usecols=[column],
+            dtype={column: str},
+            keep_default_na=False,
+            chunksize=CHUNK_ROWS,
+            encoding="utf-8-sig",
+        )
         with reader:
             for frame in reader:
                 yield frame[column].tolist()
     except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not valid UTF-8 ({err.reason}); re-save the file as UTF-8"
-                        ) from None
+        raise DataError(
+            f"{path}: not valid UTF-8 ({err.reason}); re-save the file as UTF-8"
+        ) from None
     except (pd.errors.ParserError, ValueError) as err:
         raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
 
@@ -141,8 +155,7 @@ def open_source(path: Path, text_column: str | None = None) -> TextSource:
         except Exception as err:  # pyarrow raises several types for a damaged file
             raise DataError(f"{path}: not a readable parquet file ({err})") from None
         column = pick_text_column(parquet.schema_arrow.names, text_column, str(path))
-        return TextSource(path, parquet.metadata.num_rows,
-                          lambda: _parquet_chunks(parquet, column))
+        return TextSource(path, parquet.metadata.num_rows, lambda: _parquet_chunks(parquet, column))
     sep = csv_separator(path)
     try:
         header = pd.read_csv(path, sep=sep, nrows=0, encoding="utf-8-sig").columns
@@ -152,8 +165,9 @@ def open_source(path: Path, text_column: str | None = None) -> TextSource:
     return TextSource(path, None, lambda: _csv_chunks(path, column, sep))
 
 
-def prediction_frame(texts: list[str], probs: np.ndarray, classes: list[str],
-                     with_text: bool = True) -> pd.DataFrame:
+def prediction_frame(
+    texts: list[str], probs: np.ndarray, classes: list[str], with_text: bool = True
+) -> pd.DataFrame:
     """Columns [text], label, prob, prob_<class> for each text (probs: (n, p) float32)."""
     probs = np.asarray(probs, dtype=np.float32).reshape(len(texts), len(classes))
     best = probs.argmax(axis=1)
@@ -164,22 +178,24 @@ def prediction_frame(texts: list[str], probs: np.ndarray, classes: list[str],
     return pd.DataFrame(columns)
 
 
-def predict_chunks(predictor, source: TextSource, batch_size: int,
-                   with_text: bool = True, progress: bool = True) -> Iterator[pd.DataFrame]:
+def predict_chunks(
+    predictor, source: TextSource, batch_size: int, with_text: bool = True, progress: bool = True
+) -> Iterator[pd.DataFrame]:
     """One prediction frame per chunk of ``source`` (an empty frame for an empty file)."""
     from lttw.progress import progress as progress_bar
 
     empty = True
-    with progress_bar(total=source.total, desc="predict", unit="text",
-                      disable=not progress) as bar:
+    with progress_bar(total=source.total, desc="predict", unit="text", disable=not progress) as bar:
         for texts in source.chunks():
             empty = False
-            yield prediction_frame(texts, predictor.predict_proba(texts, batch_size),
-                                   predictor.classes, with_text)
+            yield prediction_frame(
+                texts, predictor.predict_proba(texts, batch_size), predictor.classes, with_text
+            )
             bar.update(len(texts))
     if empty:
-        yield prediction_frame([], np.zeros((0, len(predictor.classes))), predictor.classes,
-                               with_text)
+        yield prediction_frame(
+            [], np.zeros((0, len(predictor.classes))), predictor.classes, with_text
+        )
 
 
 def _write_csv(frames: Iterable[pd.DataFrame], handle, sep: str) -> int:

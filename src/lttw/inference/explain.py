@@ -21,35 +21,36 @@ from collections import Counter
 import numpy as np
 import torch
 
-from lttw.models.bundle import FACTORS
-from lttw.factors.nmf import FACTORS_FILE
 from lttw.factors.features import slot_fill, top_bottom_words
+from lttw.factors.nmf import FACTORS_FILE
 from lttw.io import read_arrays
+from lttw.models.bundle import FACTORS
 
 NOTES = {
     "mha": "mha: softmax attention of position 0 ([CLS]) over positions, mean over {heads} "
-           "heads, block {block} of {depth}; weights over real positions sum to 1",
+    "heads, block {block} of {depth}; weights over real positions sum to 1",
     "linformer": "linformer: attention over K={K} projected slots (softmax, mean over {heads} "
-                 "heads, block {block} of {depth}); token relevance = weights @ value "
-                 "projection F[:, :n]: the exact coefficient of each token's value vector in "
-                 "[CLS]'s attention output, but signed and not normalised, so approximate "
-                 "as an attention map",
+    "heads, block {block} of {depth}); token relevance = weights @ value "
+    "projection F[:, :n]: the exact coefficient of each token's value vector in "
+    "[CLS]'s attention output, but signed and not normalised, so approximate "
+    "as an attention map",
     "none": "attention: none (LTTW-L): no attention block, the fused [CLS] features go "
-            "straight to the classifier",
+    "straight to the classifier",
     "unavailable": "variant {variant!r} has no LTTW attention block to inspect",
 }
 
 
 @torch.no_grad()
-def cls_weights(attn, weights: torch.Tensor, mask: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+def cls_weights(
+    attn, weights: torch.Tensor, mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Position 0's row of the weights an attention module returned (B, h, n_q, n or K).
 
     mha: (weights (B, h, n), None). linformer: (slot weights (B, h, K), token relevance
     (B, h, n), the module's ``token_relevance``: slot weights @ F[:, :n], zero at padding).
     """
     first = weights[:, :, :1].float()
-    if not hasattr(attn, "token_relevance"):                               # multi-head
+    if not hasattr(attn, "token_relevance"):  # multi-head
         return first[:, :, 0], None
     return first[:, :, 0], attn.token_relevance(first, mask)[:, :, 0]
 
@@ -72,8 +73,12 @@ def attention_section(predictor, text: str, factors: dict | None) -> dict:
     model = predictor.model
     if not _is_lttw(model):
         variant = predictor.meta["variant"]
-        return {"kind": "unavailable", "note": NOTES["unavailable"].format(variant=variant),
-                "positions": [], "slots": None}
+        return {
+            "kind": "unavailable",
+            "note": NOTES["unavailable"].format(variant=variant),
+            "positions": [],
+            "slots": None,
+        }
     cfg = model.config
     if cfg.attention == "none" or not model.blocks:
         return {"kind": "none", "note": NOTES["none"], "positions": [], "slots": None}
@@ -84,14 +89,26 @@ def attention_section(predictor, text: str, factors: dict | None) -> dict:
     per_position = (weights if relevance is None else relevance).mean(dim=1)[0]  # (n,)
     labels = model.fusion.position_labels(tokens, _slot_words(factors, cfg.factor_slots))
     real = mask[0].bool().tolist()
-    facts = {"heads": attn.heads, "block": len(model.blocks), "depth": len(model.blocks),
-             "K": weights.shape[-1]}
+    facts = {
+        "heads": attn.heads,
+        "block": len(model.blocks),
+        "depth": len(model.blocks),
+        "K": weights.shape[-1],
+    }
     note = "; ".join(filter(None, [NOTES[kind].format(**facts), model.fusion.note]))
-    return {"kind": kind, "fusion": cfg.fusion, "block": len(model.blocks) - 1,
-            "heads": attn.heads, "note": note,
-            "positions": [{"position": i, "token": labels[i], "weight": float(per_position[i])}
-                          for i in range(len(labels)) if real[i]],
-            "slots": None if relevance is None else weights.mean(dim=1)[0].tolist()}
+    return {
+        "kind": kind,
+        "fusion": cfg.fusion,
+        "block": len(model.blocks) - 1,
+        "heads": attn.heads,
+        "note": note,
+        "positions": [
+            {"position": i, "token": labels[i], "weight": float(per_position[i])}
+            for i in range(len(labels))
+            if real[i]
+        ],
+        "slots": None if relevance is None else weights.mean(dim=1)[0].tolist(),
+    }
 
 
 def factor_section(predictor, text: str) -> dict | None:
@@ -102,26 +119,41 @@ def factor_section(predictor, text: str) -> dict | None:
     factor_label = read_arrays(predictor.folder / FACTORS / FACTORS_FILE)["factor_label"]
     index = {w: i for i, w in enumerate(lookup.vocabulary)}
     tokens = lookup.splitter(text)  # the model's recorded words.splitter rule
-    top, bottom = top_bottom_words(tokens, meta["k"], meta["s"], index, lookup.corpus_counts,
-                                   meta["ranking"])
+    top, bottom = top_bottom_words(
+        tokens, meta["k"], meta["s"], index, lookup.corpus_counts, meta["ranking"]
+    )
     in_text = Counter(t for t in tokens if t in index)
 
     def entry(word: str, kind: str, slot: int) -> dict:
         row = lookup.word_factors[index[word]]
         affinity = row @ factor_label
-        return {"word": word, "kind": kind, "slot": slot, "count_in_text": in_text[word],
-                "corpus_count": int(lookup.corpus_counts[index[word]]),
-                "factor": row.tolist(),
-                "class_affinity": dict(zip(predictor.classes, affinity.tolist()))}
+        return {
+            "word": word,
+            "kind": kind,
+            "slot": slot,
+            "count_in_text": in_text[word],
+            "corpus_count": int(lookup.corpus_counts[index[word]]),
+            "factor": row.tolist(),
+            "class_affinity": dict(zip(predictor.classes, affinity.tolist())),
+        }
 
-    fill = slot_fill(lookup.transform([text], meta["k"], meta["s"], meta["ranking"]),
-                     meta["k"], meta["s"])
-    return {"k": meta["k"], "s": meta["s"], "ranking": meta["ranking"], "rank": lookup.rank,
-            "splitter": lookup.splitter.rule, "words": tokens, "words_in_text": len(tokens), "in_vocabulary": len(in_text),
-            "slots_filled": {"top": int(fill.top), "bottom": int(fill.bottom)},
-            "factor_label": factor_label.tolist(),
-            "top": [entry(w, "top", i) for i, w in enumerate(top)],
-            "bottom": [entry(w, "bottom", meta["k"] + i) for i, w in enumerate(bottom)]}
+    fill = slot_fill(
+        lookup.transform([text], meta["k"], meta["s"], meta["ranking"]), meta["k"], meta["s"]
+    )
+    return {
+        "k": meta["k"],
+        "s": meta["s"],
+        "ranking": meta["ranking"],
+        "rank": lookup.rank,
+        "splitter": lookup.splitter.rule,
+        "words": tokens,
+        "words_in_text": len(tokens),
+        "in_vocabulary": len(in_text),
+        "slots_filled": {"top": int(fill.top), "bottom": int(fill.bottom)},
+        "factor_label": factor_label.tolist(),
+        "top": [entry(w, "top", i) for i, w in enumerate(top)],
+        "bottom": [entry(w, "bottom", meta["k"] + i) for i, w in enumerate(bottom)],
+    }
 
 
 @torch.no_grad()
@@ -136,8 +168,12 @@ def _attentions(predictor, text: str) -> tuple[torch.Tensor, tuple, list[str]]:
     model.eval()
     ids_t = torch.from_numpy(ids).long().to(device)
     mask_t = torch.from_numpy(mask).long().to(device)
-    _, attentions = model(input_ids=ids_t, attention_mask=mask_t, output_attentions=True,
-                          factors=None if f is None else torch.from_numpy(f).to(device))
+    _, attentions = model(
+        input_ids=ids_t,
+        attention_mask=mask_t,
+        output_attentions=True,
+        factors=None if f is None else torch.from_numpy(f).to(device),
+    )
     tokens = predictor.tokenizer.convert_ids_to_tokens(ids[0].tolist())
     return model.fusion.mask(mask_t), attentions, tokens
 
@@ -148,12 +184,19 @@ def explain(predictor, text: str) -> dict:
     probs = predictor.predict_proba([text])[0]
     attention = attention_section(predictor, text, factors)
     best = int(np.argmax(probs))
-    return {"text": text, "model": str(predictor.folder), "variant": predictor.meta["variant"],
-            "classes": list(predictor.classes),
-            "prediction": {"label": predictor.classes[best], "prob": float(probs[best]),
-                           "probabilities": dict(zip(predictor.classes,
-                                                     map(float, probs)))},
-            "factors": factors, "attention": attention}
+    return {
+        "text": text,
+        "model": str(predictor.folder),
+        "variant": predictor.meta["variant"],
+        "classes": list(predictor.classes),
+        "prediction": {
+            "label": predictor.classes[best],
+            "prob": float(probs[best]),
+            "probabilities": dict(zip(predictor.classes, map(float, probs))),
+        },
+        "factors": factors,
+        "attention": attention,
+    }
 
 
 # ---------------------------------------------------------------- rendering
@@ -189,8 +232,9 @@ def render(doc: dict, console) -> None:
     if f is None:
         console.print("latent factors: none (the model fuses no latent-factor features)")
     else:
-        matrix = Table(title=f"Factor-label matrix H ({f['rank']} factors x {len(classes)} "
-                             "classes)")
+        matrix = Table(
+            title=f"Factor-label matrix H ({f['rank']} factors x {len(classes)} classes)"
+        )
         matrix.add_column("factor")
         for c in classes:
             matrix.add_column(escape(c), justify="right")
@@ -198,23 +242,35 @@ def render(doc: dict, console) -> None:
             matrix.add_row(str(i), *(f"{v:.3f}" for v in row))
         console.print(matrix)
         if "words" in f:
-            console.print(escape(f"words (words.splitter={f['splitter']}): "
-                                 + " ".join(f["words"])))
-        words = Table(title=f"Selected words: top k={f['k']}, bottom s={f['s']} "
-                            f"(ranking {f['ranking']}; {f['in_vocabulary']} distinct words in "
-                            "the factor vocabulary)", caption=escape("affinity = W[w] @ H"))
+            console.print(
+                escape(f"words (words.splitter={f['splitter']}): " + " ".join(f["words"]))
+            )
+        words = Table(
+            title=f"Selected words: top k={f['k']}, bottom s={f['s']} "
+            f"(ranking {f['ranking']}; {f['in_vocabulary']} distinct words in "
+            "the factor vocabulary)",
+            caption=escape("affinity = W[w] @ H"),
+        )
         for name in ("slot", "kind", "word", "count", "n(w)", "factor row W[w]"):
             words.add_column(escape(name))
-        for c in (classes if len(classes) <= 5 else ["affinity (top 3)"]):
+        for c in classes if len(classes) <= 5 else ["affinity (top 3)"]:
             words.add_column(escape(c), justify="right")
         for e in f["top"] + f["bottom"]:
-            words.add_row(str(e["slot"]), e["kind"], escape(e["word"]), str(e["count_in_text"]),
-                          str(e["corpus_count"]), _numbers(e["factor"]),
-                          *map(escape, _affinity(e, classes)))
+            words.add_row(
+                str(e["slot"]),
+                e["kind"],
+                escape(e["word"]),
+                str(e["count_in_text"]),
+                str(e["corpus_count"]),
+                _numbers(e["factor"]),
+                *map(escape, _affinity(e, classes)),
+            )
         console.print(words)
         filled = f["slots_filled"]
-        console.print(f"slots filled: {filled['top']} of k={f['k']} top, {filled['bottom']} of "
-                      f"s={f['s']} bottom (empty slots are zero vectors)")
+        console.print(
+            f"slots filled: {filled['top']} of k={f['k']} top, {filled['bottom']} of "
+            f"s={f['s']} bottom (empty slots are zero vectors)"
+        )
     att = doc["attention"]
     console.print(att["note"], markup=False)
     if att["positions"]:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lttw.models.bundle import META
 from lttw.io import read_json
+from lttw.models.bundle import META
 from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
 from lttw.settings import CountSettings, TrainSettings
 
@@ -21,8 +21,9 @@ def model_variant(model_dir: str | Path) -> str:
     return read_json(Path(model_dir) / META)["variant"]
 
 
-def predict_cached_parts(model_dir: str | Path, inputs: FoldInputs, fold: int,
-                         train_settings: TrainSettings) -> dict[str, np.ndarray]:
+def predict_cached_parts(
+    model_dir: str | Path, inputs: FoldInputs, fold: int, train_settings: TrainSettings
+) -> dict[str, np.ndarray]:
     """Probabilities (n, p) for the fold's test part and the held-out test / predict samples
     ((0, p) for an empty one), from the texts or the cached tensors, as the model reads
     (with ``train.freeze_encoder``: the encode stage's states, not the encoder)."""
@@ -36,10 +37,13 @@ def predict_cached_parts(model_dir: str | Path, inputs: FoldInputs, fold: int,
     else:  # the encoder's cached tokens, or word ids over the folder's own vocabulary
         words = saved_words(model_dir)
         max_len = None if words is None else read_json(Path(model_dir) / META)["max_len"]
-        parts = load_tensors(inputs, fold, words, max_len,
-                             frozen_encoder=train_settings.freeze_encoder)
-    return {part: predict_proba(model, parts[part], rt, train_settings.eval_batch_size,
-                                progress=True) for part in EVAL_PARTS}
+        parts = load_tensors(
+            inputs, fold, words, max_len, frozen_encoder=train_settings.freeze_encoder
+        )
+    return {
+        part: predict_proba(model, parts[part], rt, train_settings.eval_batch_size, progress=True)
+        for part in EVAL_PARTS
+    }
 
 
 def saved_words(folder: str | Path):
@@ -70,14 +74,23 @@ class Predictor:
     >>> p.predict_proba(["Stocks rally as oil prices fall"])  # (1, n_labels)
     """
 
-    def __init__(self, folder: Path, meta: dict, classes: list[str], model, tokenizer=None,
-                 lookup=None, runtime=None, words=None):
+    def __init__(
+        self,
+        folder: Path,
+        meta: dict,
+        classes: list[str],
+        model,
+        tokenizer=None,
+        lookup=None,
+        runtime=None,
+        words=None,
+    ):
         self.folder, self.meta, self.classes = folder, meta, classes
         self.model, self.tokenizer, self.lookup, self.runtime = model, tokenizer, lookup, runtime
         self.words = words  # a WordVocabulary where the model reads word ids, not tokens
 
     @classmethod
-    def load(cls, folder: str | Path, device: str = "cpu", load_model=None) -> "Predictor":
+    def load(cls, folder: str | Path, device: str = "cpu", load_model=None) -> Predictor:
         """The model folder, checked as it loads: a damaged file raises a UserError naming it
         and what is wrong (code shipped in a folder, ``auto_map``, is refused, never run).
         ``load_model(folder)``: what runs the classifier instead of its torch weights (e.g.
@@ -85,13 +98,14 @@ class Predictor:
         factor lookup) is the folder's own either way."""
         from safetensors import SafetensorError
 
-        from lttw.errors import UserError
-        from lttw.errors import one_line
+        from lttw.errors import UserError, one_line
 
         folder = Path(folder)
         if not (folder / META).is_file():
-            raise UserError(f"{folder}: not a trained model folder (no {META}); run `dvc repro` "
-                            "or pass --model DIR")
+            raise UserError(
+                f"{folder}: not a trained model folder (no {META}); run `dvc repro` "
+                "or pass --model DIR"
+            )
         try:
             return cls._load_checked(folder, device, load_model or load_classifier)
         except UserError:
@@ -100,7 +114,7 @@ class Predictor:
             raise UserError(f"{folder}: a damaged model folder ({one_line(err)})") from None
 
     @classmethod
-    def _load_checked(cls, folder: Path, device: str, load_model) -> "Predictor":
+    def _load_checked(cls, folder: Path, device: str, load_model) -> Predictor:
         from lttw.models.bundle import FACTORS, TOKENIZER, check_tokenizer_folder, read_model_meta
 
         meta, classes = read_model_meta(folder)
@@ -116,13 +130,15 @@ class Predictor:
         if meta.get("with_factors"):  # imported here: scikit-learn only where it is needed
             from lttw.factors.features import FactorLookup
 
-            lookup = FactorLookup.load(folder / FACTORS, folder / FACTORS,
-                                       model_words(folder, meta))
+            lookup = FactorLookup.load(
+                folder / FACTORS, folder / FACTORS, model_words(folder, meta)
+            )
         runtime = make_runtime(TrainSettings(device=device, bf16=False))
         words = saved_words(folder)
         tokenizer = None if words is not None else load_saved_tokenizer(folder / TOKENIZER)
-        return cls(folder, meta, classes, model.to(runtime.device), tokenizer, lookup, runtime,
-                   words)
+        return cls(
+            folder, meta, classes, model.to(runtime.device), tokenizer, lookup, runtime, words
+        )
 
     def factors(self, texts: list[str]) -> np.ndarray | None:
         if self.lookup is None:
@@ -131,15 +147,16 @@ class Predictor:
 
     def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         """(len(texts), n_labels) float32 class probabilities."""
-        return predict_proba(self.model, self.model_inputs(list(texts)), self.runtime,
-                             batch_size).astype(np.float32)
+        return predict_proba(
+            self.model, self.model_inputs(list(texts)), self.runtime, batch_size
+        ).astype(np.float32)
 
     def model_inputs(self, texts: list[str]):
         """What the model reads: the texts themselves, or their tokens and factor rows."""
         if reads(self.model) == TEXTS:
             return texts
-        from lttw.encoder.tokens import encode_texts
         from lttw.data.batching import Batchable
+        from lttw.encoder.tokens import encode_texts
 
         if self.words is not None:
             ids, mask = self.words.ids(list(texts), self.meta["max_len"])

@@ -14,8 +14,8 @@ from torch import nn
 
 from lttw.errors import UserError
 
-
 # --------------------------------------------------------------------------- masked pooling
+
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax over ``dim`` with padded positions (mask == 0) given zero weight."""
@@ -47,13 +47,19 @@ def pool(x: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
 
 # --------------------------------------------------------------------------- small modules
 
+
 class ClassifierHead(nn.Sequential):
     """dropout -> linear, or (with ``hidden``) dropout -> linear -> ReLU -> dropout -> linear."""
 
     def __init__(self, in_dim: int, n_labels: int, dropout: float, hidden: int | None = None):
         if hidden:
-            super().__init__(nn.Dropout(dropout), nn.Linear(in_dim, hidden), nn.ReLU(),
-                             nn.Dropout(dropout), nn.Linear(hidden, n_labels))
+            super().__init__(
+                nn.Dropout(dropout),
+                nn.Linear(in_dim, hidden),
+                nn.ReLU(),
+                nn.Dropout(dropout),
+                nn.Linear(hidden, n_labels),
+            )
         else:
             super().__init__(nn.Dropout(dropout), nn.Linear(in_dim, n_labels))
 
@@ -61,8 +67,9 @@ class ClassifierHead(nn.Sequential):
 def sinusoidal_positions(length: int, dim: int, device=None) -> torch.Tensor:
     """(length, dim) table: PE[pos, 2i] = sin(pos / 10000^(2i/dim)), PE[pos, 2i+1] = cos(.)."""
     pos = torch.arange(length, device=device, dtype=torch.float32).unsqueeze(1)
-    freq = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32)
-                     * (-math.log(10000.0) / dim))
+    freq = torch.exp(
+        torch.arange(0, dim, 2, device=device, dtype=torch.float32) * (-math.log(10000.0) / dim)
+    )
     table = torch.zeros(length, dim, device=device)
     table[:, 0::2] = torch.sin(pos * freq)
     table[:, 1::2] = torch.cos(pos * freq[: dim // 2])
@@ -70,6 +77,7 @@ def sinusoidal_positions(length: int, dim: int, device=None) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------- pretrained parts
+
 
 def require_encoder_path(encoder_path: str | None, settings) -> str:
     """The resolved encoder folder / name; resolved from ``model.encoder`` when not given."""
@@ -102,8 +110,9 @@ def hidden_size(encoder: nn.Module) -> int:
     return int(encoder.config.hidden_size)
 
 
-def word_embedding_init(encoder_path: str,
-                        pretrained: bool) -> tuple[int, int, torch.Tensor | None]:
+def word_embedding_init(
+    encoder_path: str, pretrained: bool
+) -> tuple[int, int, torch.Tensor | None]:
     """(vocab_size, embed_dim, weight or None) for a word-embedding layer on the encoder's
     tokenizer vocabulary. The width is the encoder's input-embedding width either way (so
     random and pretrained runs differ only in their initialisation); with ``pretrained`` the
@@ -116,8 +125,9 @@ def word_embedding_init(encoder_path: str,
     return vocab, int(weight.shape[1]), (weight.clone().float() if pretrained else None)
 
 
-def words_embedding_init(vocab_size: int, weight: torch.Tensor | None,
-                         default_dim: int) -> tuple[int, int, torch.Tensor | None]:
+def words_embedding_init(
+    vocab_size: int, weight: torch.Tensor | None, default_dim: int
+) -> tuple[int, int, torch.Tensor | None]:
     """(vocab_size, embed_dim, weight or None) for a word-embedding layer on the counts
     stage's words (``model.vocab: words``): the pretrained vectors' width where there are
     vectors (``weight``: one row per word id), else ``default_dim`` (random init)."""
@@ -160,12 +170,12 @@ class EmbeddingBuilt:
 
     @classmethod
     def from_settings(cls, model, n_labels, factor_shape, encoder_path):
-        vocab, dim, weight = word_embedding_init(require_encoder_path(encoder_path, model),
-                                                 model.pretrained_embeddings)
+        vocab, dim, weight = word_embedding_init(
+            require_encoder_path(encoder_path, model), model.pretrained_embeddings
+        )
         return cls._built(model, n_labels, vocab, dim, weight)
 
     @classmethod
     def from_words(cls, model, n_labels, vocab_size, weight=None):
         """On word ids (``model.vocab: words``), ``weight`` the pretrained rows or None."""
-        return cls._built(model, n_labels, *words_embedding_init(vocab_size, weight,
-                                                                 model.hidden))
+        return cls._built(model, n_labels, *words_embedding_init(vocab_size, weight, model.hidden))

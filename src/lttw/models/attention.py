@@ -24,8 +24,9 @@ import torch.nn.functional as F
 from torch import nn
 
 
-def dropout_at_first(x: torch.Tensor, p: float, training: bool, length: int,
-                     dim: int = 1) -> torch.Tensor:
+def dropout_at_first(
+    x: torch.Tensor, p: float, training: bool, length: int, dim: int = 1
+) -> torch.Tensor:
     """Dropout of ``x``, the position-0 slice (size 1 along ``dim``) of a ``length``-position
     tensor, exactly as dropout of the whole tensor treats that slice: the noise is drawn for
     all ``length`` positions (the same random numbers, in the same order, as
@@ -68,8 +69,15 @@ class _SelfAttention(nn.Module):
         b, _, n, _ = x.shape
         return self.out(x.transpose(1, 2).reshape(b, n, self.heads * self.head_dim))
 
-    def _attend(self, q, k, v, attn_mask=None, output_attentions: bool = False,
-                queries_of: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def _attend(
+        self,
+        q,
+        k,
+        v,
+        attn_mask=None,
+        output_attentions: bool = False,
+        queries_of: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(output (B, h, n_q, dh), weights (B, h, n_q, n_k) or None). ``attn_mask`` is
         boolean, True = attend. ``queries_of``: ``q`` is position 0 of that many queries
         (``first_only``); in training its attention dropout is drawn as for all of them."""
@@ -93,14 +101,20 @@ class MultiHeadSelfAttention(_SelfAttention):
 
     ablation = "LTTW-Att"
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor, first_only: bool = False,
-                output_attentions: bool = False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor,
+        first_only: bool = False,
+        output_attentions: bool = False,
+    ):
         # x (B, n, d), attention_mask (B, n) -> (B, n_q, d) [, weights (B, h, n_q, n)]
         q = self._split(self.query(x[:, :1] if first_only else x))  # (B, h, n_q, dh)
         k, v = self._split(self.key(x)), self._split(self.value(x))  # (B, h, n, dh)
-        keep = attention_mask[:, None, None, :].bool()            # (B, 1, 1, n) True = attend
-        out, weights = self._attend(q, k, v, keep, output_attentions,
-                                    x.shape[1] if first_only else None)  # (B, h, n_q, n)
+        keep = attention_mask[:, None, None, :].bool()  # (B, 1, 1, n) True = attend
+        out, weights = self._attend(
+            q, k, v, keep, output_attentions, x.shape[1] if first_only else None
+        )  # (B, h, n_q, n)
         return (self._merge(out), weights) if output_attentions else self._merge(out)
 
 
@@ -113,36 +127,53 @@ class LinformerSelfAttention(_SelfAttention):
     columns, so a padded sample gives the same output as the unpadded one.
     """
 
-    def __init__(self, d_model: int, heads: int, max_seq: int, k: int = 32,
-                 share_kv: bool = True, dropout: float = 0.0):
+    def __init__(
+        self,
+        d_model: int,
+        heads: int,
+        max_seq: int,
+        k: int = 32,
+        share_kv: bool = True,
+        dropout: float = 0.0,
+    ):
         super().__init__(d_model, heads, dropout)
         self.max_seq = max_seq
-        self.proj_k = nn.Parameter(torch.empty(k, max_seq))                  # E (K, max_seq)
+        self.proj_k = nn.Parameter(torch.empty(k, max_seq))  # E (K, max_seq)
         self.proj_v = None if share_kv else nn.Parameter(torch.empty(k, max_seq))  # F
         for p in (self.proj_k, self.proj_v):
             if p is not None:
-                nn.init.xavier_uniform_(p, gain=2 ** -0.5)  # as fairseq's Linformer
+                nn.init.xavier_uniform_(p, gain=2**-0.5)  # as fairseq's Linformer
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor, first_only: bool = False,
-                output_attentions: bool = False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor,
+        first_only: bool = False,
+        output_attentions: bool = False,
+    ):
         # x (B, n, d), attention_mask (B, n) -> (B, n_q, d) [, weights (B, h, n_q, K)]
         n = x.shape[1]
         if n > self.max_seq:
-            raise ValueError(f"sequence of {n} positions exceeds the Linformer projection's "
-                             f"max_seq={self.max_seq}")
-        keep = attention_mask[..., None].to(x.dtype)                          # (B, n, 1)
-        e = self.proj_k[:, :n]                                                # (K, n)
-        f = e if self.proj_v is None else self.proj_v[:, :n]                  # (K, n)
-        k = torch.einsum("kn,bni->bki", e.to(x.dtype), self.key(x) * keep)    # (B, K, h*dh)
+            raise ValueError(
+                f"sequence of {n} positions exceeds the Linformer projection's "
+                f"max_seq={self.max_seq}"
+            )
+        keep = attention_mask[..., None].to(x.dtype)  # (B, n, 1)
+        e = self.proj_k[:, :n]  # (K, n)
+        f = e if self.proj_v is None else self.proj_v[:, :n]  # (K, n)
+        k = torch.einsum("kn,bni->bki", e.to(x.dtype), self.key(x) * keep)  # (B, K, h*dh)
         v = torch.einsum("kn,bni->bki", f.to(x.dtype), self.value(x) * keep)  # (B, K, h*dh)
-        q = self._split(self.query(x[:, :1] if first_only else x))            # (B, h, n_q, dh)
-        out, weights = self._attend(q, self._split(k), self._split(v),
-                                    output_attentions=output_attentions,
-                                    queries_of=n if first_only else None)    # (B, h, n_q, K)
+        q = self._split(self.query(x[:, :1] if first_only else x))  # (B, h, n_q, dh)
+        out, weights = self._attend(
+            q,
+            self._split(k),
+            self._split(v),
+            output_attentions=output_attentions,
+            queries_of=n if first_only else None,
+        )  # (B, h, n_q, K)
         return (self._merge(out), weights) if output_attentions else self._merge(out)
 
-    def token_relevance(self, weights: torch.Tensor, attention_mask: torch.Tensor
-                        ) -> torch.Tensor:
+    def token_relevance(self, weights: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Slot weights (B, h, n_q, K) -> each token's coefficient (B, h, n_q, n) in the
         attention output: weights @ F[:, :n] (the value projection), zero at padding. Exact
         (the output is sum over tokens of coefficient * value), but signed and not normalised."""
@@ -153,8 +184,10 @@ class LinformerSelfAttention(_SelfAttention):
 
 
 #: ``model.attention`` -> its module (``none``: no attention block at all)
-ATTENTION_KINDS: dict[str, type[_SelfAttention]] = {"linformer": LinformerSelfAttention,
-                                                    "mha": MultiHeadSelfAttention}
+ATTENTION_KINDS: dict[str, type[_SelfAttention]] = {
+    "linformer": LinformerSelfAttention,
+    "mha": MultiHeadSelfAttention,
+}
 
 
 def attention_ablation(kind: str | None) -> str | None:
@@ -169,27 +202,47 @@ class AttentionBlock(nn.Module):
     """Transformer block: self-attention + residual + LayerNorm, feed-forward (ffn_mult * d)
     + residual + LayerNorm, with dropout; post-norm (BERT-style) unless ``norm_first``."""
 
-    def __init__(self, d_model: int, attention: str = "linformer", heads: int = 4,
-                 ffn_mult: int = 4, dropout: float = 0.1, max_seq: int = 512,
-                 linformer_k: int = 32, share_kv: bool = True, norm_first: bool = False):
+    def __init__(
+        self,
+        d_model: int,
+        attention: str = "linformer",
+        heads: int = 4,
+        ffn_mult: int = 4,
+        dropout: float = 0.1,
+        max_seq: int = 512,
+        linformer_k: int = 32,
+        share_kv: bool = True,
+        norm_first: bool = False,
+    ):
         super().__init__()
         if attention == "linformer":
-            self.attn = LinformerSelfAttention(d_model, heads, max_seq, linformer_k,
-                                               share_kv, dropout)
+            self.attn = LinformerSelfAttention(
+                d_model, heads, max_seq, linformer_k, share_kv, dropout
+            )
         elif attention == "mha":
             self.attn = MultiHeadSelfAttention(d_model, heads, dropout)
         else:
-            raise ValueError(f"attention must be one of {', '.join(ATTENTION_KINDS)}, "
-                             f"got {attention!r}")
+            raise ValueError(
+                f"attention must be one of {', '.join(ATTENTION_KINDS)}, got {attention!r}"
+            )
         self.norm_first = norm_first
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
-        self.ffn = nn.Sequential(nn.Linear(d_model, ffn_mult * d_model), nn.GELU(),
-                                 nn.Dropout(dropout), nn.Linear(ffn_mult * d_model, d_model))
+        self.ffn = nn.Sequential(
+            nn.Linear(d_model, ffn_mult * d_model),
+            nn.GELU(),
+            nn.Dropout(dropout),
+            nn.Linear(ffn_mult * d_model, d_model),
+        )
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor, first_only: bool = False,
-                output_attentions: bool = False):
+    def forward(
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor,
+        first_only: bool = False,
+        output_attentions: bool = False,
+    ):
         """x (B, n, d), attention_mask (B, n) -> (B, n, d), or (B, 1, d) with ``first_only``
         (position 0 alone: its result is exact); with ``output_attentions`` also the weights
         (see the module docstring)."""
@@ -200,8 +253,11 @@ class AttentionBlock(nn.Module):
         if first_only:  # dropout drawn as for all n positions: the full path's random stream
             n, x = x.shape[1], x[:, :1]
             drop = lambda t: dropout_at_first(t, self.drop.p, self.training, n)  # noqa: E731
-            ffn = lambda t: self.ffn[3](dropout_at_first(  # noqa: E731
-                self.ffn[1](self.ffn[0](t)), self.ffn[2].p, self.training, n))
+            ffn = lambda t: self.ffn[3](
+                dropout_at_first(  # noqa: E731
+                    self.ffn[1](self.ffn[0](t)), self.ffn[2].p, self.training, n
+                )
+            )
         if self.norm_first:
             x = x + drop(attended)
             x = x + drop(ffn(self.norm2(x)))

@@ -18,9 +18,14 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from lttw.models._layers import (
+    ClassifierHead,
+    EmbeddingBuilt,
+    init_embedding,
+    lengths,
+    masked_softmax,
+)
 from lttw.models.registry import Classifier, register
-from lttw.models._layers import (EmbeddingBuilt, ClassifierHead, init_embedding, lengths,
-                                 masked_softmax)
 
 
 @dataclass
@@ -42,26 +47,39 @@ class BiLSTMAttentionClassifier(EmbeddingBuilt, Classifier):
         h2 = 2 * config.hidden
         self.embed = nn.Embedding(config.vocab_size, config.embed_dim)
         self.dropout = nn.Dropout(config.dropout)
-        self.lstm = nn.LSTM(config.embed_dim, config.hidden, num_layers=config.layers,
-                            batch_first=True, bidirectional=True,
-                            dropout=config.dropout if config.layers > 1 else 0.0)
+        self.lstm = nn.LSTM(
+            config.embed_dim,
+            config.hidden,
+            num_layers=config.layers,
+            batch_first=True,
+            bidirectional=True,
+            dropout=config.dropout if config.layers > 1 else 0.0,
+        )
         self.att_proj = nn.Linear(h2, h2)  # W
         self.att_vec = nn.Linear(h2, 1, bias=False)  # v
         self.head = ClassifierHead(h2, config.n_labels, config.dropout, hidden=config.hidden)
 
     @classmethod
     def _built(cls, model, n_labels, vocab, dim, weight):
-        net = cls(BiLSTMAttentionConfig(n_labels=n_labels, vocab_size=vocab, embed_dim=dim,
-                                        hidden=model.hidden, layers=model.layers,
-                                        dropout=model.dropout))
+        net = cls(
+            BiLSTMAttentionConfig(
+                n_labels=n_labels,
+                vocab_size=vocab,
+                embed_dim=dim,
+                hidden=model.hidden,
+                layers=model.layers,
+                dropout=model.dropout,
+            )
+        )
         init_embedding(net.embed, weight)
         return net
 
     def forward(self, input_ids, attention_mask, factors=None) -> torch.Tensor:
         seq = input_ids.shape[1]
         x = self.dropout(self.embed(input_ids))  # (b, seq, embed_dim)
-        packed = pack_padded_sequence(x, lengths(attention_mask), batch_first=True,
-                                      enforce_sorted=False)
+        packed = pack_padded_sequence(
+            x, lengths(attention_mask), batch_first=True, enforce_sorted=False
+        )
         h, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=seq)
         scores = self.att_vec(torch.tanh(self.att_proj(h))).squeeze(-1)  # (b, seq)
         alpha = masked_softmax(scores, attention_mask)  # (b, seq)

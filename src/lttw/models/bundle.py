@@ -1,21 +1,21 @@
 """A trained model folder that predicts on raw text by itself, with no pipeline cache:
 
-    config.json, model.safetensors   the classifier (registry.save_model), or tfidf files
-    tokenizer/                       the encoder's tokenizer (neural variants on encoder tokens)
-    words/                           vocabulary.json + words.json: the words a model with
-                                     model.vocab: words embeds, and their splitting rule
-    labels.json                      class names in label-id order
-    lttw.json                        what prediction needs: variant, max_len, k, s, ranking,
-                                     the word tokenisation rule, fold, seed
-    factors/                         the fold's vocabulary, word counts and NMF factors
-                                     (only where latent factors are fused)
+config.json, model.safetensors   the classifier (registry.save_model), or tfidf files
+tokenizer/                       the encoder's tokenizer (neural variants on encoder tokens)
+words/                           vocabulary.json + words.json: the words a model with
+                                 model.vocab: words embeds, and their splitting rule
+labels.json                      class names in label-id order
+lttw.json                        what prediction needs: variant, max_len, k, s, ranking,
+                                 the word tokenisation rule, fold, seed
+factors/                         the fold's vocabulary, word counts and NMF factors
+                                 (only where latent factors are fused)
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
@@ -27,9 +27,17 @@ FACTORS = "factors"
 TOKENIZER = "tokenizer"
 
 
-def write_model_folder(folder: Path, classes: list[str], settings, fold: int,
-                       tokenizer_dir: Path | None = None, factor_dirs: Sequence[Path] = (),
-                       words=None, word_vocabulary=None, selection: dict | None = None) -> None:
+def write_model_folder(
+    folder: Path,
+    classes: list[str],
+    settings,
+    fold: int,
+    tokenizer_dir: Path | None = None,
+    factor_dirs: Sequence[Path] = (),
+    words=None,
+    word_vocabulary=None,
+    selection: dict | None = None,
+) -> None:
     """Add everything but the weights to a model folder being written: labels, what
     prediction needs, the tokenizer, and the files of ``factor_dirs`` (the fold's counts and
     NMF folders, where latent factors are fused). ``words``: the word-splitting rule the
@@ -41,18 +49,29 @@ def write_model_folder(folder: Path, classes: list[str], settings, fold: int,
     m = settings.model
     if with_factors and selection is None:  # a folder built by hand: the settings' selection
         if "auto" in (m.k, m.s):
-            raise ValueError("model.k / model.s auto resolve in the features stage: a model "
-                             "folder built by hand needs them as numbers (or selection)")
+            raise ValueError(
+                "model.k / model.s auto resolve in the features stage: a model "
+                "folder built by hand needs them as numbers (or selection)"
+            )
         selection = {"k": m.k, "s": m.s, "ranking": m.ranking}
     folder = Path(folder)
     write_json(folder / LABELS, {"classes": classes})
-    write_json(folder / META, {
-        "variant": m.variant, "max_len": m.max_len, **(selection if with_factors else {}),
-        "counts": settings.counts.model_dump(), "fold": fold, "seed": settings.seed,
-        "encoder": m.encoder, "with_factors": with_factors,
-        **({"vocab": "words"} if word_vocabulary is not None else {}),
-        **({"frozen_encoder": True} if settings.train.freeze_encoder else {}),
-        **({"words": words.record()} if words is not None else {})})
+    write_json(
+        folder / META,
+        {
+            "variant": m.variant,
+            "max_len": m.max_len,
+            **(selection if with_factors else {}),
+            "counts": settings.counts.model_dump(),
+            "fold": fold,
+            "seed": settings.seed,
+            "encoder": m.encoder,
+            "with_factors": with_factors,
+            **({"vocab": "words"} if word_vocabulary is not None else {}),
+            **({"frozen_encoder": True} if settings.train.freeze_encoder else {}),
+            **({"words": words.record()} if words is not None else {}),
+        },
+    )
     if tokenizer_dir is not None:
         shutil.copytree(tokenizer_dir, folder / TOKENIZER)
     if word_vocabulary is not None:
@@ -73,8 +92,10 @@ _FACTOR_KEYS = {"k": int, "s": int, "ranking": str, "counts": dict}
 def _require(path: Path, doc, keys: dict[str, type]) -> None:
     for key, kind in keys.items():
         if not isinstance(doc.get(key), kind) or (kind is int and isinstance(doc[key], bool)):
-            raise UserError(f"{path}: {key!r} is missing or not a{'n' if kind is int else ''} "
-                            f"{kind.__name__}; the file is damaged (re-export the model)")
+            raise UserError(
+                f"{path}: {key!r} is missing or not a{'n' if kind is int else ''} "
+                f"{kind.__name__}; the file is damaged (re-export the model)"
+            )
 
 
 def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
@@ -88,16 +109,29 @@ def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
     meta = read_json(meta_path)
     if not isinstance(meta, dict):
         raise UserError(f"{meta_path}: not a JSON object; the file is damaged")
-    _require(meta_path, meta, {**_META_KEYS, **(_TOKEN_KEYS if tokenised else {}),
-                               **(_FACTOR_KEYS if meta.get("with_factors") else {})})
+    _require(
+        meta_path,
+        meta,
+        {
+            **_META_KEYS,
+            **(_TOKEN_KEYS if tokenised else {}),
+            **(_FACTOR_KEYS if meta.get("with_factors") else {}),
+        },
+    )
     if not labels_path.is_file():
         raise FileNotFoundError(2, "no class names here", str(labels_path))
     labels = read_json(labels_path)
     classes = labels.get("classes") if isinstance(labels, dict) else None
-    if not (isinstance(classes, list) and len(classes) >= 2
-            and all(isinstance(c, str) for c in classes) and len(set(classes)) == len(classes)):
-        raise UserError(f"{labels_path}: needs {{\"classes\": [...]}} with two or more "
-                        "distinct class names; the file is damaged")
+    if not (
+        isinstance(classes, list)
+        and len(classes) >= 2
+        and all(isinstance(c, str) for c in classes)
+        and len(set(classes)) == len(classes)
+    ):
+        raise UserError(
+            f'{labels_path}: needs {{"classes": [...]}} with two or more '
+            "distinct class names; the file is damaged"
+        )
     return meta, classes
 
 

@@ -14,9 +14,16 @@ import torch
 from torch import nn
 
 from lttw.errors import UserError
+from lttw.models._layers import (
+    ClassifierHead,
+    build_encoder,
+    hidden_size,
+    masked_max,
+    pretrained_encoder,
+    require_encoder_path,
+    window_mask,
+)
 from lttw.models.registry import Classifier, register
-from lttw.models._layers import (ClassifierHead, build_encoder, hidden_size, masked_max, pretrained_encoder,
-                      require_encoder_path, window_mask)
 
 
 @dataclass
@@ -29,8 +36,9 @@ class EncoderCNNConfig:
 
     def __post_init__(self):
         if not self.cnn_widths or min(self.cnn_widths) < 1:
-            raise UserError(f"model.cnn_widths must be a non-empty list of widths >= 1 "
-                            f"(got {self.cnn_widths})")
+            raise UserError(
+                f"model.cnn_widths must be a non-empty list of widths >= 1 (got {self.cnn_widths})"
+            )
 
 
 @register("encoder_cnn")
@@ -41,21 +49,28 @@ class EncoderCNNClassifier(Classifier):
         super().__init__(config)
         self.encoder = build_encoder(config.encoder_config, encoder)
         d = hidden_size(self.encoder)
-        self.convs = nn.ModuleList(nn.Conv1d(d, config.cnn_channels, w, padding=w - 1)
-                                   for w in config.cnn_widths)
-        self.head = ClassifierHead(config.cnn_channels * len(config.cnn_widths),
-                                   config.n_labels, config.dropout)
+        self.convs = nn.ModuleList(
+            nn.Conv1d(d, config.cnn_channels, w, padding=w - 1) for w in config.cnn_widths
+        )
+        self.head = ClassifierHead(
+            config.cnn_channels * len(config.cnn_widths), config.n_labels, config.dropout
+        )
 
     @classmethod
     def from_settings(cls, model, n_labels, factor_shape, encoder_path):
         encoder, enc_cfg = pretrained_encoder(require_encoder_path(encoder_path, model))
-        return cls(EncoderCNNConfig(n_labels=n_labels, encoder_config=enc_cfg,
-                                    cnn_widths=list(model.cnn_widths),
-                                    cnn_channels=model.cnn_channels, dropout=model.dropout),
-                   encoder=encoder)
+        return cls(
+            EncoderCNNConfig(
+                n_labels=n_labels,
+                encoder_config=enc_cfg,
+                cnn_widths=list(model.cnn_widths),
+                cnn_channels=model.cnn_channels,
+                dropout=model.dropout,
+            ),
+            encoder=encoder,
+        )
 
-    def forward(self, input_ids, attention_mask, factors=None, encoder_states=None
-                ) -> torch.Tensor:
+    def forward(self, input_ids, attention_mask, factors=None, encoder_states=None) -> torch.Tensor:
         h = self.hidden_states(input_ids, attention_mask, encoder_states)  # (batch, seq, d)
         h = (h * attention_mask.unsqueeze(-1).to(h.dtype)).transpose(1, 2)  # (batch, d, seq)
         pooled = []

@@ -11,9 +11,14 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from lttw.models._layers import (
+    ClassifierHead,
+    build_encoder,
+    hidden_size,
+    pretrained_encoder,
+    require_encoder_path,
+)
 from lttw.models.registry import Classifier, register
-from lttw.models._layers import (ClassifierHead, build_encoder, hidden_size, pretrained_encoder,
-                      require_encoder_path)
 
 
 @dataclass
@@ -35,10 +40,11 @@ class EncoderClassifier(Classifier):
     @classmethod
     def from_settings(cls, model, n_labels, factor_shape, encoder_path):
         encoder, enc_cfg = pretrained_encoder(require_encoder_path(encoder_path, model))
-        return cls(EncoderHeadConfig(n_labels=n_labels, encoder_config=enc_cfg,
-                                     dropout=model.dropout), encoder=encoder)
+        return cls(
+            EncoderHeadConfig(n_labels=n_labels, encoder_config=enc_cfg, dropout=model.dropout),
+            encoder=encoder,
+        )
 
-    def forward(self, input_ids, attention_mask, factors=None, encoder_states=None
-                ) -> torch.Tensor:
+    def forward(self, input_ids, attention_mask, factors=None, encoder_states=None) -> torch.Tensor:
         h = self.hidden_states(input_ids, attention_mask, encoder_states)  # (batch, seq, d)
         return self.head(h[:, 0])  # (batch, hidden) -> (batch, n_labels)

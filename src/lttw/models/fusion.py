@@ -26,7 +26,7 @@ from torch import nn
 from lttw.errors import UserError
 from lttw.models.registry import registrar
 
-FUSION_REGISTRY: dict[str, type["Fusion"]] = {}
+FUSION_REGISTRY: dict[str, type[Fusion]] = {}
 #: class decorator: ``@register_fusion(name)`` makes a fusion available as ``model.fusion: name``
 register_fusion = registrar(FUSION_REGISTRY, "name")
 
@@ -49,8 +49,10 @@ class Fusion(nn.Module):
     def check(cls, config) -> None:
         """Raise a UserError for an ``LTTWConfig`` this fusion cannot run with."""
         if cls.uses_factors and config.factor_slots * config.rank == 0:
-            raise UserError(f"model.fusion: {cls.name} needs latent factors: model.k + model.s "
-                            "and nmf.rank must be >= 1")
+            raise UserError(
+                f"model.fusion: {cls.name} needs latent factors: model.k + model.s "
+                "and nmf.rank must be >= 1"
+            )
 
     @property
     def width(self) -> int:
@@ -62,14 +64,17 @@ class Fusion(nn.Module):
         """Positions the fusion adds to the n tokens."""
         return 0
 
-    def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor,
-                factors: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, hidden: torch.Tensor, attention_mask: torch.Tensor, factors: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(H_BERT (B, n, d), mask (B, n), H_tw (B, k+s, z)) -> (H_V, its mask)."""
         expected = (self.slots, self.rank)
         if factors is None or tuple(factors.shape[1:]) != expected:
             got = None if factors is None else tuple(factors.shape)
-            raise ValueError(f"fusion {self.name!r} needs factors of shape (B, {expected[0]}, "
-                             f"{expected[1]}); got {got}")
+            raise ValueError(
+                f"fusion {self.name!r} needs factors of shape (B, {expected[0]}, "
+                f"{expected[1]}); got {got}"
+            )
         return self.fuse(hidden, factors.to(hidden.dtype)), self.mask(attention_mask)
 
     def fuse(self, hidden: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
@@ -89,8 +94,10 @@ class Fusion(nn.Module):
 class ConcatFusion(Fusion):
     """The paper's fusion: flatten(H_tw) appended to every token's features."""
 
-    note = ("fusion concat: the latent factors are concatenated to every token, so they have "
-            "no positions of their own")
+    note = (
+        "fusion concat: the latent factors are concatenated to every token, so they have "
+        "no positions of their own"
+    )
 
     @property
     def width(self) -> int:
@@ -98,8 +105,8 @@ class ConcatFusion(Fusion):
 
     def fuse(self, hidden: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
         b, n, _ = hidden.shape
-        flat = factors.reshape(b, 1, -1).expand(b, n, -1)                  # (B, n, (k+s)*z)
-        return torch.cat([hidden, flat], dim=-1)                           # (B, n, d+(k+s)*z)
+        flat = factors.reshape(b, 1, -1).expand(b, n, -1)  # (B, n, (k+s)*z)
+        return torch.cat([hidden, flat], dim=-1)  # (B, n, d+(k+s)*z)
 
 
 @register_fusion("sequence")
@@ -116,24 +123,27 @@ class SequenceFusion(Fusion):
     def check(cls, config) -> None:
         super().check(config)
         if config.attention == "none":
-            raise UserError("model.fusion: sequence needs an attention block (model.attention: "
-                            "linformer or mha); without one the factor tokens never reach [CLS]")
+            raise UserError(
+                "model.fusion: sequence needs an attention block (model.attention: "
+                "linformer or mha); without one the factor tokens never reach [CLS]"
+            )
 
     @property
     def extra_positions(self) -> int:
         return self.slots
 
     def fuse(self, hidden: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
-        tokens = self.proj(factors).to(hidden.dtype)                       # (B, k+s, d)
-        return torch.cat([hidden[:, :1], tokens, hidden[:, 1:]], dim=1)    # (B, n+k+s, d)
+        tokens = self.proj(factors).to(hidden.dtype)  # (B, k+s, d)
+        return torch.cat([hidden[:, :1], tokens, hidden[:, 1:]], dim=1)  # (B, n+k+s, d)
 
     def mask(self, attention_mask: torch.Tensor) -> torch.Tensor:
         ones = attention_mask.new_ones(attention_mask.shape[0], self.slots)
         return torch.cat([attention_mask[:, :1], ones, attention_mask[:, 1:]], dim=1)  # (B, n+k+s)
 
     def position_labels(self, tokens: list[str], slot_words: list[str | None]) -> list[str]:
-        slots = [f"<factor {i}: {w if w is not None else 'empty'}>"
-                 for i, w in enumerate(slot_words)]
+        slots = [
+            f"<factor {i}: {w if w is not None else 'empty'}>" for i, w in enumerate(slot_words)
+        ]
         return tokens[:1] + slots + tokens[1:]
 
 
@@ -144,6 +154,7 @@ class NoFusion(Fusion):
     uses_factors = False
     ablation = "LTTW-M"
 
-    def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor,
-                factors: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, hidden: torch.Tensor, attention_mask: torch.Tensor, factors: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         return hidden, attention_mask

@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lttw.models._layers import ClassifierHead, EmbeddingBuilt, init_embedding, masked_softmax
 from lttw.models.registry import Classifier, register
-from lttw.models._layers import (EmbeddingBuilt, ClassifierHead, init_embedding, masked_softmax)
 
 
 @dataclass
@@ -51,8 +51,16 @@ class LEAMClassifier(EmbeddingBuilt, Classifier):
 
     @classmethod
     def _built(cls, model, n_labels, vocab, dim, weight):
-        net = cls(LEAMConfig(n_labels=n_labels, vocab_size=vocab, embed_dim=dim, r=model.leam_r,
-                             hidden=model.hidden, dropout=model.dropout))
+        net = cls(
+            LEAMConfig(
+                n_labels=n_labels,
+                vocab_size=vocab,
+                embed_dim=dim,
+                r=model.leam_r,
+                hidden=model.hidden,
+                dropout=model.dropout,
+            )
+        )
         init_embedding(net.embed, weight)
         return net
 

@@ -17,13 +17,18 @@ from typing import Any
 import torch
 from torch import nn
 
+from lttw.encoder.pretrained import (
+    check_max_len,
+    encoder_config_dict,
+    encoder_from_config,
+    load_pretrained_encoder,
+    resolve_encoder,
+)
+from lttw.errors import UserError
 from lttw.models.attention import AttentionBlock
 from lttw.models.fusion import FUSION_REGISTRY
-from lttw.encoder.pretrained import (check_max_len, encoder_config_dict, encoder_from_config,
-                       load_pretrained_encoder, resolve_encoder)
-from lttw.errors import UserError
-from lttw.settings import ATTENTIONS
 from lttw.models.registry import Classifier, register
+from lttw.settings import ATTENTIONS
 
 
 @dataclass
@@ -46,11 +51,13 @@ class LTTWConfig:
 
 def _check(config: LTTWConfig) -> None:
     if config.fusion not in FUSION_REGISTRY:
-        raise UserError(f"model.fusion must be one of {', '.join(FUSION_REGISTRY)} "
-                        f"(got {config.fusion!r})")
+        raise UserError(
+            f"model.fusion must be one of {', '.join(FUSION_REGISTRY)} (got {config.fusion!r})"
+        )
     if config.attention not in ATTENTIONS:
-        raise UserError(f"model.attention must be one of {', '.join(ATTENTIONS)} "
-                        f"(got {config.attention!r})")
+        raise UserError(
+            f"model.attention must be one of {', '.join(ATTENTIONS)} (got {config.attention!r})"
+        )
     FUSION_REGISTRY[config.fusion].check(config)
     check_max_len(config.encoder_config, config.max_len)
 
@@ -67,7 +74,7 @@ def _rename(state_dict, prefix: str, names: dict[str, str]) -> None:
     def renamed(key: str) -> str:
         for old, new in names.items():
             if key.startswith(prefix + old):
-                return prefix + new + key[len(prefix + old):]
+                return prefix + new + key[len(prefix + old) :]
         return key
 
     if any(renamed(key) != key for key in state_dict):
@@ -88,41 +95,66 @@ class LTTWClassifier(Classifier):
         pretrained ``encoder`` (``from_settings``)."""
         super().__init__(config)
         _check(config)
-        self.encoder = encoder if encoder is not None else encoder_from_config(
-            config.encoder_config)
+        self.encoder = (
+            encoder if encoder is not None else encoder_from_config(config.encoder_config)
+        )
         # built right after the encoder: a seeded run draws the same initial weights as ever
         self.fusion = FUSION_REGISTRY[config.fusion](
-            self.encoder.config.hidden_size, config.factor_slots, config.rank)
+            self.encoder.config.hidden_size, config.factor_slots, config.rank
+        )
         width = self.width = self.fusion.width
         max_seq = config.max_len + self.fusion.extra_positions
         self.blocks = nn.ModuleList()
         if config.attention != "none":
             self.blocks.extend(
-                AttentionBlock(width, config.attention, config.heads, config.ffn_mult,
-                               config.dropout, max_seq, config.linformer_k, config.share_kv,
-                               config.norm_first)
-                for _ in range(config.depth))
-        self.final_norm = nn.LayerNorm(width) if config.norm_first and self.blocks \
-            else nn.Identity()
+                AttentionBlock(
+                    width,
+                    config.attention,
+                    config.heads,
+                    config.ffn_mult,
+                    config.dropout,
+                    max_seq,
+                    config.linformer_k,
+                    config.share_kv,
+                    config.norm_first,
+                )
+                for _ in range(config.depth)
+            )
+        self.final_norm = (
+            nn.LayerNorm(width) if config.norm_first and self.blocks else nn.Identity()
+        )
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(width, config.n_labels)  # eq. 14: logits = Y M + b
         self._register_state_dict_hook(_saved_names)
 
     @classmethod
-    def from_settings(cls, model, n_labels: int, factor_shape: tuple[int, int] | None,
-                      encoder_path: str | None) -> "LTTWClassifier":
+    def from_settings(
+        cls, model, n_labels: int, factor_shape: tuple[int, int] | None, encoder_path: str | None
+    ) -> LTTWClassifier:
         uses_factors = FUSION_REGISTRY[model.fusion].uses_factors
         if uses_factors and factor_shape is None:
-            raise UserError(f"model.fusion: {model.fusion} needs the latent factors, but none "
-                            "were given (factor_shape is None)")
+            raise UserError(
+                f"model.fusion: {model.fusion} needs the latent factors, but none "
+                "were given (factor_shape is None)"
+            )
         if encoder_path is None:
             encoder_path = resolve_encoder(model.encoder)
         slots, rank = factor_shape if uses_factors else (0, 0)
         config = LTTWConfig(
-            n_labels=n_labels, encoder_config={}, factor_slots=slots, rank=rank,
-            fusion=model.fusion, attention=model.attention, linformer_k=model.linformer_k,
-            share_kv=model.share_kv, depth=model.depth, heads=model.heads,
-            ffn_mult=model.ffn_mult, dropout=model.dropout, max_len=model.max_len)
+            n_labels=n_labels,
+            encoder_config={},
+            factor_slots=slots,
+            rank=rank,
+            fusion=model.fusion,
+            attention=model.attention,
+            linformer_k=model.linformer_k,
+            share_kv=model.share_kv,
+            depth=model.depth,
+            heads=model.heads,
+            ffn_mult=model.ffn_mult,
+            dropout=model.dropout,
+            max_len=model.max_len,
+        )
         check_max_len(encoder_path, model.max_len)  # before loading any weights
         encoder = load_pretrained_encoder(encoder_path)
         config.encoder_config = encoder_config_dict(encoder)
@@ -133,9 +165,14 @@ class LTTWClassifier(Classifier):
         _rename(state_dict, prefix, {saved: name for name, saved in SAVED_NAMES.items()})
         super()._load_from_state_dict(state_dict, prefix, *args)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                factors: torch.Tensor | None = None, output_attentions: bool = False,
-                encoder_states: torch.Tensor | None = None):
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        factors: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        encoder_states: torch.Tensor | None = None,
+    ):
         """input_ids, attention_mask (B, n); factors (B, k+s, z) or None -> logits (B, p).
         ``encoder_states`` (B, n, d): a frozen encoder's cached output, used instead of
         running the encoder.
@@ -146,10 +183,11 @@ class LTTWClassifier(Classifier):
         returns ``(logits, attentions)`` instead, a tuple with every block's weights
         ((B, h, n, n) for mha, (B, h, n, K) for linformer; all positions, the full blocks)."""
         if input_ids.shape[1] > self.config.max_len:
-            raise ValueError(f"input of {input_ids.shape[1]} tokens exceeds max_len="
-                             f"{self.config.max_len}")
+            raise ValueError(
+                f"input of {input_ids.shape[1]} tokens exceeds max_len={self.config.max_len}"
+            )
         hidden = self.hidden_states(input_ids, attention_mask, encoder_states)  # (B, n, d)
-        x, mask = self.fusion(hidden, attention_mask, factors)    # H_V (B, n', width)
+        x, mask = self.fusion(hidden, attention_mask, factors)  # H_V (B, n', width)
         attentions = []
         for i, block in enumerate(self.blocks):
             if output_attentions:
@@ -157,6 +195,6 @@ class LTTWClassifier(Classifier):
                 attentions.append(weights)
             else:
                 x = block(x, mask, first_only=i == len(self.blocks) - 1)
-        y = self.final_norm(x[:, 0])                                        # Y: [CLS] (B, width)
+        y = self.final_norm(x[:, 0])  # Y: [CLS] (B, width)
         logits = self.classifier(self.dropout(y))
         return (logits, tuple(attentions)) if output_attentions else logits

@@ -31,7 +31,7 @@ from lttw.io import atomic_path, read_json, sort_safetensors_metadata, write_jso
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 
-MODEL_REGISTRY: dict[str, type["Classifier"]] = {}
+MODEL_REGISTRY: dict[str, type[Classifier]] = {}
 
 
 def registrar(table: dict[str, type], attribute: str):
@@ -64,19 +64,28 @@ class Classifier(nn.Module):
         self.config = config
 
     @classmethod
-    def from_settings(cls, model, n_labels: int, factor_shape: tuple[int, int] | None,
-                      encoder_path: str | None) -> "Classifier":
+    def from_settings(
+        cls, model, n_labels: int, factor_shape: tuple[int, int] | None, encoder_path: str | None
+    ) -> Classifier:
         """Build a fresh model from ``ModelSettings``. ``encoder_path`` is a resolved local
         folder (or hub name) whose pretrained weights are loaded here; ``factor_shape`` is
         (k+s, rank) when latent factors are fused, else None."""
         raise NotImplementedError
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                factors: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        factors: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         raise NotImplementedError
 
-    def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                      encoder_states: torch.Tensor | None = None) -> torch.Tensor:
+    def hidden_states(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        encoder_states: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """The encoder's last hidden states (B, n, d) (H_BERT), or the cached states of a
         frozen encoder (``train.freeze_encoder``; the encode stage) when given."""
         if encoder_states is not None:
@@ -108,8 +117,9 @@ def save_model(model: Classifier, folder: str | Path) -> None:
     with atomic_path(folder / WEIGHTS_NAME) as tmp:
         save_weights(model, str(tmp))  # handles tied / shared tensors
         sort_safetensors_metadata(tmp)  # identical weights -> identical bytes
-    write_json(folder / CONFIG_NAME, {"variant": model.variant,
-                                      "config": config_to_dict(model.config)})
+    write_json(
+        folder / CONFIG_NAME, {"variant": model.variant, "config": config_to_dict(model.config)}
+    )
 
 
 def refuse_remote_code(path: str | Path, document: Any) -> None:
@@ -120,8 +130,10 @@ def refuse_remote_code(path: str | Path, document: Any) -> None:
         node = stack.pop()
         if isinstance(node, dict):
             if "auto_map" in node:
-                raise UserError(f"{path}: asks to run code shipped with the model (auto_map); "
-                                "lttw never runs such code: remove the auto_map entry")
+                raise UserError(
+                    f"{path}: asks to run code shipped with the model (auto_map); "
+                    "lttw never runs such code: remove the auto_map entry"
+                )
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
@@ -133,8 +145,11 @@ def read_model_config(folder: str | Path) -> tuple[str, dict]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no model config here (is {folder} a model folder?)")
     raw = read_json(path)
-    if not (isinstance(raw, dict) and isinstance(raw.get("variant"), str)
-            and isinstance(raw.get("config"), dict)):
+    if not (
+        isinstance(raw, dict)
+        and isinstance(raw.get("variant"), str)
+        and isinstance(raw.get("config"), dict)
+    ):
         raise UserError(f"{path}: not a model config (needs 'variant' and a 'config' object)")
     refuse_remote_code(path, raw)
     return raw["variant"], raw["config"]
@@ -142,31 +157,35 @@ def read_model_config(folder: str | Path) -> tuple[str, dict]:
 
 def load_model(folder: str | Path, map_location: str | torch.device = "cpu") -> Classifier:
     """Rebuild the model from its config alone (no hub access) and load its weights."""
-    from safetensors.torch import load_model as load_weights
-
     from safetensors import SafetensorError
+    from safetensors.torch import load_model as load_weights
 
     variant, cfg = read_model_config(folder)
     config_path, weights = Path(folder) / CONFIG_NAME, Path(folder) / WEIGHTS_NAME
     if variant not in MODEL_REGISTRY:
-        raise UserError(f"{config_path}: unknown model variant {variant!r}; "
-                        f"known: {', '.join(sorted(MODEL_REGISTRY))}")
+        raise UserError(
+            f"{config_path}: unknown model variant {variant!r}; "
+            f"known: {', '.join(sorted(MODEL_REGISTRY))}"
+        )
     cls = MODEL_REGISTRY[variant]
     try:
         model = cls(cls.config_class(**cfg))
     except (TypeError, ValueError, KeyError) as err:
-        raise UserError(f"{config_path}: not a valid {variant} config ({one_line(err, lines=2, limit=300)})"
-                        ) from None
+        raise UserError(
+            f"{config_path}: not a valid {variant} config ({one_line(err, lines=2, limit=300)})"
+        ) from None
     if not weights.is_file():
         raise FileNotFoundError(2, "no model weights here", str(weights))
     try:
         load_weights(model, str(weights), device=str(map_location))
     except SafetensorError as err:
-        raise UserError(f"{weights}: not a readable safetensors file, truncated or damaged "
-                        f"({one_line(err, lines=2, limit=300)})") from None
+        raise UserError(
+            f"{weights}: not a readable safetensors file, truncated or damaged "
+            f"({one_line(err, lines=2, limit=300)})"
+        ) from None
     except RuntimeError as err:  # missing / unexpected tensors, wrong shapes
-        raise UserError(f"{weights}: the weights do not fit {config_path} "
-                        f"({one_line(err, lines=2, limit=300)})") from None
+        raise UserError(
+            f"{weights}: the weights do not fit {config_path} ({one_line(err, lines=2, limit=300)})"
+        ) from None
     model.eval()
     return model
-

@@ -37,8 +37,9 @@ def n_labels(model: Any) -> int:
     return model.n_labels if reads(model) == TEXTS else model.config.n_labels
 
 
-def predict_proba(model: Any, inputs: Any, rt: Any = None, batch_size: int = 128,
-                  progress: bool = False) -> np.ndarray:
+def predict_proba(
+    model: Any, inputs: Any, rt: Any = None, batch_size: int = 128, progress: bool = False
+) -> np.ndarray:
     """Class probabilities (n, p) for every row of ``inputs`` (a ``Batchable`` for a torch
     classifier, a list of texts for a text model), in its row order; (0, p) for no rows."""
     if len(inputs) == 0:
@@ -52,15 +53,21 @@ def _torch_proba(model, data, rt, batch_size: int, progress: bool) -> np.ndarray
     """Rows are batched shortest first, so each batch is trimmed to nearly its rows' own
     length; a row's probabilities do not depend on the rows batched with it."""
     import torch
+
     from lttw.progress import progress as progress_bar
 
     model.eval()
     order = torch.argsort(data.lengths, stable=True)
     out = []
     with torch.no_grad():
-        for start in progress_bar(range(0, len(data), batch_size), desc="predict",
-                                  unit="batch", disable=not progress, leave=False):
-            batch, _ = data.batch(order[start:start + batch_size], rt)
+        for start in progress_bar(
+            range(0, len(data), batch_size),
+            desc="predict",
+            unit="batch",
+            disable=not progress,
+            leave=False,
+        ):
+            batch, _ = data.batch(order[start : start + batch_size], rt)
             with rt.autocast():
                 logits = model(**batch)
             out.append(torch.softmax(logits.float(), dim=-1).cpu())

@@ -17,10 +17,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from lttw.models._layers import (
+    ClassifierHead,
+    check_divisible,
+    init_embedding,
+    pool,
+    require_encoder_path,
+    sinusoidal_positions,
+    words_embedding_init,
+)
 from lttw.models.registry import Classifier, register
-from lttw.models._layers import (ClassifierHead, check_divisible, init_embedding, pool,
-                                require_encoder_path, sinusoidal_positions,
-                                words_embedding_init)
 
 
 @dataclass
@@ -49,11 +55,18 @@ class TransformerClassifier(Classifier):
         self.embed = nn.Embedding(config.vocab_size, width)
         self.embed_proj = nn.Linear(width, config.hidden) if width != config.hidden else None
         self.dropout = nn.Dropout(config.dropout)
-        block = nn.TransformerEncoderLayer(config.hidden, config.heads,
-                                           config.ffn_mult * config.hidden, config.dropout,
-                                           activation="gelu", batch_first=True, norm_first=True)
-        self.blocks = nn.TransformerEncoder(block, config.layers, norm=nn.LayerNorm(config.hidden),
-                                            enable_nested_tensor=False)
+        block = nn.TransformerEncoderLayer(
+            config.hidden,
+            config.heads,
+            config.ffn_mult * config.hidden,
+            config.dropout,
+            activation="gelu",
+            batch_first=True,
+            norm_first=True,
+        )
+        self.blocks = nn.TransformerEncoder(
+            block, config.layers, norm=nn.LayerNorm(config.hidden), enable_nested_tensor=False
+        )
         self.head = ClassifierHead(config.hidden, config.n_labels, config.dropout)
 
     @classmethod
@@ -61,20 +74,36 @@ class TransformerClassifier(Classifier):
         from lttw.encoder.pretrained import load_tokenizer
 
         tokenizer = load_tokenizer(require_encoder_path(encoder_path, model))
-        return cls(TransformerConfig(n_labels=n_labels, vocab_size=len(tokenizer),
-                                     hidden=model.hidden, layers=model.layers, heads=model.heads,
-                                     ffn_mult=model.ffn_mult, pooling=model.pooling,
-                                     dropout=model.dropout))
+        return cls(
+            TransformerConfig(
+                n_labels=n_labels,
+                vocab_size=len(tokenizer),
+                hidden=model.hidden,
+                layers=model.layers,
+                heads=model.heads,
+                ffn_mult=model.ffn_mult,
+                pooling=model.pooling,
+                dropout=model.dropout,
+            )
+        )
 
     @classmethod
     def from_words(cls, model, n_labels, vocab_size, weight=None):
         """On word ids (``model.vocab: words``), ``weight`` the pretrained rows or None."""
         vocab, dim, weight = words_embedding_init(vocab_size, weight, model.hidden)
-        net = cls(TransformerConfig(n_labels=n_labels, vocab_size=vocab, hidden=model.hidden,
-                                    layers=model.layers, heads=model.heads,
-                                    ffn_mult=model.ffn_mult, pooling=model.pooling,
-                                    dropout=model.dropout,
-                                    embed_dim=None if dim == model.hidden else dim))
+        net = cls(
+            TransformerConfig(
+                n_labels=n_labels,
+                vocab_size=vocab,
+                hidden=model.hidden,
+                layers=model.layers,
+                heads=model.heads,
+                ffn_mult=model.ffn_mult,
+                pooling=model.pooling,
+                dropout=model.dropout,
+                embed_dim=None if dim == model.hidden else dim,
+            )
+        )
         init_embedding(net.embed, weight)
         return net
 

@@ -15,8 +15,8 @@ import logging
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from lttw import layout
 from lttw.reporting.report import Run, make_run
@@ -30,8 +30,15 @@ FOLD_FILE = re.compile(r"(?:^|/)folds/(fold_\d+)\.json$")
 def exp_show_json(repo: str | Path = ".", all_commits: bool = False) -> list | None:
     """``dvc exp show --json`` run in ``repo``; None (and a note in the log) where there is
     no DVC repository, no Git commit, or dvc fails."""
-    command = [sys.executable, "-m", "dvc", "exp", "show", "--json", *(["-A"] if all_commits
-                                                                       else [])]
+    command = [
+        sys.executable,
+        "-m",
+        "dvc",
+        "exp",
+        "show",
+        "--json",
+        *(["-A"] if all_commits else []),
+    ]
     try:
         proc = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as err:
@@ -88,9 +95,12 @@ def runs_from_exp_show(doc: list, skip_workspace: bool = True) -> list[Run]:
         summary = file_data(metrics, SUMMARY)
         if summary is None:
             continue
-        folds = [(match.group(1), fold_data) for path in metrics
-                 if (match := FOLD_FILE.search(path))
-                 and (fold_data := file_data(metrics, path)) is not None]
+        folds = [
+            (match.group(1), fold_data)
+            for path in metrics
+            if (match := FOLD_FILE.search(path))
+            and (fold_data := file_data(metrics, path)) is not None
+        ]
         params = file_data(data.get("params"), "params.yaml") or {}
         model = params.get("model") if isinstance(params.get("model"), dict) else None
         run = make_run(summary, folds, model, f"dvc {kind} {name}")

@@ -29,30 +29,52 @@ from lttw.settings import BASELINES
 #: Table 5's LTTW rows differ from Table 4's for AG News R / F1 and for SST-2; Table 4 is used
 #: for LTTW's P / R / F1 and Table 5 for its time per epoch.
 PAPER: dict[str, dict[str, tuple[float, float, float, float | None]]] = {
-    "ag_news": {"LTTW": (93.73, 93.71, 93.70, 109.87), "BERT": (92.60, 92.58, 92.58, None),
-                "ERNIE": (92.88, 92.83, 92.83, None), "BERT-CNN": (91.66, 91.63, 91.60, None),
-                "PS-NET": (92.95, 92.99, 92.93, None),
-                "LTTW-M": (92.43, 92.41, 92.39, 106.45), "LTTW-L": (92.84, 92.81, 92.82, 108.43),
-                "LTTW-Att": (93.27, 93.13, 93.15, 111.63)},
-    "yahoo_answers": {"LTTW": (70.91, 70.96, 70.87, 129.37), "BERT": (70.73, 70.68, 70.68, None),
-                      "ERNIE": (70.28, 70.90, 70.12, None),
-                      "BERT-CNN": (70.23, 70.49, 70.10, None),
-                      "PS-NET": (70.78, 70.75, 70.69, None),
-                      "LTTW-M": (68.40, 68.31, 68.37, 124.60),
-                      "LTTW-L": (70.18, 70.05, 70.12, 127.18),
-                      "LTTW-Att": (70.83, 70.80, 70.69, 132.55)},
-    "sst2": {"LTTW": (93.81, 93.95, 93.82, 86.77), "BERT": (92.54, 92.48, 92.51, None),
-             "ERNIE": (93.01, 92.84, 92.92, None), "BERT-CNN": (91.86, 91.12, 91.97, None),
-             "PS-NET": (92.86, 92.91, 92.88, None),
-             "LTTW-M": (93.25, 93.15, 93.18, 86.25), "LTTW-L": (93.61, 93.51, 93.57, 87.51),
-             "LTTW-Att": (94.61, 94.86, 94.72, 88.32)},
+    "ag_news": {
+        "LTTW": (93.73, 93.71, 93.70, 109.87),
+        "BERT": (92.60, 92.58, 92.58, None),
+        "ERNIE": (92.88, 92.83, 92.83, None),
+        "BERT-CNN": (91.66, 91.63, 91.60, None),
+        "PS-NET": (92.95, 92.99, 92.93, None),
+        "LTTW-M": (92.43, 92.41, 92.39, 106.45),
+        "LTTW-L": (92.84, 92.81, 92.82, 108.43),
+        "LTTW-Att": (93.27, 93.13, 93.15, 111.63),
+    },
+    "yahoo_answers": {
+        "LTTW": (70.91, 70.96, 70.87, 129.37),
+        "BERT": (70.73, 70.68, 70.68, None),
+        "ERNIE": (70.28, 70.90, 70.12, None),
+        "BERT-CNN": (70.23, 70.49, 70.10, None),
+        "PS-NET": (70.78, 70.75, 70.69, None),
+        "LTTW-M": (68.40, 68.31, 68.37, 124.60),
+        "LTTW-L": (70.18, 70.05, 70.12, 127.18),
+        "LTTW-Att": (70.83, 70.80, 70.69, 132.55),
+    },
+    "sst2": {
+        "LTTW": (93.81, 93.95, 93.82, 86.77),
+        "BERT": (92.54, 92.48, 92.51, None),
+        "ERNIE": (93.01, 92.84, 92.92, None),
+        "BERT-CNN": (91.86, 91.12, 91.97, None),
+        "PS-NET": (92.86, 92.91, 92.88, None),
+        "LTTW-M": (93.25, 93.15, 93.18, 86.25),
+        "LTTW-L": (93.61, 93.51, 93.57, 87.51),
+        "LTTW-Att": (94.61, 94.86, 94.72, 88.32),
+    },
 }
-DATASET_NAMES = {"ag_news": "AG News", "yahoo_answers": "Yahoo! Answers", "sst2": "SST-2",
-                 "thucnews": "THUCNews"}
+DATASET_NAMES = {
+    "ag_news": "AG News",
+    "yahoo_answers": "Yahoo! Answers",
+    "sst2": "SST-2",
+    "thucnews": "THUCNews",
+}
 #: report rows, in order: LTTW and its ablations, then every other variant (settings.BASELINES)
 #: -> the paper's name for the same model, where the paper has one
-VARIANTS = {"LTTW": "LTTW", "LTTW-M": "LTTW-M", "LTTW-L": "LTTW-L", "LTTW-Att": "LTTW-Att",
-            **{v: {"encoder": "BERT", "encoder_cnn": "BERT-CNN"}.get(v) for v in BASELINES}}
+VARIANTS = {
+    "LTTW": "LTTW",
+    "LTTW-M": "LTTW-M",
+    "LTTW-L": "LTTW-L",
+    "LTTW-Att": "LTTW-Att",
+    **{v: {"encoder": "BERT", "encoder_cnn": "BERT-CNN"}.get(v) for v in BASELINES},
+}
 REFERENCE = "LTTW"
 PART = "test"  # the held-out test sample
 WILCOXON_MIN = 6
@@ -92,8 +114,11 @@ def variant_label(variant: str, model: dict | None) -> str:
 
     model = model or {}
     fusion = FUSION_REGISTRY.get(model.get("fusion"))
-    return ((fusion.ablation if fusion else None) or attention_ablation(model.get("attention"))
-            or REFERENCE)
+    return (
+        (fusion.ablation if fusion else None)
+        or attention_ablation(model.get("attention"))
+        or REFERENCE
+    )
 
 
 def _model_params(path: Path | None) -> dict | None:
@@ -109,21 +134,29 @@ def load_run(folder: str | Path, params: str | Path | None = None) -> Run:
     folder = Path(folder)
     summary_path = folder / "summary.json"
     if not summary_path.is_file():
-        raise UserError(f"{summary_path}: not found; a run folder holds summary.json and "
-                        "folds/fold_*.json (run `dvc repro` first)")
+        raise UserError(
+            f"{summary_path}: not found; a run folder holds summary.json and "
+            "folds/fold_*.json (run `dvc repro` first)"
+        )
     summary = read_json(summary_path)
     fold_files = sorted((folder / "folds").glob("fold_*.json"))
     params_path = Path(params) if params else folder / "params.yaml"
-    run = make_run(summary, [(p.stem, read_json(p)) for p in fold_files],
-                   _model_params(params_path), str(folder))
+    run = make_run(
+        summary,
+        [(p.stem, read_json(p)) for p in fold_files],
+        _model_params(params_path),
+        str(folder),
+    )
     if run is None:
-        raise UserError(f"{folder / 'folds'}: no fold_*.json metrics for folds "
-                        f"{summary.get('folds')}")
+        raise UserError(
+            f"{folder / 'folds'}: no fold_*.json metrics for folds {summary.get('folds')}"
+        )
     return run
 
 
-def make_run(summary: dict, fold_metrics: list[tuple[str, dict]], model: dict | None,
-             source: str) -> Run | None:
+def make_run(
+    summary: dict, fold_metrics: list[tuple[str, dict]], model: dict | None, source: str
+) -> Run | None:
     """A run from the summary stage's output, the per-fold metrics (``(fold_<i>, metrics)``;
     only the folds the summary lists are kept) and the ``model`` parameters that produced
     them; None without any fold."""
@@ -155,8 +188,7 @@ def paired_test(reference: Run, other: Run) -> dict:
     with >= 6 pairs, else the paired t-test."""
     common = sorted(set(reference.folds) & set(other.folds))
     if len(common) < 2:
-        return {"n": len(common), "test": None, "p": None,
-                "why": "n/a (needs >= 2 common folds)"}
+        return {"n": len(common), "test": None, "p": None, "why": "n/a (needs >= 2 common folds)"}
     a = np.array([reference.folds[f][PART]["f1_macro"] for f in common])
     b = np.array([other.folds[f][PART]["f1_macro"] for f in common])
     out = {"n": len(common), "delta": float(np.mean(a - b)), "why": None}
@@ -194,16 +226,20 @@ def _paper(dataset: str, variant: str) -> str:
 
 def _row(dataset: str, variant: str, run: Run | None) -> str:
     paper_name = VARIANTS.get(variant) or ""
-    name = f"{variant} (paper: {paper_name})" if paper_name and paper_name != variant \
-        else variant
+    name = f"{variant} (paper: {paper_name})" if paper_name and paper_name != variant else variant
     if run is None:
         return f"| {name} | not run | | | | | | | {_paper(dataset, variant)} |"
     devices = sorted({str(m.get("device", "?")) for m in run.folds.values()})
-    cells = [str(len(run.folds)), _pct(run.values("precision_macro")),
-             _pct(run.values("recall_macro")), _pct(run.values("f1_macro")),
-             _plain(run.values("time_per_epoch_s", None), 2),
-             _plain(run.values("samples_per_s", None)), ", ".join(devices),
-             _paper(dataset, variant)]
+    cells = [
+        str(len(run.folds)),
+        _pct(run.values("precision_macro")),
+        _pct(run.values("recall_macro")),
+        _pct(run.values("f1_macro")),
+        _plain(run.values("time_per_epoch_s", None), 2),
+        _plain(run.values("samples_per_s", None)),
+        ", ".join(devices),
+        _paper(dataset, variant),
+    ]
     return f"| {name} | " + " | ".join(cells) + " |"
 
 
@@ -212,11 +248,15 @@ def _tests(merged: dict[tuple[str, str], Run], dataset: str) -> list[str]:
     others = [v for (d, v) in merged if d == dataset and v != REFERENCE]
     if not others:
         return []
-    lines = ["", f"Paired test of {REFERENCE} against each variant on per-fold held-out test "
-             f"F1 (Wilcoxon signed-rank with >= {WILCOXON_MIN} common folds, else paired "
-             "t-test; two-sided):", "",
-             "| LTTW vs | common folds | test | mean ΔF1 (points) | p-value |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "",
+        f"Paired test of {REFERENCE} against each variant on per-fold held-out test "
+        f"F1 (Wilcoxon signed-rank with >= {WILCOXON_MIN} common folds, else paired "
+        "t-test; two-sided):",
+        "",
+        "| LTTW vs | common folds | test | mean ΔF1 (points) | p-value |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for variant in sorted(others, key=_order):
         if reference is None:
             lines.append(f"| {variant} | 0 | n/a ({REFERENCE} not run) | | |")
@@ -239,27 +279,37 @@ def render(runs: list[Run]) -> str:
     ran = {d for d, _ in merged}  # a section per dataset that has runs, the paper's first
     datasets = [d for d in dict.fromkeys([*PAPER, *sorted(ran)]) if d in ran]
     sources = sorted({s for run in runs for s in run.sources})
-    lines = ["# LTTW results", "",
-             "Generated by `lttw report` from " + ", ".join(f"`{s}`" for s in sources) + ".",
-             "Macro precision / recall / F1 in % on the held-out test sample: mean ± sample "
-             "standard deviation over folds (one fold: no ±). Time per epoch and samples per "
-             "second are means over folds and depend on the device; the paper's were measured "
-             "on an RTX 4070 Super with BERT-base at batch 128. Paper P / R / F1: Table 4 "
-             "(LTTW, BERT, BERT-CNN) and Table 5 (the ablations; all times per epoch). "
-             "`encoder` is the paper's BERT row with the encoder in `model.encoder`."]
+    lines = [
+        "# LTTW results",
+        "",
+        "Generated by `lttw report` from " + ", ".join(f"`{s}`" for s in sources) + ".",
+        "Macro precision / recall / F1 in % on the held-out test sample: mean ± sample "
+        "standard deviation over folds (one fold: no ±). Time per epoch and samples per "
+        "second are means over folds and depend on the device; the paper's were measured "
+        "on an RTX 4070 Super with BERT-base at batch 128. Paper P / R / F1: Table 4 "
+        "(LTTW, BERT, BERT-CNN) and Table 5 (the ablations; all times per epoch). "
+        "`encoder` is the paper's BERT row with the encoder in `model.encoder`.",
+    ]
     for dataset in datasets:
         present = {v: r for (d, v), r in merged.items() if d == dataset}
         lines += ["", f"## {DATASET_NAMES.get(dataset, dataset)}", ""]
-        lines += ["| variant | folds | P | R | F1 | time/epoch (s) | samples/s | device | "
-                  "paper P / R / F1 |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            "| variant | folds | P | R | F1 | time/epoch (s) | samples/s | device | "
+            "paper P / R / F1 |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
         for variant in sorted(set(VARIANTS) | set(present), key=_order):
             lines.append(_row(dataset, variant, present.get(variant)))
         lines += _tests(merged, dataset)
     return "\n".join(lines) + "\n"
 
 
-def collect_runs(workspace: str | Path, params: str | Path | None,
-                 extra: list[Path], experiments: list[Run] | None = None) -> list[Run]:
+def collect_runs(
+    workspace: str | Path,
+    params: str | Path | None,
+    extra: list[Path],
+    experiments: list[Run] | None = None,
+) -> list[Run]:
     """The workspace's run (when its summary exists), then the DVC experiments' runs
     (``lttw.reporting.experiments``), then the extra run folders; a run seen twice (the
     workspace holds the last experiment applied) counts once, see ``distinct_runs``."""
@@ -269,8 +319,10 @@ def collect_runs(workspace: str | Path, params: str | Path | None,
     runs += list(experiments or [])
     runs += [load_run(folder) for folder in extra]
     if not runs:
-        raise UserError(f"{Path(workspace) / 'summary.json'}: no metrics yet; run `dvc repro` "
-                        "or pass --runs DIR (a folder with summary.json and folds/fold_*.json)")
+        raise UserError(
+            f"{Path(workspace) / 'summary.json'}: no metrics yet; run `dvc repro` "
+            "or pass --runs DIR (a folder with summary.json and folds/fold_*.json)"
+        )
     return distinct_runs(runs)
 
 
@@ -283,8 +335,10 @@ def distinct_runs(runs: list[Run]) -> list[Run]:
     for run in runs:
         if any(run.dataset == o.dataset and run.folds == o.folds for o in out):
             continue
-        if any((run.dataset, run.variant) == (o.dataset, o.variant)
-               and set(run.folds) & set(o.folds) for o in out):
+        if any(
+            (run.dataset, run.variant) == (o.dataset, o.variant) and set(run.folds) & set(o.folds)
+            for o in out
+        ):
             run = Run(run.dataset, f"{run.variant} [{run.sources[0]}]", run.folds, run.sources)
         out.append(run)
     return out

@@ -54,16 +54,36 @@ class Study:
         (``n_folds``: params.yaml's folds.n_folds, unless the study's ``common`` sets it)."""
         base = {"folds.run": list(self.folds), **self.common}
         share = train_share(int(base.get("folds.n_folds", n_folds)))
-        out = [Cell(f"{PREFIX}{d}-{v}", d, v, None,
-                    {**base, "data.dataset": d, **self.datasets[d], **self.variants[v]})
-               for d in self.datasets for v in self.variants]
+        out = [
+            Cell(
+                f"{PREFIX}{d}-{v}",
+                d,
+                v,
+                None,
+                {**base, "data.dataset": d, **self.datasets[d], **self.variants[v]},
+            )
+            for d in self.datasets
+            for v in self.variants
+        ]
         for texts in self.curve_texts:
             for v in self.curve_variants:
                 d = self.curve_dataset
                 size = round(texts / share)
-                out.append(Cell(f"{PREFIX}{d}-n{texts}-{v}", d, v, texts,
-                                {**base, "data.dataset": d, **self.datasets.get(d, {}),
-                                 **self.variants[v], "data.train_size": size}))
+                out.append(
+                    Cell(
+                        f"{PREFIX}{d}-n{texts}-{v}",
+                        d,
+                        v,
+                        texts,
+                        {
+                            **base,
+                            "data.dataset": d,
+                            **self.datasets.get(d, {}),
+                            **self.variants[v],
+                            "data.train_size": size,
+                        },
+                    )
+                )
         return out
 
 
@@ -94,33 +114,51 @@ def read_study(path: str | Path) -> Study:
         raise UserError(f"{path}: needs at least one dataset and one variant")
     reference = raw.get("reference", "encoder")
     if reference not in variants:
-        raise UserError(f"{path}: reference {reference!r} is not one of the variants "
-                        f"({', '.join(variants)})")
+        raise UserError(
+            f"{path}: reference {reference!r} is not one of the variants ({', '.join(variants)})"
+        )
     curve = _mapping(raw, "learning_curve", path)
     unknown = [v for v in curve.get("variants") or [] if v not in variants]
     if unknown:
         raise UserError(f"{path}: learning_curve.variants {unknown} are not study variants")
-    return Study(list(folds), dict(_mapping(raw, "common", path)), datasets, variants,
-                 reference, curve.get("dataset"), list(curve.get("variants") or []),
-                 [int(n) for n in curve.get("train_texts") or []])
+    return Study(
+        list(folds),
+        dict(_mapping(raw, "common", path)),
+        datasets,
+        variants,
+        reference,
+        curve.get("dataset"),
+        list(curve.get("variants") or []),
+        [int(n) for n in curve.get("train_texts") or []],
+    )
 
 
 def collected(runs_dir: str | Path) -> set[str]:
     """Names of the cells whose results are in ``runs_dir`` (a folder with summary.json)."""
     runs_dir = Path(runs_dir)
-    return {p.parent.name for p in runs_dir.glob("*/summary.json")} if runs_dir.is_dir() \
-        else set()
+    return {p.parent.name for p in runs_dir.glob("*/summary.json")} if runs_dir.is_dir() else set()
 
 
 def queue_command(cell: Cell, data_root: str, extra: list[str] = ()) -> list[str]:
     """``dvc exp run --queue -n CELL -S ...`` for one cell. Queued experiments run in a copy
     of the repository, where a relative ``data.root`` does not resolve: ``data_root`` is
     absolute."""
-    assignments = [f"{k}={param_value(v) if not isinstance(v, list) else _list(v)}"
-                   for k, v in cell.params.items()]
+    assignments = [
+        f"{k}={param_value(v) if not isinstance(v, list) else _list(v)}"
+        for k, v in cell.params.items()
+    ]
     assignments += [f"data.root={data_root}", *extra]
-    return [sys.executable, "-m", "dvc", "exp", "run", "--queue", "-n", cell.name,
-            *(arg for a in assignments for arg in ("-S", a))]
+    return [
+        sys.executable,
+        "-m",
+        "dvc",
+        "exp",
+        "run",
+        "--queue",
+        "-n",
+        cell.name,
+        *(arg for a in assignments for arg in ("-S", a)),
+    ]
 
 
 def _list(values: list) -> str:

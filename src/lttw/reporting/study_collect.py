@@ -18,8 +18,7 @@ import pandas as pd
 
 from lttw.errors import UserError
 from lttw.io import atomic_dir, write_json, write_parquet
-from lttw.reporting.experiments import (FOLD_FILE, SUMMARY, exp_rows, experiment_name,
-                                        file_data)
+from lttw.reporting.experiments import FOLD_FILE, SUMMARY, exp_rows, experiment_name, file_data
 from lttw.reporting.report import Run
 from lttw.reporting.sweep_report import dvc_predictions
 
@@ -34,8 +33,9 @@ def finished_experiments(doc: list, names: set[str]) -> dict[str, tuple[str, dic
         name = experiment_name(row)
         if kind != "exp" or name not in names or file_data(data.get("metrics"), SUMMARY) is None:
             continue
-        if name not in found or str(data.get("timestamp", "")) > \
-                str(found[name][1].get("timestamp", "")):
+        if name not in found or str(data.get("timestamp", "")) > str(
+            found[name][1].get("timestamp", "")
+        ):
             found[name] = (str(row.get("rev")), data)
     return found
 
@@ -45,11 +45,16 @@ def _test_predictions(name: str, rev: str, folds: list[int]) -> pd.DataFrame:
     for fold in folds:
         read = dvc_predictions(Run("", "", name=name, rev=rev), fold)
         if read is None:
-            raise UserError(f"experiment {name} ({rev[:7]}): the held-out predictions of fold "
-                            f"{fold} are not in DVC's cache (see the warning above)")
+            raise UserError(
+                f"experiment {name} ({rev[:7]}): the held-out predictions of fold "
+                f"{fold} are not in DVC's cache (see the warning above)"
+            )
         labels, preds = read
-        frames.append(pd.DataFrame({"fold": fold, "row": np.arange(len(labels)),
-                                    "label": labels, "pred": preds}))
+        frames.append(
+            pd.DataFrame(
+                {"fold": fold, "row": np.arange(len(labels)), "label": labels, "pred": preds}
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -59,9 +64,11 @@ def write_cell(folder: Path, name: str, rev: str, data: dict) -> None:
 
     metrics = data.get("metrics") or {}
     summary = file_data(metrics, SUMMARY)
-    folds = {int(m.group(1).removeprefix("fold_")): fold_data for path in metrics
-             if (m := FOLD_FILE.search(path))
-             and (fold_data := file_data(metrics, path)) is not None}
+    folds = {
+        int(m.group(1).removeprefix("fold_")): fold_data
+        for path in metrics
+        if (m := FOLD_FILE.search(path)) and (fold_data := file_data(metrics, path)) is not None
+    }
     folds = {f: m for f, m in folds.items() if f in summary.get("folds", folds)}
     predictions = _test_predictions(name, rev, sorted(folds))
     train_s = sum(m.get("time_per_epoch_s", 0) * m.get("epochs_run", 0) for m in folds.values())
@@ -70,12 +77,17 @@ def write_cell(folder: Path, name: str, rev: str, data: dict) -> None:
         write_json(tmp / "summary.json", summary)
         for fold, fold_metrics in folds.items():
             write_json(tmp / "folds" / f"fold_{fold}.json", fold_metrics)
-        (tmp / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False),
-                                         encoding="utf-8")
+        (tmp / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
         write_parquet(tmp / "test_predictions.parquet", predictions)
-        write_json(tmp / "cell.json", {"experiment": name, "rev": rev,
-                                       "finished": data.get("timestamp"),
-                                       "train_s": round(train_s, 1)})
+        write_json(
+            tmp / "cell.json",
+            {
+                "experiment": name,
+                "rev": rev,
+                "finished": data.get("timestamp"),
+                "train_s": round(train_s, 1),
+            },
+        )
 
 
 def collect(doc: list, names: set[str], runs_dir: Path) -> list[str]:

@@ -34,8 +34,7 @@ class CellResult:
         return self.run.values("f1_macro")
 
 
-def load_results(study: Study, runs_dir: str | Path, n_folds: int = 10
-                 ) -> dict[str, CellResult]:
+def load_results(study: Study, runs_dir: str | Path, n_folds: int = 10) -> dict[str, CellResult]:
     """The collected cells of ``study`` by name (``n_folds``: as for ``Study.cells``)."""
     out = {}
     for cell in study.cells(n_folds):
@@ -46,9 +45,12 @@ def load_results(study: Study, runs_dir: str | Path, n_folds: int = 10
         params = yaml.safe_load((folder / "params.yaml").read_text(encoding="utf-8")) or {}
         size = (params.get("data") or {}).get("train_size", 0)
         share = train_share((params.get("folds") or {}).get("n_folds", n_folds))
-        out[cell.name] = CellResult(cell, run,
-                                    pd.read_parquet(folder / "test_predictions.parquet"),
-                                    cell.train_texts or round(share * size))
+        out[cell.name] = CellResult(
+            cell,
+            run,
+            pd.read_parquet(folder / "test_predictions.parquet"),
+            cell.train_texts or round(share * size),
+        )
     return out
 
 
@@ -59,15 +61,20 @@ def pooled_mcnemar(reference: pd.DataFrame, other: pd.DataFrame) -> dict:
     if pairs.empty:
         return {"test": None, "p": None, "why": "n/a (no common held-out texts)"}
     y = pairs["label_ref"].to_numpy()
-    return mcnemar((y, pairs["pred_ref"].to_numpy()),
-                   (pairs["label_other"].to_numpy(), pairs["pred_other"].to_numpy()))
+    return mcnemar(
+        (y, pairs["pred_ref"].to_numpy()),
+        (pairs["label_other"].to_numpy(), pairs["pred_other"].to_numpy()),
+    )
 
 
 def _pct(values: np.ndarray) -> str:
     if not values.size:
         return "n/a"
-    return (f"{100 * values.mean():.2f} ± {100 * values.std(ddof=1):.2f}" if values.size > 1
-            else f"{100 * values.mean():.2f}")
+    return (
+        f"{100 * values.mean():.2f} ± {100 * values.std(ddof=1):.2f}"
+        if values.size > 1
+        else f"{100 * values.mean():.2f}"
+    )
 
 
 def _p(value: float | None) -> str:
@@ -77,8 +84,10 @@ def _p(value: float | None) -> str:
 def _paired(result: CellResult, reference: CellResult) -> tuple[dict, dict]:
     """``result`` against ``reference``: the paired test across folds (delta = result -
     reference) and McNemar's exact test on the pooled held-out predictions."""
-    return (paired_test(result.run, reference.run),
-            pooled_mcnemar(reference.predictions, result.predictions))
+    return (
+        paired_test(result.run, reference.run),
+        pooled_mcnemar(reference.predictions, result.predictions),
+    )
 
 
 def _delta(t: dict, missing: str = "") -> str:
@@ -95,11 +104,14 @@ def _comparison(result: CellResult, reference: CellResult | None) -> list[str]:
     wins = ""
     if t["n"]:
         common = sorted(set(result.run.folds) & set(reference.run.folds))
-        ahead = sum(result.run.folds[f]["test"]["f1_macro"] > reference.run.folds[f]["test"]
-                    ["f1_macro"] for f in common)
+        ahead = sum(
+            result.run.folds[f]["test"]["f1_macro"] > reference.run.folds[f]["test"]["f1_macro"]
+            for f in common
+        )
         wins = f"{ahead}/{len(common)}"
-    exact = (f"{_p(m['p'])} ({m['only_other']} / {m['only_ref']})" if m["p"] is not None
-             else m["why"])
+    exact = (
+        f"{_p(m['p'])} ({m['only_other']} / {m['only_ref']})" if m["p"] is not None else m["why"]
+    )
     return [delta, wins, _p(t["p"]) or (t["why"] or ""), exact]
 
 
@@ -118,19 +130,25 @@ def _ahead_of_both(dataset: str, study: Study, results: dict[str, CellResult]) -
     mean F1 and by McNemar's exact test (p < 0.05) against the better of the two: say so (the
     factors may help the encoder and still lose to a simpler model). A lead within noise is
     left to the table."""
-    mean = {variant: float(results[f"ev-{dataset}-{variant}"].f1().mean())
-            for variant in study.variants if f"ev-{dataset}-{variant}" in results}
+    mean = {
+        variant: float(results[f"ev-{dataset}-{variant}"].f1().mean())
+        for variant in study.variants
+        if f"ev-{dataset}-{variant}" in results
+    }
     runner_up = max(("lttw", study.reference), key=mean.get)
-    best = max((v for v in mean if v not in ("lttw", study.reference)), key=mean.get,
-               default=None)
+    best = max((v for v in mean if v not in ("lttw", study.reference)), key=mean.get, default=None)
     if best is None or mean[best] <= mean[runner_up]:
         return ""
-    m = pooled_mcnemar(results[f"ev-{dataset}-{runner_up}"].predictions,
-                       results[f"ev-{dataset}-{best}"].predictions)
+    m = pooled_mcnemar(
+        results[f"ev-{dataset}-{runner_up}"].predictions,
+        results[f"ev-{dataset}-{best}"].predictions,
+    )
     if m["p"] is None or m["p"] >= 0.05:
         return ""
-    return (f" `{best}` is ahead of both ({100 * mean[best]:.2f} against "
-            f"{100 * mean[runner_up]:.2f}; McNemar p {_p(m['p'])} against `{runner_up}`).")
+    return (
+        f" `{best}` is ahead of both ({100 * mean[best]:.2f} against "
+        f"{100 * mean[runner_up]:.2f}; McNemar p {_p(m['p'])} against `{runner_up}`)."
+    )
 
 
 def _gap_sentence(name: str, study: Study, t: dict, m: dict, gap: float) -> str:
@@ -138,19 +156,25 @@ def _gap_sentence(name: str, study: Study, t: dict, m: dict, gap: float) -> str:
     strong = all(p is not None and p < SIGNIFICANT for p in (t["p"], m["p"]))
     if strong:
         word = "ahead of" if gap > 0 else "behind"
-        return (f"- {name}: LTTW is {word} `{study.reference}` by {abs(gap):.2f} points "
-                f"over {t['n']} folds ({tests}).")
+        return (
+            f"- {name}: LTTW is {word} `{study.reference}` by {abs(gap):.2f} points "
+            f"over {t['n']} folds ({tests})."
+        )
     either = any(p is not None and p < SIGNIFICANT for p in (t["p"], m["p"]))
     hedge = "only one of the two tests finds" if either else "neither test finds"
-    return (f"- {name}: LTTW {gap:+.2f} points against `{study.reference}` over {t['n']} "
-            f"folds; {hedge} a difference at {SIGNIFICANT} ({tests}).")
+    return (
+        f"- {name}: LTTW {gap:+.2f} points against `{study.reference}` over {t['n']} "
+        f"folds; {hedge} a difference at {SIGNIFICANT} ({tests})."
+    )
 
 
 def study_table(study: Study, results: dict[str, CellResult]) -> list[str]:
-    lines = ["| dataset | variant | folds | held-out macro F1 (%) | Δ vs "
-             f"{study.reference} (points) | folds ahead | paired t-test p | McNemar exact p "
-             "(only this right / only the reference right) | training s |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| dataset | variant | folds | held-out macro F1 (%) | Δ vs "
+        f"{study.reference} (points) | folds ahead | paired t-test p | McNemar exact p "
+        "(only this right / only the reference right) | training s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for dataset in study.datasets:
         reference = results.get(f"ev-{dataset}-{study.reference}")
         for variant in study.variants:
@@ -160,10 +184,15 @@ def study_table(study: Study, results: dict[str, CellResult]) -> list[str]:
             if result is None:
                 lines.append(f"{label} not run | | | | | | |")
                 continue
-            seconds = result.run.values("time_per_epoch_s", None) * \
-                result.run.values("epochs_run", None)
-            cells = [str(len(result.run.folds)), _pct(result.f1()),
-                     *_comparison(result, reference), f"{seconds.sum():.0f}"]
+            seconds = result.run.values("time_per_epoch_s", None) * result.run.values(
+                "epochs_run", None
+            )
+            cells = [
+                str(len(result.run.folds)),
+                _pct(result.f1()),
+                *_comparison(result, reference),
+                f"{seconds.sum():.0f}",
+            ]
             lines.append(f"{label} " + " | ".join(cells) + " |")
     return lines
 
@@ -183,8 +212,11 @@ def learning_curve(study: Study, results: dict[str, CellResult]) -> pd.DataFrame
 def _curve_gap(study: Study, results: dict[str, CellResult], texts: int) -> list[str]:
     """The learning curve's lttw against the reference at one size: the mean paired gap and
     McNemar's exact p on the pooled held-out predictions ("" where either is not run)."""
-    at = {r.cell.variant: r for r in results.values()
-          if r.cell.dataset == study.curve_dataset and r.train_texts == texts}
+    at = {
+        r.cell.variant: r
+        for r in results.values()
+        if r.cell.dataset == study.curve_dataset and r.train_texts == texts
+    }
     if "lttw" not in at or study.reference not in at:
         return ["", ""]
     t, m = _paired(at["lttw"], at[study.reference])
@@ -193,23 +225,34 @@ def _curve_gap(study: Study, results: dict[str, CellResult], texts: int) -> list
 
 def render_study(study: Study, results: dict[str, CellResult]) -> list[str]:
     n_cells = len(study.cells())
-    lines = ["## Where the latent factors help (the paired study)", "",
-             f"{len(results)} of {n_cells} cells of `evidence/study.yaml` collected "
-             f"(folds {study.folds}; every cell of a dataset on the same samples and folds). "
-             f"Held-out test macro F1: mean ± sample std over folds. Δ: mean paired gap to "
-             f"`{study.reference}`; the paired t-test runs across folds, McNemar's exact test "
-             "on the held-out predictions pooled over folds. Training s: summed over folds.",
-             "", *study_table(study, results), "", "Verdict per dataset:", ""]
+    lines = [
+        "## Where the latent factors help (the paired study)",
+        "",
+        f"{len(results)} of {n_cells} cells of `evidence/study.yaml` collected "
+        f"(folds {study.folds}; every cell of a dataset on the same samples and folds). "
+        f"Held-out test macro F1: mean ± sample std over folds. Δ: mean paired gap to "
+        f"`{study.reference}`; the paired t-test runs across folds, McNemar's exact test "
+        "on the held-out predictions pooled over folds. Training s: summed over folds.",
+        "",
+        *study_table(study, results),
+        "",
+        "Verdict per dataset:",
+        "",
+    ]
     lines += [_verdict(d, study, results) for d in study.datasets]
     curve = learning_curve(study, results)
     if study.curve_dataset:
         name = DATASET_NAMES.get(study.curve_dataset, study.curve_dataset)
         paired = "lttw" in study.curve_variants and study.reference in study.curve_variants
         extra = [f"Δ lttw vs {study.reference} (points)", "McNemar exact p"] if paired else []
-        lines += ["", f"Learning curve ({name}, held-out macro F1 %, mean over folds; "
-                  "`dvc plots show evidence/learning_curve.csv`):", "",
-                  "| training texts | " + " | ".join([*study.curve_variants, *extra]) + " |",
-                  "| --- |" + " --- |" * (len(study.curve_variants) + len(extra))]
+        lines += [
+            "",
+            f"Learning curve ({name}, held-out macro F1 %, mean over folds; "
+            "`dvc plots show evidence/learning_curve.csv`):",
+            "",
+            "| training texts | " + " | ".join([*study.curve_variants, *extra]) + " |",
+            "| --- |" + " --- |" * (len(study.curve_variants) + len(extra)),
+        ]
         for texts, row in curve.iterrows():
             values = [f"{100 * v:.2f}" if v == v else "not run" for v in row]
             if paired:

@@ -14,7 +14,7 @@ separate tables: a frozen encoder is not the paper's model.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -46,8 +46,7 @@ def dvc_predictions(run: Run, fold: int):
     return test["label"].to_numpy(), test["pred"].to_numpy()
 
 
-def mcnemar(reference: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray]
-            ) -> dict:
+def mcnemar(reference: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray]) -> dict:
     """McNemar's exact test (two-sided binomial on the discordant texts) of two classifiers'
     predictions of the same labelled texts."""
     (y, a), (y2, b) = reference, other
@@ -60,8 +59,13 @@ def mcnemar(reference: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, n
     from scipy.stats import binomtest
 
     p = binomtest(only_ref, only_ref + only_other, 0.5).pvalue
-    return {"test": f"McNemar exact, discordant {only_ref} / {only_other}", "p": float(p),
-            "why": None, "only_ref": only_ref, "only_other": only_other}
+    return {
+        "test": f"McNemar exact, discordant {only_ref} / {only_other}",
+        "p": float(p),
+        "why": None,
+        "only_ref": only_ref,
+        "only_other": only_other,
+    }
 
 
 def compare(reference: Run, other: Run, predictions: Predictions) -> dict:
@@ -73,50 +77,74 @@ def compare(reference: Run, other: Run, predictions: Predictions) -> dict:
     delta = other.folds[fold][PART]["f1_macro"] - reference.folds[fold][PART]["f1_macro"]
     ref, oth = predictions(reference, fold), predictions(other, fold)
     if ref is None or oth is None:
-        return {"n": 1, "delta": delta, "test": None, "p": None,
-                "why": "n/a (one fold; predictions not readable)"}
+        return {
+            "n": 1,
+            "delta": delta,
+            "test": None,
+            "p": None,
+            "why": "n/a (one fold; predictions not readable)",
+        }
     return {"n": 1, "delta": delta, **mcnemar(ref, oth)}
 
 
 def _datasets(rows: dict[str, Run | None]) -> str:
-    names = sorted({DATASET_NAMES.get(run.dataset, run.dataset) for run in rows.values()
-                    if run is not None})
+    names = sorted(
+        {DATASET_NAMES.get(run.dataset, run.dataset) for run in rows.values() if run is not None}
+    )
     return ", ".join(names)
 
 
-def sweep_table(sweep: Sweep, frozen: bool, rows: dict[str, Run | None],
-                predictions: Predictions) -> list[str]:
-    mode = ("frozen encoder (`train.freeze_encoder`: only the new layers trained; not the "
-            "paper's model)" if frozen else "fine-tuned encoder")
+def sweep_table(
+    sweep: Sweep, frozen: bool, rows: dict[str, Run | None], predictions: Predictions
+) -> list[str]:
+    mode = (
+        "frozen encoder (`train.freeze_encoder`: only the new layers trained; not the "
+        "paper's model)"
+        if frozen
+        else "fine-tuned encoder"
+    )
     chosen = sweep.setting(sweep.chosen)
     reference = rows.get(sweep.chosen)
-    lines = ["", f"### {sweep.title}: {mode}", "",
-             f"Experiments `{sweep.experiment('KEY', frozen)}` on {_datasets(rows)}; paired test "
-             f"against {sweep.column} = {chosen.label} (the paper's choice), two-sided.", "",
-             f"| {sweep.column} | folds | P | R | F1 | paper P / R / F1 | ΔF1 (points) | "
-             "test | p-value |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "",
+        f"### {sweep.title}: {mode}",
+        "",
+        f"Experiments `{sweep.experiment('KEY', frozen)}` on {_datasets(rows)}; paired test "
+        f"against {sweep.column} = {chosen.label} (the paper's choice), two-sided.",
+        "",
+        f"| {sweep.column} | folds | P | R | F1 | paper P / R / F1 | ΔF1 (points) | "
+        "test | p-value |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for setting in sweep.settings:
         run = rows.get(setting.key)
         paper = " / ".join(f"{v:.2f}" for v in setting.paper)
         if run is None:
             lines.append(f"| {setting.label} | not run | | | | {paper} | | | |")
             continue
-        cells = [str(len(run.folds)), _pct(run.values("precision_macro")),
-                 _pct(run.values("recall_macro")), _pct(run.values("f1_macro")), paper]
+        cells = [
+            str(len(run.folds)),
+            _pct(run.values("precision_macro")),
+            _pct(run.values("recall_macro")),
+            _pct(run.values("f1_macro")),
+            paper,
+        ]
         if setting.key == sweep.chosen:
             cells += ["", "reference", ""]
         elif reference is None:
             cells += ["", f"n/a ({chosen.label} not run)", ""]
         else:
             t = compare(reference, run, predictions)
-            cells += [f"{100 * t['delta']:+.2f}" if "delta" in t else "",
-                      t["test"] or t["why"], f"{t['p']:.3g}" if t["p"] is not None else ""]
+            cells += [
+                f"{100 * t['delta']:+.2f}" if "delta" in t else "",
+                t["test"] or t["why"],
+                f"{t['p']:.3g}" if t["p"] is not None else "",
+            ]
         lines.append(f"| {setting.label} | " + " | ".join(cells) + " |")
     return lines
 
 
-def sweep_sections(experiments: list[Run], predictions: Predictions = dvc_predictions
-                   ) -> list[str]:
+def sweep_sections(experiments: list[Run], predictions: Predictions = dvc_predictions) -> list[str]:
     """Markdown lines of every sweep with at least one experiment (none: no lines)."""
     by_name = {run.name: run for run in experiments if run.name}
     lines: list[str] = []
@@ -126,10 +154,14 @@ def sweep_sections(experiments: list[Run], predictions: Predictions = dvc_predic
             if any(rows.values()):
                 lines += sweep_table(sweep, frozen, rows, predictions)
     if lines:
-        lines = ["", "## Sweeps (paper section 4.3)", "",
-                 "Macro P / R / F1 in % on the held-out test sample, mean ± sample std over "
-                 "the folds that ran (one fold: no ±), from the experiments `lttw sweep` "
-                 "queued. The paired test with one fold is McNemar's exact test on the "
-                 "held-out test texts; its discordant counts are the texts only the reference "
-                 "/ only the setting classifies right."] + lines
+        lines = [
+            "",
+            "## Sweeps (paper section 4.3)",
+            "",
+            "Macro P / R / F1 in % on the held-out test sample, mean ± sample std over "
+            "the folds that ran (one fold: no ±), from the experiments `lttw sweep` "
+            "queued. The paired test with one fold is McNemar's exact test on the "
+            "held-out test texts; its discordant counts are the texts only the reference "
+            "/ only the setting classifies right.",
+        ] + lines
     return lines

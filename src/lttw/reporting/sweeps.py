@@ -57,45 +57,117 @@ def _lr(value: float) -> str:
 
 def _sweeps() -> dict[str, Sweep]:
     def ks(rows, key, label):  # settings of model.k / model.s from (k, s, paper) rows
-        return tuple(Setting(key(k, s), label(k, s), {"model.k": k, "model.s": s}, paper)
-                     for k, s, paper in rows)
+        return tuple(
+            Setting(key(k, s), label(k, s), {"model.k": k, "model.s": s}, paper)
+            for k, s, paper in rows
+        )
 
     def single(prefix, param, rows):  # settings of one parameter from (value, paper) rows
         return tuple(Setting(f"{prefix}{v}", str(v), {param: v}, paper) for v, paper in rows)
 
     sweeps = [
-        Sweep("table6", "Table 6: number of latent factors (k + s)", "k + s", ks((
-            (15, 15, (93.46, 93.44, 93.41)), (13, 12, (93.58, 93.52, 93.53)),
-            (10, 10, (93.65, 93.62, 93.64)), (8, 7, (93.36, 93.34, 93.33)),
-            (5, 5, (93.05, 93.02, 93.03))),
-            lambda k, s: f"ks{k + s}", lambda k, s: f"{k + s} ({k} + {s})"), "ks20"),
-        Sweep("table7", "Table 7: top k + bottom s latent factors", "k + s", ks((
-            (15, 15, (93.08, 93.06, 93.03)), (15, 5, (93.60, 93.58, 93.58)),
-            (10, 10, (93.73, 93.73, 93.70)), (5, 15, (93.38, 93.36, 93.37)),
-            (5, 5, (93.36, 93.34, 93.33))),
-            lambda k, s: f"k{k}s{s}", lambda k, s: f"{k} + {s}"), "k10s10"),
-        Sweep("table8-depth", "Table 8: depth (attention blocks)", "depth",
-              single("depth", "model.depth", (
-                (1, (93.73, 93.71, 93.70)), (2, (93.47, 93.44, 93.43)),
-                (3, (92.82, 92.81, 92.78)), (4, (93.32, 93.22, 93.24)),
-                (5, (92.80, 92.76, 92.76)))), "depth1"),
-        Sweep("table8-K", "Table 8: Linformer K", "K",
-              single("K", "model.linformer_k", (
-                (8, (92.80, 92.76, 92.76)), (16, (93.22, 93.17, 93.17)),
-                (32, (93.73, 93.71, 93.70)), (64, (93.00, 92.98, 92.96)),
-                (128, (93.12, 93.10, 93.09)))), "K32"),
-        Sweep("table8-batch", "Table 8: batch size", "batch",
-              single("batch", "train.batch_size", (
-                (16, (93.02, 92.92, 92.96)), (32, (93.13, 93.15, 93.14)),
-                (64, (93.69, 93.62, 93.62)), (128, (93.73, 93.71, 93.70)),
-                (256, (93.21, 93.14, 93.16)))), "batch128"),
+        Sweep(
+            "table6",
+            "Table 6: number of latent factors (k + s)",
+            "k + s",
+            ks(
+                (
+                    (15, 15, (93.46, 93.44, 93.41)),
+                    (13, 12, (93.58, 93.52, 93.53)),
+                    (10, 10, (93.65, 93.62, 93.64)),
+                    (8, 7, (93.36, 93.34, 93.33)),
+                    (5, 5, (93.05, 93.02, 93.03)),
+                ),
+                lambda k, s: f"ks{k + s}",
+                lambda k, s: f"{k + s} ({k} + {s})",
+            ),
+            "ks20",
+        ),
+        Sweep(
+            "table7",
+            "Table 7: top k + bottom s latent factors",
+            "k + s",
+            ks(
+                (
+                    (15, 15, (93.08, 93.06, 93.03)),
+                    (15, 5, (93.60, 93.58, 93.58)),
+                    (10, 10, (93.73, 93.73, 93.70)),
+                    (5, 15, (93.38, 93.36, 93.37)),
+                    (5, 5, (93.36, 93.34, 93.33)),
+                ),
+                lambda k, s: f"k{k}s{s}",
+                lambda k, s: f"{k} + {s}",
+            ),
+            "k10s10",
+        ),
+        Sweep(
+            "table8-depth",
+            "Table 8: depth (attention blocks)",
+            "depth",
+            single(
+                "depth",
+                "model.depth",
+                (
+                    (1, (93.73, 93.71, 93.70)),
+                    (2, (93.47, 93.44, 93.43)),
+                    (3, (92.82, 92.81, 92.78)),
+                    (4, (93.32, 93.22, 93.24)),
+                    (5, (92.80, 92.76, 92.76)),
+                ),
+            ),
+            "depth1",
+        ),
+        Sweep(
+            "table8-K",
+            "Table 8: Linformer K",
+            "K",
+            single(
+                "K",
+                "model.linformer_k",
+                (
+                    (8, (92.80, 92.76, 92.76)),
+                    (16, (93.22, 93.17, 93.17)),
+                    (32, (93.73, 93.71, 93.70)),
+                    (64, (93.00, 92.98, 92.96)),
+                    (128, (93.12, 93.10, 93.09)),
+                ),
+            ),
+            "K32",
+        ),
+        Sweep(
+            "table8-batch",
+            "Table 8: batch size",
+            "batch",
+            single(
+                "batch",
+                "train.batch_size",
+                (
+                    (16, (93.02, 92.92, 92.96)),
+                    (32, (93.13, 93.15, 93.14)),
+                    (64, (93.69, 93.62, 93.62)),
+                    (128, (93.73, 93.71, 93.70)),
+                    (256, (93.21, 93.14, 93.16)),
+                ),
+            ),
+            "batch128",
+        ),
         # the paper has one learning rate: here it sets the encoder's and the new layers'
-        Sweep("table8-lr", "Table 8: learning rate (encoder and new layers)", "lr", tuple(
-            Setting(f"lr{_lr(lr)}", _lr(lr), {"train.lr": lr, "train.head_lr": lr}, paper)
-            for lr, paper in (
-                (1e-5, (93.46, 93.42, 93.43)), (2e-5, (93.73, 93.71, 93.70)),
-                (3e-5, (93.39, 93.32, 93.34)), (4e-5, (93.01, 93.01, 93.00)),
-                (5e-5, (92.88, 92.86, 92.85)))), "lr2e-5"),
+        Sweep(
+            "table8-lr",
+            "Table 8: learning rate (encoder and new layers)",
+            "lr",
+            tuple(
+                Setting(f"lr{_lr(lr)}", _lr(lr), {"train.lr": lr, "train.head_lr": lr}, paper)
+                for lr, paper in (
+                    (1e-5, (93.46, 93.42, 93.43)),
+                    (2e-5, (93.73, 93.71, 93.70)),
+                    (3e-5, (93.39, 93.32, 93.34)),
+                    (4e-5, (93.01, 93.01, 93.00)),
+                    (5e-5, (92.88, 92.86, 92.85)),
+                )
+            ),
+            "lr2e-5",
+        ),
     ]
     return {s.name: s for s in sweeps}
 
@@ -121,30 +193,46 @@ def param_value(value: Any) -> str:
     return str(value)
 
 
-def queue_commands(sweep: Sweep, frozen: bool, extra: list[str] = (),
-                   only: list[str] | None = None) -> list[list[str]]:
+def queue_commands(
+    sweep: Sweep, frozen: bool, extra: list[str] = (), only: list[str] | None = None
+) -> list[list[str]]:
     """One ``dvc exp run --queue`` per setting (``only``: these keys), each naming its
     experiment and setting ``train.freeze_encoder`` and the swept parameters; ``extra``:
     more ``-S`` assignments for every setting (e.g. ``folds.run=[0,1,2]``)."""
     keys = [s.key for s in sweep.settings]
     unknown = [k for k in only or () if k not in keys]
     if unknown:
-        raise UserError(f"{sweep.name} has no setting {', '.join(unknown)}; its settings: "
-                        f"{', '.join(keys)}")
+        raise UserError(
+            f"{sweep.name} has no setting {', '.join(unknown)}; its settings: {', '.join(keys)}"
+        )
     commands = []
     for setting in sweep.settings:
         if only and setting.key not in only:
             continue
-        assignments = [f"train.freeze_encoder={param_value(frozen)}",
-                       *(f"{k}={param_value(v)}" for k, v in setting.params.items()), *extra]
-        commands.append([sys.executable, "-m", "dvc", "exp", "run", "--queue", "-n",
-                         sweep.experiment(setting.key, frozen),
-                         *(arg for a in assignments for arg in ("-S", a))])
+        assignments = [
+            f"train.freeze_encoder={param_value(frozen)}",
+            *(f"{k}={param_value(v)}" for k, v in setting.params.items()),
+            *extra,
+        ]
+        commands.append(
+            [
+                sys.executable,
+                "-m",
+                "dvc",
+                "exp",
+                "run",
+                "--queue",
+                "-n",
+                sweep.experiment(setting.key, frozen),
+                *(arg for a in assignments for arg in ("-S", a)),
+            ]
+        )
     return commands
 
 
-def sweep_commands(name: str, frozen: bool, extra: list[str], only: list[str] | None,
-                   run: bool, data_root) -> list[list[str]]:
+def sweep_commands(
+    name: str, frozen: bool, extra: list[str], only: list[str] | None, run: bool, data_root
+) -> list[list[str]]:
     """``lttw sweep``'s commands: queue the settings, then (``run``) run the queue. Queued
     experiments run in a copy of the repository, where a relative ``data.root`` does not
     resolve: they get ``data_root`` (absolute) unless ``extra`` sets it."""
@@ -153,8 +241,10 @@ def sweep_commands(name: str, frozen: bool, extra: list[str], only: list[str] | 
     commands = queue_commands(get_sweep(name), frozen, extra, only)
     taken = sorted(set(c[c.index("-n") + 1] for c in commands) & existing_experiments())
     if taken:
-        raise UserError(f"experiments {', '.join(taken)} exist already for this commit; "
-                        f"remove them first (`dvc exp remove {' '.join(taken)}`)")
+        raise UserError(
+            f"experiments {', '.join(taken)} exist already for this commit; "
+            f"remove them first (`dvc exp remove {' '.join(taken)}`)"
+        )
     if run:
         commands.append([sys.executable, "-m", "dvc", "exp", "run", "--run-all"])
     return commands
@@ -163,8 +253,12 @@ def sweep_commands(name: str, frozen: bool, extra: list[str], only: list[str] | 
 def existing_experiments(cwd: str = ".") -> set[str]:
     """Names of the experiments of the current commit (``dvc exp list --name-only``;
     none where dvc cannot tell)."""
-    proc = subprocess.run([sys.executable, "-m", "dvc", "exp", "list", "--name-only"],
-                          cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dvc", "exp", "list", "--name-only"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
     return set(proc.stdout.split()) if proc.returncode == 0 else set()
 
 

@@ -54,8 +54,9 @@ class MicroBatcher:
     ``start()`` inside the event loop, stop it with ``await stop()`` (after the server has
     finished its requests)."""
 
-    def __init__(self, predict_proba, max_batch: int = 64, max_wait_ms: float = 5.0,
-                 batch_size: int = 64):
+    def __init__(
+        self, predict_proba, max_batch: int = 64, max_wait_ms: float = 5.0, batch_size: int = 64
+    ):
         self.predict_proba, self.batch_size = predict_proba, batch_size
         self.max_batch, self.max_wait = max_batch, max_wait_ms / 1000.0
         self.stats = BatchStats()
@@ -115,8 +116,9 @@ class MicroBatcher:
             jobs = await self._gather()
             texts = [t for job in jobs for t in job.texts]
             try:
-                probs = await loop.run_in_executor(self._pool, self.predict_proba, texts,
-                                                   self.batch_size)
+                probs = await loop.run_in_executor(
+                    self._pool, self.predict_proba, texts, self.batch_size
+                )
             except Exception as err:  # answer the batch's requests with the error
                 self.stats.failed_batches += 1
                 log.error("forward pass of %d texts failed: %s", len(texts), err)
@@ -128,5 +130,5 @@ class MicroBatcher:
             start = 0
             for job in jobs:
                 if not job.future.done():  # the client may have gone away
-                    job.future.set_result(probs[start:start + len(job.texts)])
+                    job.future.set_result(probs[start : start + len(job.texts)])
                 start += len(job.texts)

@@ -26,8 +26,10 @@ def folder_metrics(folder: str | Path) -> dict:
     if not isinstance(fold, int) or folder.resolve().parent.name != layout.MODELS_DIR.name:
         return {}
     found = {}
-    for key, path in (("evaluation", layout.fold_metrics(fold)),
-                      ("training", layout.train_metrics(fold))):
+    for key, path in (
+        ("evaluation", layout.fold_metrics(fold)),
+        ("training", layout.train_metrics(fold)),
+    ):
         if (root / path).is_file():
             found[key] = read_json(root / path)
     return found
@@ -43,9 +45,19 @@ def model_info(predictor, backend: str) -> dict:
         from lttw.inference.predict import model_words
 
         words = model_words(Path(predictor.folder), meta).record()
-    return {"labels": list(predictor.classes), "variant": meta["variant"],
-            "encoder": meta.get("encoder"), "words": words, "max_len": meta.get("max_len"),
-            "latent_factors": ({"k": meta["k"], "s": meta["s"], "ranking": meta["ranking"]}
-                               if meta.get("with_factors") else None),
-            "fold": meta.get("fold"), "backend": backend, "onnx": read_record(predictor.folder),
-            "metrics": folder_metrics(predictor.folder)}
+    return {
+        "labels": list(predictor.classes),
+        "variant": meta["variant"],
+        "encoder": meta.get("encoder"),
+        "words": words,
+        "max_len": meta.get("max_len"),
+        "latent_factors": (
+            {"k": meta["k"], "s": meta["s"], "ranking": meta["ranking"]}
+            if meta.get("with_factors")
+            else None
+        ),
+        "fold": meta.get("fold"),
+        "backend": backend,
+        "onnx": read_record(predictor.folder),
+        "metrics": folder_metrics(predictor.folder),
+    }

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -33,9 +33,13 @@ OPSET = 17
 FP32_ATOL = 1e-4
 MAX_F1_DROP = 0.005
 #: texts of varied length (padding in the traced batch) for the trace and a check without data
-PROBE_TEXTS = ["lttw export check", "a second, longer probe text for the exported model: "
-               "stocks rally as oil prices fall, and the home team wins late",
-               "short", "world news today"]
+PROBE_TEXTS = [
+    "lttw export check",
+    "a second, longer probe text for the exported model: "
+    "stocks rally as oil prices fall, and the home team wins late",
+    "short",
+    "world news today",
+]
 
 
 @dataclass
@@ -52,12 +56,16 @@ class ExportCheck:
     rule: str = ""
 
     def summary(self, precision: str) -> str:
-        text = (f"ONNX {precision} vs torch on {self.texts} {'held-out' if self.labelled else 'probe'}"
-                f" texts: same label on {self.same_labels:.2%}, max probability difference "
-                f"{self.max_prob_diff:.2e}")
+        text = (
+            f"ONNX {precision} vs torch on {self.texts} {'held-out' if self.labelled else 'probe'}"
+            f" texts: same label on {self.same_labels:.2%}, max probability difference "
+            f"{self.max_prob_diff:.2e}"
+        )
         if self.f1_torch is not None:
-            text += (f", macro F1 {self.f1_onnx:.4f} (torch {self.f1_torch:.4f}, "
-                     f"difference {self.f1_onnx - self.f1_torch:+.4f})")
+            text += (
+                f", macro F1 {self.f1_onnx:.4f} (torch {self.f1_torch:.4f}, "
+                f"difference {self.f1_onnx - self.f1_torch:+.4f})"
+            )
         return f"{text}; {'passed' if self.passed else 'FAILED'} ({self.rule})"
 
 
@@ -71,8 +79,11 @@ def _forward_module(model, with_factors: bool):
             self.model = model
 
         def forward(self, input_ids, attention_mask, factors=None):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              factors=factors if with_factors else None)
+            return self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                factors=factors if with_factors else None,
+            )
 
     return Forward().eval()
 
@@ -82,29 +93,44 @@ def export_onnx(predictor, path: Path, int8: bool = False) -> None:
     import torch
 
     if getattr(predictor.model, "reads", "tokens") != "tokens":
-        raise UserError(f"{predictor.folder}: a {predictor.meta['variant']} model reads raw "
-                        "texts (no neural network): there is nothing to export to ONNX")
+        raise UserError(
+            f"{predictor.folder}: a {predictor.meta['variant']} model reads raw "
+            "texts (no neural network): there is nothing to export to ONNX"
+        )
     if predictor.words is not None:
-        raise UserError(f"{predictor.folder}: ONNX export covers models on encoder tokens; "
-                        "this one reads word ids (model.vocab: words)")
+        raise UserError(
+            f"{predictor.folder}: ONNX export covers models on encoder tokens; "
+            "this one reads word ids (model.vocab: words)"
+        )
     inputs = predictor.model_inputs(PROBE_TEXTS)
     batch, _ = inputs.batch(torch.arange(len(PROBE_TEXTS)), predictor.runtime)
     with_factors = batch["factors"] is not None
     names = ["input_ids", "attention_mask"] + (["factors"] if with_factors else [])
-    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
-            "factors": {0: "batch"}, "logits": {0: "batch"}}
+    axes = {
+        "input_ids": {0: "batch", 1: "sequence"},
+        "attention_mask": {0: "batch", 1: "sequence"},
+        "factors": {0: "batch"},
+        "logits": {0: "batch"},
+    }
     fp32 = path.with_name(path.name + ".fp32") if int8 else path
     with warnings.catch_warnings():  # the tracer's notes on shape checks it makes constant
         warnings.simplefilter("ignore")
         try:
-            torch.onnx.export(_forward_module(predictor.model.cpu(), with_factors),
-                              tuple(batch[n] for n in names), str(fp32), input_names=names,
-                              output_names=["logits"],
-                              dynamic_axes={n: axes[n] for n in names + ["logits"]},
-                              opset_version=OPSET, dynamo=False)
+            torch.onnx.export(
+                _forward_module(predictor.model.cpu(), with_factors),
+                tuple(batch[n] for n in names),
+                str(fp32),
+                input_names=names,
+                output_names=["logits"],
+                dynamic_axes={n: axes[n] for n in names + ["logits"]},
+                opset_version=OPSET,
+                dynamo=False,
+            )
         except Exception as err:  # the exporter raises many types for unsupported operators
-            raise UserError(f"{predictor.folder}: the {predictor.meta['variant']} model cannot "
-                            f"be exported to ONNX ({str(err).splitlines()[0][:300]})") from None
+            raise UserError(
+                f"{predictor.folder}: the {predictor.meta['variant']} model cannot "
+                f"be exported to ONNX ({str(err).splitlines()[0][:300]})"
+            ) from None
     if int8:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -115,8 +141,13 @@ def export_onnx(predictor, path: Path, int8: bool = False) -> None:
             # 7-bit weights (reduce_range): without VNNI (AVX2, most AVX-512) the u8 x s8
             # products saturate; on an AVX2 machine full-range int8 cost 0.007 macro F1 on
             # the default AG News model, 7-bit 0.0000. An export may run on either kind.
-            quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8,
-                             per_channel=True, reduce_range=True)
+            quantize_dynamic(
+                str(fp32),
+                str(path),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                reduce_range=True,
+            )
         finally:
             root.setLevel(level)
             fp32.unlink()
@@ -130,11 +161,16 @@ def read_labelled(path: Path, classes: list[str], rows: int) -> tuple[list[str],
     if path.suffix.lower() in (".parquet", ".pq"):
         frame = pd.read_parquet(path, columns=["text", "label"])
     elif path.suffix.lower() in (".csv", ".tsv"):
-        frame = pd.read_csv(path, sep="\t" if path.suffix.lower() == ".tsv" else ",",
-                            usecols=["text", "label"], keep_default_na=False)
+        frame = pd.read_csv(
+            path,
+            sep="\t" if path.suffix.lower() == ".tsv" else ",",
+            usecols=["text", "label"],
+            keep_default_na=False,
+        )
     else:
-        raise UserError(f"{path}: the check sample must be .parquet or .csv with columns text "
-                        "and label")
+        raise UserError(
+            f"{path}: the check sample must be .parquet or .csv with columns text and label"
+        )
     frame = frame.head(rows)
     labels = frame["label"]
     if labels.map(lambda v: isinstance(v, str)).all():
@@ -149,24 +185,35 @@ def read_labelled(path: Path, classes: list[str], rows: int) -> tuple[list[str],
     return frame["text"].astype(str).tolist(), ids
 
 
-def compare(torch_predictor, onnx_predictor, texts: list[str], labels: np.ndarray | None,
-            int8: bool, max_f1_drop: float = MAX_F1_DROP) -> ExportCheck:
+def compare(
+    torch_predictor,
+    onnx_predictor,
+    texts: list[str],
+    labels: np.ndarray | None,
+    int8: bool,
+    max_f1_drop: float = MAX_F1_DROP,
+) -> ExportCheck:
     """The exported model against torch on ``texts`` (``labels``: for macro F1)."""
     from lttw.evaluation.metrics import classification_metrics
 
     want = torch_predictor.predict_proba(texts)
     got = onnx_predictor.predict_proba(texts)
-    check = ExportCheck(len(texts), labels is not None,
-                        float((want.argmax(1) == got.argmax(1)).mean()),
-                        float(np.abs(want - got).max()))
+    check = ExportCheck(
+        len(texts),
+        labels is not None,
+        float((want.argmax(1) == got.argmax(1)).mean()),
+        float(np.abs(want - got).max()),
+    )
     if labels is not None:
         p = len(torch_predictor.classes)
         check.f1_torch = classification_metrics(labels, want.argmax(1), p)["f1_macro"]
         check.f1_onnx = classification_metrics(labels, got.argmax(1), p)["f1_macro"]
     if int8:
         if check.f1_torch is None:
-            raise UserError("an int8 export is checked by macro F1 on a labelled held-out "
-                            "sample: pass --check-file F.parquet|F.csv (columns text, label)")
+            raise UserError(
+                "an int8 export is checked by macro F1 on a labelled held-out "
+                "sample: pass --check-file F.parquet|F.csv (columns text, label)"
+            )
         check.rule = f"int8: macro F1 within {max_f1_drop} of torch's"
         check.passed = check.f1_onnx >= check.f1_torch - max_f1_drop
     else:
@@ -175,17 +222,25 @@ def compare(torch_predictor, onnx_predictor, texts: list[str], labels: np.ndarra
     return check
 
 
-def add_onnx(folder: Path, torch_predictor, int8: bool, check_file: Path | None,
-             check_rows: int = 1000, max_f1_drop: float = MAX_F1_DROP,
-             say: Callable[[str], None] = print) -> ExportCheck:
+def add_onnx(
+    folder: Path,
+    torch_predictor,
+    int8: bool,
+    check_file: Path | None,
+    check_rows: int = 1000,
+    max_f1_drop: float = MAX_F1_DROP,
+    say: Callable[[str], None] = print,
+) -> ExportCheck:
     """Export ``torch_predictor``'s classifier into ``folder`` (a copy of its model folder
     being written) as ``model.onnx``, check it and record the check in ``onnx.json``.
     Raises a UserError (and the caller discards the folder) when the check fails."""
     from lttw.io import write_json
 
     precision = "int8" if int8 else "fp32"
-    say(f"exporting the {torch_predictor.meta['variant']} classifier to ONNX ({precision}, "
-        f"opset {OPSET})")
+    say(
+        f"exporting the {torch_predictor.meta['variant']} classifier to ONNX ({precision}, "
+        f"opset {OPSET})"
+    )
     export_onnx(torch_predictor, folder / ONNX_FILE, int8)
     exported = load_predictor(folder, backend="onnx")
     if check_file is not None:
@@ -197,7 +252,13 @@ def add_onnx(folder: Path, torch_predictor, int8: bool, check_file: Path | None,
     say(check.summary(precision))
     if not check.passed:
         raise UserError(f"the ONNX {precision} export fails its check: {check.summary(precision)}")
-    write_json(folder / ONNX_RECORD, {"precision": precision, "opset": OPSET,
-                                      "inputs": exported.model.inputs,
-                                      "check": {**asdict(check), "file": str(check_file)}})
+    write_json(
+        folder / ONNX_RECORD,
+        {
+            "precision": precision,
+            "opset": OPSET,
+            "inputs": exported.model.inputs,
+            "check": {**asdict(check), "file": str(check_file)},
+        },
+    )
     return check

@@ -69,10 +69,10 @@ class OnnxClassifier:
         self.config = SimpleNamespace(n_labels=n_labels)
         self.inputs = [i.name for i in sess.get_inputs()]
 
-    def eval(self) -> "OnnxClassifier":
+    def eval(self) -> OnnxClassifier:
         return self
 
-    def to(self, device) -> "OnnxClassifier":
+    def to(self, device) -> OnnxClassifier:
         if str(device) != "cpu":
             raise UserError(f"an ONNX model folder runs on the CPU (onnxruntime), not {device}")
         return self
@@ -80,8 +80,10 @@ class OnnxClassifier:
     def __call__(self, input_ids, attention_mask, factors=None, **_):
         import torch
 
-        feed = {"input_ids": input_ids.cpu().numpy().astype(np.int64),
-                "attention_mask": attention_mask.cpu().numpy().astype(np.int64)}
+        feed = {
+            "input_ids": input_ids.cpu().numpy().astype(np.int64),
+            "attention_mask": attention_mask.cpu().numpy().astype(np.int64),
+        }
         if "factors" in self.inputs:
             feed["factors"] = factors.cpu().numpy().astype(np.float32)
         (logits,) = self.session.run(["logits"], feed)
@@ -109,14 +111,18 @@ def onnx_loader(threads: int | None = None):
         if not isinstance(n_labels, int):
             raise UserError(f"{Path(folder) / 'config.json'}: no n_labels; the file is damaged")
         record = read_record(folder)
-        return OnnxClassifier(session(Path(folder) / ONNX_FILE, threads), n_labels,
-                              str(record.get("precision", "fp32")))
+        return OnnxClassifier(
+            session(Path(folder) / ONNX_FILE, threads),
+            n_labels,
+            str(record.get("precision", "fp32")),
+        )
 
     return load
 
 
-def load_predictor(folder: str | Path, device: str = "cpu", threads: int | None = None,
-                   backend: str = "auto"):
+def load_predictor(
+    folder: str | Path, device: str = "cpu", threads: int | None = None, backend: str = "auto"
+):
     """The folder's ``Predictor``: onnxruntime when it holds ``model.onnx`` (``backend``
     auto or onnx), torch otherwise (or with ``backend`` torch)."""
     from lttw.inference.predict import Predictor

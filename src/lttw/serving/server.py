@@ -71,13 +71,15 @@ def parse_request(body: bytes, limits: Limits, n_labels: int) -> tuple[list[str]
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ApiError(400, f"the body is not valid UTF-8 (byte {err.start}: {err.reason})"
-                       ) from None
+        raise ApiError(
+            400, f"the body is not valid UTF-8 (byte {err.start}: {err.reason})"
+        ) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ApiError(400, f"the body is not valid JSON ({err.msg} at line {err.lineno} "
-                       f"column {err.colno})") from None
+        raise ApiError(
+            400, f"the body is not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
+        ) from None
     shape = 'send {"texts": ["...", ...]} or {"text": "..."}, optionally with "top_k": k'
     if not isinstance(doc, dict):
         raise ApiError(422, f"the body must be a JSON object: {shape}")
@@ -97,29 +99,42 @@ def parse_request(body: bytes, limits: Limits, n_labels: int) -> tuple[list[str]
         if not texts:
             raise ApiError(422, "'texts' is empty: give one or more texts")
         if len(texts) > limits.max_texts:
-            raise ApiError(422, f"{len(texts)} texts in one request; the limit is "
-                           f"{limits.max_texts} (split them over several requests)")
+            raise ApiError(
+                422,
+                f"{len(texts)} texts in one request; the limit is "
+                f"{limits.max_texts} (split them over several requests)",
+            )
     for i, item in enumerate(texts):
         if not isinstance(item, str):
             raise ApiError(422, f"{where(i)} must be a string, not {_kind(item)}")
         if len(item) > limits.max_text_chars:
-            raise ApiError(422, f"{where(i)} has {len(item)} characters; the limit is "
-                           f"{limits.max_text_chars}")
+            raise ApiError(
+                422, f"{where(i)} has {len(item)} characters; the limit is {limits.max_text_chars}"
+            )
         try:
             item.encode("utf-8")
         except UnicodeEncodeError:
-            raise ApiError(422, f"{where(i)} holds an unpaired surrogate (\\ud800-\\udfff)"
-                           ) from None
+            raise ApiError(
+                422, f"{where(i)} holds an unpaired surrogate (\\ud800-\\udfff)"
+            ) from None
     top_k = doc.get("top_k")
-    if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool)
-                              or not 1 <= top_k <= n_labels):
+    if top_k is not None and (
+        not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= n_labels
+    ):
         raise ApiError(422, f"'top_k' must be an integer from 1 to {n_labels}")
     return texts, top_k
 
 
 def _kind(value) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            type(None): "null", int: "a number", float: "a number"}.get(type(value), "a value")
+    return {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), "a value")
 
 
 def predictions(probs, classes: list[str], top_k: int | None) -> list[dict]:
@@ -137,8 +152,12 @@ def create_app(predictor, limits: Limits = Limits(), backend: str = "torch") -> 
     """The FastAPI application serving ``predictor`` (a ``Predictor``)."""
     from lttw.serving.info import model_info
 
-    batcher = MicroBatcher(predictor.predict_proba, limits.max_batch, limits.max_wait_ms,
-                           batch_size=limits.forward_batch)
+    batcher = MicroBatcher(
+        predictor.predict_proba,
+        limits.max_batch,
+        limits.max_wait_ms,
+        batch_size=limits.forward_batch,
+    )
     info = model_info(predictor, backend)
     classes = list(predictor.classes)
 
@@ -147,11 +166,14 @@ def create_app(predictor, limits: Limits = Limits(), backend: str = "torch") -> 
         batcher.start()
         yield
         await batcher.stop()  # uvicorn has finished every request by now
-        log.info("stopped after %d requests, %d texts in %d forward passes",
-                 batcher.stats.requests, batcher.stats.texts, batcher.stats.batches)
+        log.info(
+            "stopped after %d requests, %d texts in %d forward passes",
+            batcher.stats.requests,
+            batcher.stats.texts,
+            batcher.stats.batches,
+        )
 
-    app = FastAPI(title="lttw", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)
+    app = FastAPI(title="lttw", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.batcher = batcher
 
     @app.exception_handler(ApiError)
@@ -185,13 +207,26 @@ def create_app(predictor, limits: Limits = Limits(), backend: str = "torch") -> 
     return app
 
 
-def serve(predictor, host: str, port: int, limits: Limits = Limits(), backend: str = "torch",
-          access_log: bool = False, sockets=None) -> None:
+def serve(
+    predictor,
+    host: str,
+    port: int,
+    limits: Limits = Limits(),
+    backend: str = "torch",
+    access_log: bool = False,
+    sockets=None,
+) -> None:
     """Run the service until SIGTERM / SIGINT (uvicorn's own handling: in-flight requests
     finish first). ``sockets``: already bound sockets to serve on instead of host:port."""
     import uvicorn
 
-    config = uvicorn.Config(create_app(predictor, limits, backend), host=host, port=port,
-                            access_log=access_log, log_level="info", lifespan="on",
-                            timeout_graceful_shutdown=30)
+    config = uvicorn.Config(
+        create_app(predictor, limits, backend),
+        host=host,
+        port=port,
+        access_log=access_log,
+        log_level="info",
+        lifespan="on",
+        timeout_graceful_shutdown=30,
+    )
     uvicorn.Server(config).run(sockets=sockets)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import collections
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -45,8 +45,9 @@ def should_extend(setting: bool | str, unknown_share: float, threshold: float) -
     return bool(setting)
 
 
-def unknown_pieces(tokenizer, texts: Sequence[str],
-                   min_count: int = MIN_COUNT) -> list[tuple[str, int]]:
+def unknown_pieces(
+    tokenizer, texts: Sequence[str], min_count: int = MIN_COUNT
+) -> list[tuple[str, int]]:
     """(piece, count) of the text spans the tokenizer turns into its unknown token, seen at
     least ``min_count`` times, most frequent first (ties alphabetical). A BERT tokenizer's
     unknown token stands for one whole pre-token (a CJK character is one), so each span is a
@@ -56,7 +57,7 @@ def unknown_pieces(tokenizer, texts: Sequence[str],
         return []
     counts: collections.Counter[str] = collections.Counter()
     for start in range(0, len(texts), 2048):
-        chunk = list(texts[start:start + 2048])
+        chunk = list(texts[start : start + 2048])
         enc = tokenizer(chunk, add_special_tokens=False, return_offsets_mapping=True)
         for text, ids, offsets in zip(chunk, enc["input_ids"], enc["offset_mapping"]):
             for token, (a, b) in zip(ids, offsets):
@@ -66,14 +67,18 @@ def unknown_pieces(tokenizer, texts: Sequence[str],
     return sorted(kept, key=lambda item: (-item[1], item[0]))
 
 
-def new_rows(embeddings: np.ndarray, vocab: dict[str, int], pieces: Sequence[str],
-             vectors: tuple[list[str], np.ndarray] | None, unk_id: int) -> tuple[np.ndarray, dict]:
+def new_rows(
+    embeddings: np.ndarray,
+    vocab: dict[str, int],
+    pieces: Sequence[str],
+    vectors: tuple[list[str], np.ndarray] | None,
+    unk_id: int,
+) -> tuple[np.ndarray, dict]:
     """One embedding row (width of ``embeddings``) for each new piece, and a record of how
     they were made. ``vectors``: (words, matrix) of pretrained vectors, or None."""
     width = embeddings.shape[1]
     rows = np.repeat(embeddings[unk_id][None, :], len(pieces), axis=0).astype(np.float32)
-    record = {"added": len(pieces), "from_vectors": 0, "from_unk": len(pieces),
-              "shared_for_map": 0}
+    record = {"added": len(pieces), "from_vectors": 0, "from_unk": len(pieces), "shared_for_map": 0}
     if vectors is None or not len(pieces):
         return rows, record
     from sklearn.linear_model import Ridge
@@ -83,8 +88,12 @@ def new_rows(embeddings: np.ndarray, vocab: dict[str, int], pieces: Sequence[str
     shared = [w for w in words if w in vocab and vocab[w] != unk_id]
     record["shared_for_map"] = len(shared)
     if len(shared) < MIN_SHARED:
-        log.info("vocabulary extension: only %d tokens known to both the encoder and the "
-                 "vectors (< %d): new rows start as [UNK]'s", len(shared), MIN_SHARED)
+        log.info(
+            "vocabulary extension: only %d tokens known to both the encoder and the "
+            "vectors (< %d): new rows start as [UNK]'s",
+            len(shared),
+            MIN_SHARED,
+        )
         return rows, record
     x = matrix[[index[w] for w in shared]]
     y = embeddings[[vocab[w] for w in shared]]
@@ -99,8 +108,7 @@ def new_rows(embeddings: np.ndarray, vocab: dict[str, int], pieces: Sequence[str
     return rows, record
 
 
-def extend_encoder(tokenizer, encoder, pieces: Sequence[str],
-                   vectors_path: str | None) -> dict:
+def extend_encoder(tokenizer, encoder, pieces: Sequence[str], vectors_path: str | None) -> dict:
     """Add ``pieces`` to ``tokenizer`` and grow ``encoder``'s input embeddings to match (new
     rows from ``new_rows``); returns the record for the tokens stage's log and metrics."""
     import torch
@@ -119,7 +127,6 @@ def extend_encoder(tokenizer, encoder, pieces: Sequence[str],
     added = tokenizer.add_tokens(list(pieces))  # each new: ids before .. before + added - 1
     encoder.resize_token_embeddings(before + added, mean_resizing=False)
     with torch.no_grad():
-        encoder.get_input_embeddings().weight[before:before + added] = torch.from_numpy(rows)
-    record.update(vocab_before=before, vocab_after=before + added,
-                  vectors=vectors_path)
+        encoder.get_input_embeddings().weight[before : before + added] = torch.from_numpy(rows)
+    record.update(vocab_before=before, vocab_after=before + added, vectors=vectors_path)
     return record

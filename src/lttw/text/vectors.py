@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import gzip
 import zlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -34,14 +34,15 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """(line number, raw line) pairs; read errors become a ``DataError`` naming the line."""
     number = 0
     try:
-        with (gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")) as stream:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as stream:
             for number, raw in enumerate(stream, start=1):
                 yield number, raw
     except FileNotFoundError:
         raise DataError(f"{path}: word-vectors file not found") from None
     except EOFError:
-        raise DataError(f"{path}: line {number + 1}: the gzip stream ends early (truncated "
-                        "file?)") from None
+        raise DataError(
+            f"{path}: line {number + 1}: the gzip stream ends early (truncated file?)"
+        ) from None
     except (gzip.BadGzipFile, zlib.error) as err:
         raise DataError(f"{path}: line {number + 1}: not a valid gzip file ({err})") from None
     except OSError as err:
@@ -55,13 +56,16 @@ def _header(path: Path, number: int, raw: bytes) -> tuple[int, int]:
         if count < 0 or dim < 1:
             raise ValueError
     except ValueError:
-        raise DataError(f"{path}: line {number}: expected the header 'count dim' (two "
-                        f"integers, word2vec text format), got {_shown(raw)}") from None
+        raise DataError(
+            f"{path}: line {number}: expected the header 'count dim' (two "
+            f"integers, word2vec text format), got {_shown(raw)}"
+        ) from None
     return count, dim
 
 
-def read_word_vectors(path: str | Path,
-                      vocabulary: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
+def read_word_vectors(
+    path: str | Path, vocabulary: Sequence[str] | None = None
+) -> tuple[list[str], np.ndarray]:
     """The words (file order) and their vectors, float32 (n_words x dim); with ``vocabulary``
     only the words in it (those the file has)."""
     path = Path(path)
@@ -84,16 +88,20 @@ def read_word_vectors(path: str | Path,
             continue
         fields = raw.split()
         if len(fields) != dim + 1:
-            raise DataError(f"{path}: line {number}: expected a word and {dim} values, got "
-                            f"{len(fields)} fields ({_shown(raw)})")
+            raise DataError(
+                f"{path}: line {number}: expected a word and {dim} values, got "
+                f"{len(fields)} fields ({_shown(raw)})"
+            )
         try:
             word = fields[0].decode("utf-8")
         except UnicodeDecodeError:
-            raise DataError(f"{path}: line {number}: the word is not valid UTF-8 "
-                            f"({_shown(fields[0])})") from None
+            raise DataError(
+                f"{path}: line {number}: the word is not valid UTF-8 ({_shown(fields[0])})"
+            ) from None
         if word in seen:
-            raise DataError(f"{path}: line {number}: duplicate word {word!r} (first on line "
-                            f"{seen[word]})")
+            raise DataError(
+                f"{path}: line {number}: duplicate word {word!r} (first on line {seen[word]})"
+            )
         seen[word] = number
         try:
             values = np.array(fields[1:], dtype=np.float32)
@@ -107,8 +115,10 @@ def read_word_vectors(path: str | Path,
     if count is None:
         raise DataError(f"{path}: line 1: empty file, expected the header 'count dim'")
     if rows_read != count:
-        raise DataError(f"{path}: line {last}: the header says {count} vectors but the file "
-                        f"has {rows_read} (truncated or wrong header?)")
+        raise DataError(
+            f"{path}: line {last}: the header says {count} vectors but the file "
+            f"has {rows_read} (truncated or wrong header?)"
+        )
     matrix = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
     return words, matrix.astype(np.float32, copy=False)
 
@@ -121,11 +131,15 @@ def _is_number(field: bytes) -> bool:
     return True
 
 
-def embedding_matrix(vocabulary: Sequence[str], vectors: tuple[Sequence[str], np.ndarray],
-                     dim: int, random_state: int | None,
-                     token_counts: Sequence[int] | None = None,
-                     padding_index: int | None = None,
-                     compose_from_characters: bool = False) -> tuple[np.ndarray, dict]:
+def embedding_matrix(
+    vocabulary: Sequence[str],
+    vectors: tuple[Sequence[str], np.ndarray],
+    dim: int,
+    random_state: int | None,
+    token_counts: Sequence[int] | None = None,
+    padding_index: int | None = None,
+    compose_from_characters: bool = False,
+) -> tuple[np.ndarray, dict]:
     """Embedding rows (float32, len(vocabulary) x dim) for ``vocabulary`` from ``vectors`` (as
     ``read_word_vectors`` returns them), and their coverage.
 
@@ -142,8 +156,10 @@ def embedding_matrix(vocabulary: Sequence[str], vectors: tuple[Sequence[str], np
     words, matrix = vectors
     matrix = np.asarray(matrix, dtype=np.float32)
     if matrix.ndim != 2 or matrix.shape[1] != dim:
-        raise UserError(f"the word vectors are {matrix.shape[-1]}-dimensional but the embedding "
-                        f"has {dim} dimensions (model.word_vectors)")
+        raise UserError(
+            f"the word vectors are {matrix.shape[-1]}-dimensional but the embedding "
+            f"has {dim} dimensions (model.word_vectors)"
+        )
     if len(words) != matrix.shape[0]:
         raise ValueError(f"{len(words)} words but {matrix.shape[0]} vectors")
     if token_counts is not None and len(token_counts) != len(vocabulary):
@@ -168,17 +184,23 @@ def embedding_matrix(vocabulary: Sequence[str], vectors: tuple[Sequence[str], np
     return out, _coverage(found, composed, counted, token_counts)
 
 
-def _coverage(found: np.ndarray, composed: np.ndarray, counted: np.ndarray,
-              token_counts: Sequence[int] | None) -> dict:
+def _coverage(
+    found: np.ndarray, composed: np.ndarray, counted: np.ndarray, token_counts: Sequence[int] | None
+) -> dict:
     n = int(counted.sum())
-    coverage = {"vocabulary": n, "found": int(found.sum()), "composed": int(composed.sum()),
-                "vocabulary_share": float(found.sum() / n) if n else 0.0,
-                "vocabulary_share_composed": float((found | composed).sum() / n) if n else 0.0}
+    coverage = {
+        "vocabulary": n,
+        "found": int(found.sum()),
+        "composed": int(composed.sum()),
+        "vocabulary_share": float(found.sum() / n) if n else 0.0,
+        "vocabulary_share_composed": float((found | composed).sum() / n) if n else 0.0,
+    }
     if token_counts is not None:
         counts = np.where(counted, np.asarray(token_counts, dtype=np.float64), 0.0)
         total = counts.sum()
         coverage["tokens"] = int(total)
         coverage["token_share"] = float(counts[found].sum() / total) if total else 0.0
-        coverage["token_share_composed"] = (float(counts[found | composed].sum() / total)
-                                            if total else 0.0)
+        coverage["token_share_composed"] = (
+            float(counts[found | composed].sum() / total) if total else 0.0
+        )
     return coverage

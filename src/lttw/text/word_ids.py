@@ -11,8 +11,8 @@ id, so no row is all padding. A model folder keeps the vocabulary and the rule i
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -27,8 +27,9 @@ WORDS_DIR = "words"
 VOCABULARY_FILE = "vocabulary.json"
 
 
-def word_ids(texts: Sequence[str], vocabulary: Sequence[str] | dict, splitter: WordSplitter,
-             max_len: int) -> tuple[np.ndarray, np.ndarray]:
+def word_ids(
+    texts: Sequence[str], vocabulary: Sequence[str] | dict, splitter: WordSplitter, max_len: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(ids (n, max_len) int32, mask (n, max_len) int8) of ``texts`` split by ``splitter``:
     the first ``max_len`` words of each text; unknown words get ``UNK_ID``."""
     index = vocabulary if isinstance(vocabulary, dict) else word_index(vocabulary)
@@ -36,8 +37,8 @@ def word_ids(texts: Sequence[str], vocabulary: Sequence[str] | dict, splitter: W
     mask = np.zeros((len(texts), max_len), dtype=np.int8)
     for row, text in enumerate(texts):
         found = [index.get(word, UNK_ID) for word in splitter(text)[:max_len]] or [UNK_ID]
-        ids[row, :len(found)] = found
-        mask[row, :len(found)] = 1
+        ids[row, : len(found)] = found
+        mask[row, : len(found)] = 1
     return ids, mask
 
 
@@ -46,8 +47,9 @@ def word_index(vocabulary: Sequence[str]) -> dict[str, int]:
     return {word: i + len(SPECIALS) for i, word in enumerate(vocabulary)}
 
 
-def token_counts(texts: Sequence[str], vocabulary: Sequence[str],
-                 splitter: WordSplitter) -> np.ndarray:
+def token_counts(
+    texts: Sequence[str], vocabulary: Sequence[str], splitter: WordSplitter
+) -> np.ndarray:
     """How often each vocabulary word occurs in ``texts`` (all their words, untruncated)."""
     index = {word: i for i, word in enumerate(vocabulary)}
     counts = np.zeros(len(vocabulary), dtype=np.int64)
@@ -97,7 +99,7 @@ class WordVocabulary:
         write_rule(folder, self.splitter, reason="recorded with the model's vocabulary")
 
     @classmethod
-    def load(cls, folder: str | Path) -> "WordVocabulary":
+    def load(cls, folder: str | Path) -> WordVocabulary:
         """The vocabulary and rule of ``folder`` (a counts stage folder or a model folder's
         ``words/``); a one-line error naming the file when one is missing or malformed."""
         from lttw.io import read_json

@@ -29,8 +29,8 @@ import dataclasses
 import functools
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -64,9 +64,17 @@ _HANGUL = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
 _CJK = _HAN + _KANA + _HANGUL
 _CJK_OR_RUN = re.compile(f"[{_CJK}]|[^{_CJK}]+")
 _LETTER = re.compile(r"[^\W\d_]")
-_LANGUAGE_RULES = {"zh": "jieba", "zho": "jieba", "chi": "jieba", "cmn": "jieba",
-                   "yue": "jieba", "chinese": "jieba", "ja": "char", "jpn": "char",
-                   "japanese": "char"}
+_LANGUAGE_RULES = {
+    "zh": "jieba",
+    "zho": "jieba",
+    "chi": "jieba",
+    "cmn": "jieba",
+    "yue": "jieba",
+    "chinese": "jieba",
+    "ja": "char",
+    "jpn": "char",
+    "japanese": "char",
+}
 
 
 def check_token_pattern(pattern: str) -> None:
@@ -74,11 +82,14 @@ def check_token_pattern(pattern: str) -> None:
     try:
         groups = re.compile(pattern).groups
     except re.error as err:
-        raise UserError(f"{PATTERN_PARAMETER} {pattern!r} is not a valid regular expression: "
-                        f"{err}") from None
+        raise UserError(
+            f"{PATTERN_PARAMETER} {pattern!r} is not a valid regular expression: {err}"
+        ) from None
     if groups > 1:
-        raise UserError(f"{PATTERN_PARAMETER} {pattern!r} has {groups} capturing groups; "
-                        "use at most one (write (?:...) for the others)")
+        raise UserError(
+            f"{PATTERN_PARAMETER} {pattern!r} has {groups} capturing groups; "
+            "use at most one (write (?:...) for the others)"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,16 +107,21 @@ class WordSplitter:
     def __post_init__(self) -> None:
         if self.rule not in RULES:
             hint = " (resolve it first with resolve_splitter)" if self.rule == "auto" else ""
-            raise UserError(f"{SPLITTER_PARAMETER}={self.rule!r} is not a concrete rule: "
-                            f"use one of {', '.join(RULES)}{hint}")
+            raise UserError(
+                f"{SPLITTER_PARAMETER}={self.rule!r} is not a concrete rule: "
+                f"use one of {', '.join(RULES)}{hint}"
+            )
         check_token_pattern(self.token_pattern)
 
     def __call__(self, text: str) -> list[str]:
         if self.rule == "regex":
             return _regex_analyzer(self.token_pattern, self.lowercase)(text)
         if self.rule == "char":
-            return [piece for word in _regex_analyzer(self.token_pattern, self.lowercase)(text)
-                    for piece in _CJK_OR_RUN.findall(word)]
+            return [
+                piece
+                for word in _regex_analyzer(self.token_pattern, self.lowercase)(text)
+                for piece in _CJK_OR_RUN.findall(word)
+            ]
         find = _pattern_tokenizer(self.token_pattern)
         words: list[str] = []
         for piece in _jieba_tokenizer().cut(text, HMM=JIEBA_HMM):
@@ -126,22 +142,31 @@ class WordSplitter:
         maps texts onto that fixed column order."""
         from sklearn.feature_extraction.text import CountVectorizer
 
-        return CountVectorizer(**self.vectorizer_params(), dtype=np.int64,
-                               vocabulary=None if vocabulary is None else list(vocabulary))
+        return CountVectorizer(
+            **self.vectorizer_params(),
+            dtype=np.int64,
+            vocabulary=None if vocabulary is None else list(vocabulary),
+        )
 
     def record(self) -> dict:
         """What a model folder stores so that prediction splits exactly as training did."""
-        return {"splitter": self.rule, "token_pattern": self.token_pattern,
-                "lowercase": self.lowercase}
+        return {
+            "splitter": self.rule,
+            "token_pattern": self.token_pattern,
+            "lowercase": self.lowercase,
+        }
 
     @classmethod
-    def from_record(cls, record: dict, source: str) -> "WordSplitter":
+    def from_record(cls, record: dict, source: str) -> WordSplitter:
         """Inverse of ``record``; ``source`` (a file) is named when the record is malformed."""
         fields = {"splitter": str, "token_pattern": str, "lowercase": bool}
-        if not isinstance(record, dict) or any(not isinstance(record.get(key), kind)
-                                               for key, kind in fields.items()):
-            raise DataError(f"{source}: word-splitting record must hold splitter and "
-                            f"token_pattern (strings) and lowercase (true/false), got {record!r}")
+        if not isinstance(record, dict) or any(
+            not isinstance(record.get(key), kind) for key, kind in fields.items()
+        ):
+            raise DataError(
+                f"{source}: word-splitting record must hold splitter and "
+                f"token_pattern (strings) and lowercase (true/false), got {record!r}"
+            )
         try:
             return cls(record["splitter"], record["token_pattern"], record["lowercase"])
         except UserError as err:
@@ -168,24 +193,30 @@ def _jieba_tokenizer():
     try:
         import jieba
     except ImportError:
-        raise UserError(f"{SPLITTER_PARAMETER}=jieba needs the jieba package "
-                        "(pip install jieba)") from None
+        raise UserError(
+            f"{SPLITTER_PARAMETER}=jieba needs the jieba package (pip install jieba)"
+        ) from None
     jieba.setLogLevel(logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.WARNING)
     tokenizer = jieba.Tokenizer()  # own instance: nobody's add_word changes our words
     tokenizer.initialize()
     return tokenizer
 
 
-def make_splitter(name: str, token_pattern: str = DEFAULT_TOKEN_PATTERN, lowercase: bool = True,
-                  texts: Sequence[str] | None = None,
-                  language: str | None = None) -> tuple[WordSplitter, str]:
+def make_splitter(
+    name: str,
+    token_pattern: str = DEFAULT_TOKEN_PATTERN,
+    lowercase: bool = True,
+    texts: Sequence[str] | None = None,
+    language: str | None = None,
+) -> tuple[WordSplitter, str]:
     """``resolve_splitter`` then the concrete ``WordSplitter``; returns it and the reason."""
     rule, reason = resolve_splitter(name, texts=texts, language=language)
     return WordSplitter(rule, token_pattern, lowercase), reason
 
 
-def resolve_splitter(name: str, texts: Sequence[str] | None = None,
-                     language: str | None = None) -> tuple[str, str]:
+def resolve_splitter(
+    name: str, texts: Sequence[str] | None = None, language: str | None = None
+) -> tuple[str, str]:
     """The concrete rule for ``name`` (``auto`` resolved) and a one-line reason for the log."""
     if name not in NAMES:
         raise UserError(f"{SPLITTER_PARAMETER}={name!r}: use one of {', '.join(NAMES)}")
@@ -198,8 +229,9 @@ def resolve_splitter(name: str, texts: Sequence[str] | None = None,
     if not texts:
         return "regex", f"{SPLITTER_PARAMETER}=auto: no language and no texts -> regex"
     shares = script_shares(texts)
-    detail = (f"{shares['cjk']:.0%} CJK letters (threshold {CJK_SHARE:.0%}) in "
-              f"{shares['texts']} texts")
+    detail = (
+        f"{shares['cjk']:.0%} CJK letters (threshold {CJK_SHARE:.0%}) in {shares['texts']} texts"
+    )
     if shares["cjk"] < CJK_SHARE:
         rule = "regex"
     elif shares["hangul"] > 0.5:
@@ -221,8 +253,12 @@ def script_shares(texts: Sequence[str]) -> dict:
     cjk = len(re.findall(f"[{_CJK}]", joined))
     kana = len(re.findall(f"[{_KANA}]", joined))
     hangul = len(re.findall(f"[{_HANGUL}]", joined))
-    return {"texts": len(sample), "cjk": cjk / letters if letters else 0.0,
-            "kana": kana / cjk if cjk else 0.0, "hangul": hangul / cjk if cjk else 0.0}
+    return {
+        "texts": len(sample),
+        "cjk": cjk / letters if letters else 0.0,
+        "kana": kana / cjk if cjk else 0.0,
+        "hangul": hangul / cjk if cjk else 0.0,
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,8 +284,12 @@ def splitting_quality(texts: Iterable[str], splitter: WordSplitter) -> Splitting
     lengths = np.asarray(lengths, dtype=np.int64)
     if lengths.size == 0:
         return SplittingQuality(0, 0.0, 0.0, 0)
-    return SplittingQuality(int(lengths.size), float(np.median(lengths)),
-                            float(np.mean(lengths <= DEGENERATE_MEDIAN_WORDS)), len(vocabulary))
+    return SplittingQuality(
+        int(lengths.size),
+        float(np.median(lengths)),
+        float(np.mean(lengths <= DEGENERATE_MEDIAN_WORDS)),
+        len(vocabulary),
+    )
 
 
 def zero_row_share(factor_rows: np.ndarray) -> float:
@@ -260,24 +300,31 @@ def zero_row_share(factor_rows: np.ndarray) -> float:
     return float(np.mean(~rows.reshape(rows.shape[0], -1).any(axis=1)))
 
 
-def degenerate_warning(rule: str, quality: SplittingQuality | None = None,
-                       zero_rows: float | None = None) -> str | None:
+def degenerate_warning(
+    rule: str, quality: SplittingQuality | None = None, zero_rows: float | None = None
+) -> str | None:
     """A one-line warning when splitting is degenerate (median text <= 2 words, or more than
     30% of texts with all-zero factor rows), naming the parameter to change; else None."""
     problems = []
     if quality is not None and quality.degenerate:
-        problems.append(f"the median text has {quality.median_words:g} word(s) "
-                        f"({quality.share_short:.0%} of {quality.texts} texts have <= "
-                        f"{DEGENERATE_MEDIAN_WORDS})")
+        problems.append(
+            f"the median text has {quality.median_words:g} word(s) "
+            f"({quality.share_short:.0%} of {quality.texts} texts have <= "
+            f"{DEGENERATE_MEDIAN_WORDS})"
+        )
     if zero_rows is not None and zero_rows > DEGENERATE_ZERO_ROW_SHARE:
-        problems.append(f"{zero_rows:.0%} of texts get all-zero factor rows (more than "
-                        f"{DEGENERATE_ZERO_ROW_SHARE:.0%})")
+        problems.append(
+            f"{zero_rows:.0%} of texts get all-zero factor rows (more than "
+            f"{DEGENERATE_ZERO_ROW_SHARE:.0%})"
+        )
     if not problems:
         return None
     others = ", ".join(r for r in RULES if r != rule)
-    return (f"degenerate word splitting with {SPLITTER_PARAMETER}={rule}: "
-            f"{'; '.join(problems)}; set {SPLITTER_PARAMETER} to {others} or auto "
-            f"(jieba for Chinese, char for Japanese), or change {PATTERN_PARAMETER}")
+    return (
+        f"degenerate word splitting with {SPLITTER_PARAMETER}={rule}: "
+        f"{'; '.join(problems)}; set {SPLITTER_PARAMETER} to {others} or auto "
+        f"(jieba for Chinese, char for Japanese), or change {PATTERN_PARAMETER}"
+    )
 
 
 #: the resolved rule beside the counts stage's vocabulary.json, and in model folders
@@ -298,6 +345,7 @@ def read_rule(directory) -> WordSplitter:
 
     path = Path(directory) / WORDS_FILE
     if not path.is_file():
-        raise DataError(f"{path}: not found (run the counts stage, which records the "
-                        f"{SPLITTER_PARAMETER} rule)")
+        raise DataError(
+            f"{path}: not found (run the counts stage, which records the {SPLITTER_PARAMETER} rule)"
+        )
     return WordSplitter.from_record(read_json(path), str(path))

@@ -29,8 +29,9 @@ BEST = "best.safetensors"
 
 def _model_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
     # clone: safetensors refuses tensors that share storage (tied weights)
-    return {f"model.{k}": v.detach().cpu().clone().contiguous()
-            for k, v in model.state_dict().items()}
+    return {
+        f"model.{k}": v.detach().cpu().clone().contiguous() for k, v in model.state_dict().items()
+    }
 
 
 def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
@@ -74,8 +75,9 @@ def read_checkpoint_state(folder: str | Path) -> dict | None:
 
 
 class Checkpointer:
-    def __init__(self, folder: str | Path, fingerprint: str, every_s: float = 120.0,
-                 enabled: bool = True):
+    def __init__(
+        self, folder: str | Path, fingerprint: str, every_s: float = 120.0, enabled: bool = True
+    ):
         self.folder = Path(folder)
         self.fingerprint = fingerprint
         self.every_s = every_s
@@ -99,8 +101,11 @@ class Checkpointer:
         _restore_optimizer(optimizer, tensors, meta["optimizer"])
         scheduler.load_state_dict(meta["scheduler"])
         torch.set_rng_state(tensors["rng.cpu"])
-        log.info("resuming from checkpoint: epoch %d, step %d", meta["loop"]["epoch"],
-                 meta["loop"]["step"])
+        log.info(
+            "resuming from checkpoint: epoch %d, step %d",
+            meta["loop"]["epoch"],
+            meta["loop"]["step"],
+        )
         return meta["loop"]
 
     def save(self, model, optimizer, scheduler, **loop) -> None:
@@ -111,8 +116,12 @@ class Checkpointer:
         opt_tensors, opt_meta = _optimizer_tensors(optimizer)
         tensors = {**_model_tensors(model), **opt_tensors, "rng.cpu": torch.get_rng_state()}
         # LambdaLR keeps None for plain functions: its state is JSON-safe
-        state = {"fingerprint": self.fingerprint, "loop": loop, "optimizer": opt_meta,
-                 "scheduler": scheduler.state_dict()}
+        state = {
+            "fingerprint": self.fingerprint,
+            "loop": loop,
+            "optimizer": opt_meta,
+            "scheduler": scheduler.state_dict(),
+        }
         with atomic_path(self.folder / TENSORS) as tmp:
             save_file(tensors, str(tmp), metadata={"state": json.dumps(state)})
         self._last = time.monotonic()
@@ -135,7 +144,8 @@ class Checkpointer:
         """Record that the run of this fingerprint finished: its resumable checkpoint and
         best weights are removed (a later run with the same settings starts afresh)."""
         if self.enabled:
-            write_json(self.folder / STATE_JSON, {"fingerprint": self.fingerprint,
-                                                  "complete": True})
+            write_json(
+                self.folder / STATE_JSON, {"fingerprint": self.fingerprint, "complete": True}
+            )
             (self.folder / TENSORS).unlink(missing_ok=True)
             (self.folder / BEST).unlink(missing_ok=True)

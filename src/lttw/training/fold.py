@@ -28,8 +28,9 @@ log = logging.getLogger(__name__)
 
 def fingerprint(settings, fold: int) -> str:
     """What defines this training run; a checkpoint of another run is never resumed."""
-    relevant = settings.model_dump(include={"seed", "data", "folds", "words", "counts", "nmf",
-                                            "model", "train"})
+    relevant = settings.model_dump(
+        include={"seed", "data", "folds", "words", "counts", "nmf", "model", "train"}
+    )
     relevant["train"].pop("log_every", None)
     if relevant["model"].get("vocab") == "encoder":  # as before these parameters existed
         relevant["model"].pop("vocab")
@@ -59,18 +60,27 @@ def train_fold(settings, fold: int) -> dict:
 
 
 def _open_live(settings, fold: int, key: str):
-    return open_live(layout.live_dir(fold), {"seed": settings.seed, "fold": fold,
-                                             "variant": settings.model.variant},
-                     resume=can_resume(layout.checkpoint_dir(fold), key))
+    return open_live(
+        layout.live_dir(fold),
+        {"seed": settings.seed, "fold": fold, "variant": settings.model.variant},
+        resume=can_resume(layout.checkpoint_dir(fold), key),
+    )
 
 
-def _write_outputs(settings, fold: int, inputs, model, summary: dict, live,
-                   **folder_extras) -> None:
+def _write_outputs(
+    settings, fold: int, inputs, model, summary: dict, live, **folder_extras
+) -> None:
     with atomic_dir(layout.model_dir(fold)) as tmp:
         save_classifier(model, tmp)
-        write_model_folder(tmp, classes=inputs.classes, settings=settings, fold=fold,
-                           words=read_rule(layout.counts_dir(fold)),
-                           selection=factor_selection(fold), **folder_extras)
+        write_model_folder(
+            tmp,
+            classes=inputs.classes,
+            settings=settings,
+            fold=fold,
+            words=read_rule(layout.counts_dir(fold)),
+            selection=factor_selection(fold),
+            **folder_extras,
+        )
     # timings vary run to run: kept out of the model folder so that its hash (and with it
     # the evaluate stage) only changes when the weights do
     write_json(layout.train_metrics(fold), summary)
@@ -88,21 +98,40 @@ def _train_on_texts(settings, fold: int, inputs) -> dict:
     key = fingerprint(settings, fold)
     live = _open_live(settings, fold, key)
     t0 = time.perf_counter()
-    model = fit_tfidf_linear(inputs.part_texts("train"), inputs.part_labels("train"),
-                             inputs.n_labels, settings.model.linear_model, settings.seed,
-                             words=read_rule(layout.counts_dir(fold)),
-                             auto=settings.words.splitter == "auto")
+    model = fit_tfidf_linear(
+        inputs.part_texts("train"),
+        inputs.part_labels("train"),
+        inputs.n_labels,
+        settings.model.linear_model,
+        settings.seed,
+        words=read_rule(layout.counts_dir(fold)),
+        auto=settings.words.splitter == "auto",
+    )
     fit_s = time.perf_counter() - t0
     n_train = len(inputs.parts["train"])
     val_probs = predict_proba(model, inputs.part_texts("val"))
-    val_f1 = classification_metrics(inputs.part_labels("val"), val_probs.argmax(1),
-                                    inputs.n_labels).get("f1_macro", float("nan"))
-    row = {"epoch": 0, "val_f1_macro": val_f1, "epoch_time_s": fit_s,
-           "samples_per_s": n_train / fit_s, "samples": n_train, "step": 1}
-    summary = {"epochs_run": 1, "epochs_planned": 1, "best_epoch": 0,
-               "best_val_f1_macro": val_f1, "val_f1_still_rising": False,
-               "time_per_epoch_s": fit_s, "device": "cpu", "samples_per_s": n_train / fit_s,
-               "seed": settings.seed}
+    val_f1 = classification_metrics(
+        inputs.part_labels("val"), val_probs.argmax(1), inputs.n_labels
+    ).get("f1_macro", float("nan"))
+    row = {
+        "epoch": 0,
+        "val_f1_macro": val_f1,
+        "epoch_time_s": fit_s,
+        "samples_per_s": n_train / fit_s,
+        "samples": n_train,
+        "step": 1,
+    }
+    summary = {
+        "epochs_run": 1,
+        "epochs_planned": 1,
+        "best_epoch": 0,
+        "best_val_f1_macro": val_f1,
+        "val_f1_still_rising": False,
+        "time_per_epoch_s": fit_s,
+        "device": "cpu",
+        "samples_per_s": n_train / fit_s,
+        "seed": settings.seed,
+    }
     if live is not None:
         live.log_metric("epoch_time_s", fit_s)  # one point, so the plots folder exists
     log_epoch(live, [row])
@@ -119,16 +148,17 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
 
     from lttw import models  # noqa: F401  (registers the variants)
     from lttw.device import make_runtime
-    from lttw.models.registry import MODEL_REGISTRY
     from lttw.encoder.pretrained import encoder_for_tokens, resolve_encoder
+    from lttw.models.registry import MODEL_REGISTRY
     from lttw.training.loop import train_classifier
 
     torch.manual_seed(settings.seed)
     words = fold_vocabulary(fold) if settings.model.uses_word_vocab else None
     vectors_record = None
     if words is not None:  # the vectors are read before anything is written
-        weight, vectors_record = word_embedding(settings.model, words,
-                                                inputs.part_texts("train"), settings.seed)
+        weight, vectors_record = word_embedding(
+            settings.model, words, inputs.part_texts("train"), settings.seed
+        )
     frozen = settings.train.freeze_encoder
     batches = load_tensors(inputs, fold, words, settings.model.max_len, frozen_encoder=frozen)
     rt = make_runtime(settings.train)
@@ -137,32 +167,57 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
         model = model_class.from_words(settings.model, inputs.n_labels, words.size, weight)
     else:  # the tokens stage's extended encoder where it extended the vocabulary
         encoder_path = encoder_for_tokens(resolve_encoder(settings.model.encoder))
-        model = model_class.from_settings(settings.model, inputs.n_labels,
-                                          factor_shape(batches), encoder_path)
+        model = model_class.from_settings(
+            settings.model, inputs.n_labels, factor_shape(batches), encoder_path
+        )
     if frozen:
         freeze_encoder(model, batches["train"])
     key = fingerprint(settings, fold)
     live = _open_live(settings, fold, key) if rt.is_main else None
-    result = train_classifier(model, batches["train"], batches["val"], settings.train,
-                              settings.seed, rt, layout.checkpoint_dir(fold), live=live,
-                              fingerprint=key)
+    result = train_classifier(
+        model,
+        batches["train"],
+        batches["val"],
+        settings.train,
+        settings.seed,
+        rt,
+        layout.checkpoint_dir(fold),
+        live=live,
+        fingerprint=key,
+    )
     times = result.epoch_times_s
-    summary = {"epochs_run": result.epochs_run, "epochs_planned": result.epochs_planned,
-               "best_epoch": result.best_epoch, "best_val_f1_macro": result.best_val_f1,
-               "val_f1_still_rising": result.val_f1_still_rising,
-               "val_f1_macro_per_epoch": [row["val_f1_macro"] for row in result.history],
-               "steps": result.steps,
-               "time_per_epoch_s": sum(times) / max(1, len(times)), "epoch_times_s": times,
-               "samples_per_s": result.samples_per_s, "device": str(rt.device),
-               "bf16": rt.bf16, "world_size": rt.world_size, "seed": settings.seed,
-               "frozen_encoder": frozen,
-               **({"word_vectors": vectors_record} if vectors_record is not None else {})}
+    summary = {
+        "epochs_run": result.epochs_run,
+        "epochs_planned": result.epochs_planned,
+        "best_epoch": result.best_epoch,
+        "best_val_f1_macro": result.best_val_f1,
+        "val_f1_still_rising": result.val_f1_still_rising,
+        "val_f1_macro_per_epoch": [row["val_f1_macro"] for row in result.history],
+        "steps": result.steps,
+        "time_per_epoch_s": sum(times) / max(1, len(times)),
+        "epoch_times_s": times,
+        "samples_per_s": result.samples_per_s,
+        "device": str(rt.device),
+        "bf16": rt.bf16,
+        "world_size": rt.world_size,
+        "seed": settings.seed,
+        "frozen_encoder": frozen,
+        **({"word_vectors": vectors_record} if vectors_record is not None else {}),
+    }
     if rt.is_main:
-        _write_outputs(settings, fold, inputs, model, summary, live,
-                       tokenizer_dir=None if words is not None else layout.tokenizer_dir(),
-                       word_vocabulary=words,
-                       factor_dirs=(layout.counts_dir(fold), layout.nmf_dir(fold))
-                       if factor_shape(batches) is not None else ())
+        _write_outputs(
+            settings,
+            fold,
+            inputs,
+            model,
+            summary,
+            live,
+            tokenizer_dir=None if words is not None else layout.tokenizer_dir(),
+            word_vocabulary=words,
+            factor_dirs=(layout.counts_dir(fold), layout.nmf_dir(fold))
+            if factor_shape(batches) is not None
+            else (),
+        )
     rt.barrier()
     rt.close()
     return summary
@@ -177,6 +232,8 @@ def freeze_encoder(model, train) -> None:
     width = int(model.encoder.config.hidden_size)
     if train.encoder_states is None or train.encoder_states.shape[-1] != width:
         got = None if train.encoder_states is None else tuple(train.encoder_states.shape)
-        raise UserError(f"{layout.ENCODED_DIR}: cached encoder states of shape {got} do not fit "
-                        f"the encoder ({width} wide); rerun the encode stage")
+        raise UserError(
+            f"{layout.ENCODED_DIR}: cached encoder states of shape {got} do not fit "
+            f"the encoder ({width} wide); rerun the encode stage"
+        )
     model.encoder.requires_grad_(False)

@@ -25,8 +25,11 @@ log = logging.getLogger(__name__)
 EPOCH_PLOT = "epochs"  # plots/custom/epochs.json
 EPOCH_COLUMNS = ("epoch", "val_f1_macro", "epoch_time_s", "samples_per_s", "step", "resumed")
 #: summary name of each per-epoch value
-EPOCH_SUMMARY = {"val_f1_macro": "val/f1_macro", "epoch_time_s": "epoch_time_s",
-                 "samples_per_s": "samples_per_s"}
+EPOCH_SUMMARY = {
+    "val_f1_macro": "val/f1_macro",
+    "epoch_time_s": "epoch_time_s",
+    "samples_per_s": "samples_per_s",
+}
 
 
 def open_live(folder: str | Path, params: dict, resume: bool):
@@ -85,8 +88,9 @@ def trim_history(live, step: int, history: list[dict]) -> None:
         if len(kept) == len(rows):
             continue
         with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t",
-                                    lineterminator="\n")
+            writer = csv.DictWriter(
+                f, fieldnames=list(rows[0]), delimiter="\t", lineterminator="\n"
+            )
             writer.writeheader()
             writer.writerows(kept)
     epochs = Path(plots) / "custom" / f"{EPOCH_PLOT}.json"

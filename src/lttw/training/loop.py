@@ -30,8 +30,8 @@ from torch.profiler import record_function
 from lttw.data.batching import Batchable, epoch_order
 from lttw.device import Runtime
 from lttw.evaluation.metrics import classification_metrics
-from lttw.progress import progress
 from lttw.models.trained import predict_proba
+from lttw.progress import progress
 from lttw.settings import TrainSettings
 from lttw.training.checkpoint import Checkpointer
 from lttw.training.live import log_epoch, log_steps, trim_history
@@ -86,13 +86,14 @@ def _optimizer(model: nn.Module, cfg: TrainSettings, rt: Runtime) -> torch.optim
         lr = cfg.lr if name == "encoder" else (cfg.head_lr or cfg.lr)
         decay = [p for p in params if p.ndim >= 2]
         no_decay = [p for p in params if p.ndim < 2]
-        groups += [{"params": decay, "lr": lr, "weight_decay": cfg.weight_decay},
-                   {"params": no_decay, "lr": lr, "weight_decay": 0.0}]
+        groups += [
+            {"params": decay, "lr": lr, "weight_decay": cfg.weight_decay},
+            {"params": no_decay, "lr": lr, "weight_decay": 0.0},
+        ]
     return torch.optim.AdamW(groups, fused=rt.device.type == "cuda")
 
 
-def _schedule(optimizer, warmup: int, total: int | list[int]
-              ) -> torch.optim.lr_scheduler.LambdaLR:
+def _schedule(optimizer, warmup: int, total: int | list[int]) -> torch.optim.lr_scheduler.LambdaLR:
     """Linear warm-up, then linear decay to 0 at ``total`` steps; ``total`` may be a one-item
     list that ``_extend`` raises (the decay then stretches to the new end from the step
     where it is raised)."""
@@ -131,15 +132,32 @@ class _Session:
 
 
 def _fresh_state() -> dict:
-    return {"epoch": 0, "step_in_epoch": 0, "step": 0, "history": [],
-            "best": {"f1": -1.0, "epoch": -1},
-            # the running training loss since the last logged value, and the time and rows
-            # of the current epoch so far: a resumed run continues all three
-            "loss_sum": 0.0, "loss_count": 0, "epoch_elapsed_s": 0.0, "epoch_seen": 0}
+    return {
+        "epoch": 0,
+        "step_in_epoch": 0,
+        "step": 0,
+        "history": [],
+        "best": {"f1": -1.0, "epoch": -1},
+        # the running training loss since the last logged value, and the time and rows
+        # of the current epoch so far: a resumed run continues all three
+        "loss_sum": 0.0,
+        "loss_count": 0,
+        "epoch_elapsed_s": 0.0,
+        "epoch_seen": 0,
+    }
 
 
-def _set_up(model, train: Batchable, cfg: TrainSettings, seed: int, rt: Runtime,
-            checkpoint_dir, fingerprint: str, checkpoint_every_s, live) -> _Session:
+def _set_up(
+    model,
+    train: Batchable,
+    cfg: TrainSettings,
+    seed: int,
+    rt: Runtime,
+    checkpoint_dir,
+    fingerprint: str,
+    checkpoint_every_s,
+    live,
+) -> _Session:
     torch.manual_seed(seed)
     model.to(rt.device)
     step_model = rt.wrap(model)
@@ -162,19 +180,48 @@ def _set_up(model, train: Batchable, cfg: TrainSettings, seed: int, rt: Runtime,
         end[0] = total = state["extended_total"]
     if state["step_in_epoch"]:  # this epoch's own time and rows continue from the checkpoint
         state["resumed_epoch"] = state["epoch"]
-    log.info("training plan: %d epochs of %d steps (%d steps; train.epochs %d, min_steps %d, "
-             "max_epochs %d)", epochs, steps_per_epoch, total, cfg.epochs, cfg.min_steps,
-             cfg.max_epochs)
+    log.info(
+        "training plan: %d epochs of %d steps (%d steps; train.epochs %d, min_steps %d, "
+        "max_epochs %d)",
+        epochs,
+        steps_per_epoch,
+        total,
+        cfg.epochs,
+        cfg.min_steps,
+        cfg.max_epochs,
+    )
     if live is not None:
         trim_history(live, state["step"], state["history"])  # nothing after the checkpoint
-    return _Session(model, step_model, optimizer, scheduler, ckpt, state, cfg, rt, seed,
-                    steps_per_epoch, epochs, total, live, end)
+    return _Session(
+        model,
+        step_model,
+        optimizer,
+        scheduler,
+        ckpt,
+        state,
+        cfg,
+        rt,
+        seed,
+        steps_per_epoch,
+        epochs,
+        total,
+        live,
+        end,
+    )
 
 
-def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: TrainSettings,
-                     seed: int, rt: Runtime, checkpoint_dir: str | Path, live=None,
-                     fingerprint: str = "", checkpoint_every_s: float | None = None
-                     ) -> TrainResult:
+def train_classifier(
+    model: nn.Module,
+    train: Batchable,
+    val: Batchable,
+    cfg: TrainSettings,
+    seed: int,
+    rt: Runtime,
+    checkpoint_dir: str | Path,
+    live=None,
+    fingerprint: str = "",
+    checkpoint_every_s: float | None = None,
+) -> TrainResult:
     """Train ``model`` in place; on return it holds the best-validation weights.
 
     Resumes from ``checkpoint_dir`` when it holds a checkpoint of the same ``fingerprint``
@@ -183,11 +230,13 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
     A mid-epoch checkpoint is written every ``checkpoint_every_s`` seconds (None: the
     ``Checkpointer`` default; 0: after every step), and one at the end of every epoch.
     """
-    run = _set_up(model, train, cfg, seed, rt, checkpoint_dir, fingerprint, checkpoint_every_s,
-                  live)
+    run = _set_up(
+        model, train, cfg, seed, rt, checkpoint_dir, fingerprint, checkpoint_every_s, live
+    )
     state = run.state
-    bar = progress(total=run.total, initial=state["step"], desc="train", unit="step",
-                   disable=not rt.is_main)
+    bar = progress(
+        total=run.total, initial=state["step"], desc="train", unit="step", disable=not rt.is_main
+    )
     epoch = state["epoch"]
     while epoch < run.epochs or _extend(run, bar):
         if state["step"] >= run.total:
@@ -200,12 +249,20 @@ def train_classifier(model: nn.Module, train: Batchable, val: Batchable, cfg: Tr
     run.ckpt.load_best(model)  # the best epoch's weights, wherever the run stopped
     result = _result(run)
     if result.val_f1_still_rising and result.last_gain >= cfg.min_gain:
-        log.warning("validation macro-F1 was still rising at the last epoch run (%d, "
-                    "train.max_epochs %d): more training would likely help (raise "
-                    "train.max_epochs)", result.epochs_run, cfg.max_epochs)
+        log.warning(
+            "validation macro-F1 was still rising at the last epoch run (%d, "
+            "train.max_epochs %d): more training would likely help (raise "
+            "train.max_epochs)",
+            result.epochs_run,
+            cfg.max_epochs,
+        )
     elif result.val_f1_still_rising:
-        log.info("validation macro-F1 rose by %.4f at the last epoch, below train.min_gain "
-                 "%g: training stopped at its plan", result.last_gain, cfg.min_gain)
+        log.info(
+            "validation macro-F1 rose by %.4f at the last epoch, below train.min_gain "
+            "%g: training stopped at its plan",
+            result.last_gain,
+            cfg.min_gain,
+        )
     return result
 
 
@@ -217,8 +274,12 @@ def _extend(run: _Session, bar) -> bool:
     cfg, state = run.cfg, run.state
     f1 = [row["val_f1_macro"] for row in state["history"]]
     rising = len(f1) >= 2 and f1[-1] - max(f1[:-1]) >= cfg.min_gain
-    if not rising or run.epochs >= cfg.max_epochs or state["step"] < run.total \
-            or (cfg.max_steps and state["step"] >= cfg.max_steps):
+    if (
+        not rising
+        or run.epochs >= cfg.max_epochs
+        or state["step"] < run.total
+        or (cfg.max_steps and state["step"] >= cfg.max_steps)
+    ):
         return False
     run.epochs += 1
     run.total += run.steps_per_epoch
@@ -231,9 +292,14 @@ def _extend(run: _Session, bar) -> bool:
     state.update(extended_to=run.epochs, extended_total=run.total)
     bar.total = run.total
     bar.refresh()
-    log.info("validation macro-F1 still rising (+%.4f >= train.min_gain %g): epoch %d "
-             "added (train.max_epochs %d)", f1[-1] - max(f1[:-1]), cfg.min_gain, run.epochs,
-             cfg.max_epochs)
+    log.info(
+        "validation macro-F1 still rising (+%.4f >= train.min_gain %g): epoch %d "
+        "added (train.max_epochs %d)",
+        f1[-1] - max(f1[:-1]),
+        cfg.min_gain,
+        run.epochs,
+        cfg.max_epochs,
+    )
     return True
 
 
@@ -241,10 +307,16 @@ def _result(run: _Session) -> TrainResult:
     state, history = run.state, run.state["history"]
     times = [row["epoch_time_s"] for row in history]
     seen = sum(row["samples"] for row in history)
-    return TrainResult(best_epoch=state["best"]["epoch"], best_val_f1=state["best"]["f1"],
-                       epochs_run=len(history), steps=state["step"], epoch_times_s=times,
-                       samples_per_s=seen / max(sum(times), 1e-9),
-                       epochs_planned=run.epochs, history=list(history))
+    return TrainResult(
+        best_epoch=state["best"]["epoch"],
+        best_val_f1=state["best"]["f1"],
+        epochs_run=len(history),
+        steps=state["step"],
+        epoch_times_s=times,
+        samples_per_s=seen / max(sum(times), 1e-9),
+        epochs_planned=run.epochs,
+        history=list(history),
+    )
 
 
 def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float, int]:
@@ -262,13 +334,14 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
     for i in range(resumed, run.steps_per_epoch):
         if state["step"] >= run.total:
             break
-        rows = order[i * cfg.batch_size:(i + 1) * cfg.batch_size]
+        rows = order[i * cfg.batch_size : (i + 1) * cfg.batch_size]
         state["epoch_seen"] += len(rows)
         rows, share = _rank_rows(rows, rt)
         with record_function("lttw.batch"):
             inputs, labels = train.batch(rows, rt)
-        running += _step(run.step_model, run.model, inputs, labels, share, run.optimizer,
-                         run.scheduler, cfg, rt)
+        running += _step(
+            run.step_model, run.model, inputs, labels, share, run.optimizer, run.scheduler, cfg, rt
+        )
         state["step"] += 1
         state["loss_count"] += 1
         bar.update(1)
@@ -277,11 +350,18 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
             running.zero_()
             state["loss_count"] = 0
             bar.set_postfix(loss=f"{mean_loss:.4f}")
-            log_steps(run.live, state["step"], {"train/loss": mean_loss,
-                                                "train/lr": run.scheduler.get_last_lr()[0]})
+            log_steps(
+                run.live,
+                state["step"],
+                {"train/loss": mean_loss, "train/lr": run.scheduler.get_last_lr()[0]},
+            )
         if run.ckpt.due():
-            state.update(epoch=epoch, step_in_epoch=i + 1, loss_sum=float(running.item()),
-                         epoch_elapsed_s=time.perf_counter() - t0)
+            state.update(
+                epoch=epoch,
+                step_in_epoch=i + 1,
+                loss_sum=float(running.item()),
+                epoch_elapsed_s=time.perf_counter() - t0,
+            )
             run.save()
     rt.synchronize()
     state["loss_sum"] = float(running.item())
@@ -293,14 +373,26 @@ def _end_epoch(run: _Session, val: Batchable, epoch: int, elapsed: float, seen: 
     state, cfg = run.state, run.cfg
     f1 = _validate(run.model, val, cfg, run.rt)
     sps = seen / max(elapsed, 1e-9)
-    row = {"epoch": epoch, "val_f1_macro": f1, "epoch_time_s": elapsed, "samples_per_s": sps,
-           "samples": seen, "step": state["step"]}
+    row = {
+        "epoch": epoch,
+        "val_f1_macro": f1,
+        "epoch_time_s": elapsed,
+        "samples_per_s": sps,
+        "samples": seen,
+        "step": state["step"],
+    }
     if state.pop("resumed_epoch", None) == epoch:
         row["resumed"] = True  # its time includes the work before the kill, as checkpointed
     state["history"].append(row)
     log_epoch(run.live, state["history"])
-    log.info("epoch %d/%d: val macro-F1 %.4f, %.1f s, %.1f samples/s", epoch + 1, run.epochs,
-             f1, elapsed, sps)
+    log.info(
+        "epoch %d/%d: val macro-F1 %.4f, %.1f s, %.1f samples/s",
+        epoch + 1,
+        run.epochs,
+        f1,
+        elapsed,
+        sps,
+    )
     if f1 > state["best"]["f1"]:
         state["best"] = {"f1": f1, "epoch": epoch}
         run.ckpt.save_best(run.model)
@@ -312,8 +404,7 @@ def _end_epoch(run: _Session, val: Batchable, epoch: int, elapsed: float, seen: 
     return False
 
 
-def _step(ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt
-          ) -> torch.Tensor:
+def _step(ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt) -> torch.Tensor:
     """One optimiser step; returns the loss (on the device, no sync). Its phases are labelled
     for ``torch.profiler`` (``bench/profile_train.py``); the labels cost nothing otherwise."""
     with record_function("lttw.forward"), rt.autocast():
@@ -355,7 +446,8 @@ def _validate(model: nn.Module, val: Batchable, cfg: TrainSettings, rt: Runtime)
     f1 = torch.zeros((), device=rt.device)
     if rt.is_main and len(val):
         probs = predict_proba(model, val, rt, cfg.eval_batch_size)
-        f1 += classification_metrics(val.labels.numpy(), probs.argmax(1),
-                                     probs.shape[1])["f1_macro"]
+        f1 += classification_metrics(val.labels.numpy(), probs.argmax(1), probs.shape[1])[
+            "f1_macro"
+        ]
     rt.broadcast(f1)
     return float(f1.item())

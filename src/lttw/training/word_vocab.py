@@ -36,31 +36,43 @@ def vectors_file(model_settings) -> tuple[str | None, str]:
     return None, "none: model.word_vectors is null and the manifest names none"
 
 
-def word_embedding(model_settings, vocabulary: WordVocabulary, train_texts: list[str],
-                   seed: int):
+def word_embedding(model_settings, vocabulary: WordVocabulary, train_texts: list[str], seed: int):
     """(weight tensor (vocabulary.size x dim) or None, record for the train metrics)."""
     import torch
 
     path, source = vectors_file(model_settings)
     if path is None:
-        log.info("model.vocab=words: %d words, random embeddings (%s)", len(vocabulary.words),
-                 source)
+        log.info(
+            "model.vocab=words: %d words, random embeddings (%s)", len(vocabulary.words), source
+        )
         return None, {"file": None}
-    words, matrix = read_word_vectors(path, list(vocabulary.words)
-                                      + _characters(vocabulary.words))
+    words, matrix = read_word_vectors(path, list(vocabulary.words) + _characters(vocabulary.words))
     counts = token_counts(train_texts, vocabulary.words, vocabulary.splitter)
-    rows, coverage = embedding_matrix(vocabulary.words, (words, matrix), matrix.shape[1], seed,
-                                      token_counts=counts, compose_from_characters=True)
+    rows, coverage = embedding_matrix(
+        vocabulary.words,
+        (words, matrix),
+        matrix.shape[1],
+        seed,
+        token_counts=counts,
+        compose_from_characters=True,
+    )
     # the padding and unknown-word rows (ids 0 and 1) start at zero
     weight = np.concatenate([np.zeros((len(SPECIALS), matrix.shape[1]), np.float32), rows])
-    log.info("word vectors %s (%s, %d-d): %d of %d words found (%.1f%%), %d more composed "
-             "from their characters; %.1f%% of training tokens covered (%.1f%% with the "
-             "composed)", path, source, matrix.shape[1], coverage["found"],
-             coverage["vocabulary"], 100 * coverage["vocabulary_share"], coverage["composed"],
-             100 * coverage.get("token_share", 0.0),
-             100 * coverage.get("token_share_composed", 0.0))
-    return torch.from_numpy(weight), {"file": str(path), "dim": int(matrix.shape[1]),
-                                      **coverage}
+    log.info(
+        "word vectors %s (%s, %d-d): %d of %d words found (%.1f%%), %d more composed "
+        "from their characters; %.1f%% of training tokens covered (%.1f%% with the "
+        "composed)",
+        path,
+        source,
+        matrix.shape[1],
+        coverage["found"],
+        coverage["vocabulary"],
+        100 * coverage["vocabulary_share"],
+        coverage["composed"],
+        100 * coverage.get("token_share", 0.0),
+        100 * coverage.get("token_share_composed", 0.0),
+    )
+    return torch.from_numpy(weight), {"file": str(path), "dim": int(matrix.shape[1]), **coverage}
 
 
 def _characters(words) -> list[str]:
