@@ -9,20 +9,45 @@ in forward passes of ``batch_size`` texts, each padded to its own longest text. 
 request waits at most ``max_wait_ms`` extra, and under load every batch is full, as with
 ``lttw predict --file``. A request is never split: one larger than ``max_batch`` runs alone.
 
-A failed forward pass fails the requests of that batch only (500), never the service.
+Bounds: at most ``max_queue_texts`` texts wait (a request that would pass it raises
+``QueueFull`` at once: the server answers 503 with ``Retry-After``); a request whose client
+has gone or whose time ran out is cancelled (``Job.cancel``) and dropped before its batch
+runs, never computed. ``drain`` (graceful shutdown) fails whatever is still waiting or
+running at its deadline with ``ShuttingDown``. A failed forward pass fails the requests of
+that batch only (500), never the service.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 log = logging.getLogger("lttw.serving")
+
+
+class QueueFull(Exception):
+    """The queue holds ``max_queue_texts`` texts already; ``retry_after`` is a guess (s)."""
+
+    def __init__(self, queued: int, limit: int, retry_after: int):
+        super().__init__(
+            f"the server is busy: {queued} texts are waiting (the limit is {limit}); "
+            f"retry in {retry_after} s"
+        )
+        self.retry_after = retry_after
+
+
+class ShuttingDown(Exception):
+    """The server is stopping and will not compute this request."""
+
+    def __init__(self):
+        super().__init__("the server is shutting down and did not finish this request")
 
 
 @dataclass
@@ -34,39 +59,60 @@ class BatchStats:
     batches: int = 0
     failed_batches: int = 0
     largest_batch: int = 0
+    #: requests dropped before their forward pass: the client left or the time ran out
+    dropped: int = 0
+    #: requests refused because the queue was full (503)
+    refused: int = 0
+    #: seconds spent in forward passes (for ``Retry-After``)
+    busy_s: float = 0.0
 
-    def record(self, requests: int, texts: int) -> None:
+    def record(self, requests: int, texts: int, seconds: float) -> None:
         self.requests += requests
         self.texts += texts
         self.batches += 1
         self.largest_batch = max(self.largest_batch, texts)
+        self.busy_s = round(self.busy_s + seconds, 6)
 
 
 @dataclass
-class _Job:
+class Job:
+    """One request's texts and the future its handler awaits."""
+
     texts: list[str]
     future: asyncio.Future
     arrived: float = field(default_factory=time.monotonic)
 
+    def cancel(self) -> None:
+        """The request no longer wants an answer: dropped unless its batch already runs."""
+        self.future.cancel()
+
 
 class MicroBatcher:
-    """``await batcher.predict(texts)`` -> (len(texts), p) probabilities; start it with
-    ``start()`` inside the event loop, stop it with ``await stop()`` (after the server has
-    finished its requests)."""
+    """``await batcher.predict(texts)`` -> (len(texts), p) probabilities (or ``submit`` for
+    the ``Job``); start it with ``start()`` inside the event loop, stop it with
+    ``await stop()`` (after the server has finished its requests)."""
 
     def __init__(
-        self, predict_proba, max_batch: int = 64, max_wait_ms: float = 5.0, batch_size: int = 64
+        self,
+        predict_proba,
+        max_batch: int = 64,
+        max_wait_ms: float = 5.0,
+        batch_size: int = 64,
+        max_queue_texts: int | None = None,
     ):
         self.predict_proba, self.batch_size = predict_proba, batch_size
         self.max_batch, self.max_wait = max_batch, max_wait_ms / 1000.0
+        self.max_queue_texts = max_queue_texts
         self.stats = BatchStats()
-        self._queue: asyncio.Queue[_Job] | None = None
+        self._pending: deque[Job] = deque()
+        self._running: list[Job] = []
+        self._wakeup: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None
-        self._carry: _Job | None = None
+        self._draining = False
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lttw-forward")
 
     def start(self) -> None:
-        self._queue = asyncio.Queue()
+        self._wakeup = asyncio.Event()
         self._worker = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
@@ -76,45 +122,96 @@ class MicroBatcher:
                 await self._worker
             except asyncio.CancelledError:
                 pass
-        self._pool.shutdown(wait=True)
+        self._fail_all()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def drain(self, limit_s: float) -> None:
+        """Graceful shutdown begins: new requests get ``ShuttingDown``; what waits or runs
+        still gets computed for ``limit_s`` seconds, then fails with ``ShuttingDown``."""
+        self._draining = True
+        asyncio.get_running_loop().call_later(limit_s, self._fail_all)
+
+    def queued_texts(self) -> int:
+        """Texts waiting for a batch (cancelled requests not counted)."""
+        return sum(len(job.texts) for job in self._pending if not job.future.done())
+
+    def submit(self, texts: list[str]) -> Job:
+        """Queue ``texts``; raises ``QueueFull`` or ``ShuttingDown`` instead of queueing."""
+        if self._wakeup is None:
+            raise RuntimeError("the batcher is not running")
+        if self._draining:
+            raise ShuttingDown()
+        queued = self.queued_texts()
+        if self.max_queue_texts is not None and queued + len(texts) > self.max_queue_texts:
+            self.stats.refused += 1
+            raise QueueFull(queued, self.max_queue_texts, self._retry_after(queued))
+        job = Job(list(texts), asyncio.get_running_loop().create_future())
+        self._pending.append(job)
+        self._wakeup.set()
+        return job
 
     async def predict(self, texts: list[str]) -> np.ndarray:
-        if self._queue is None:
-            raise RuntimeError("the batcher is not running")
-        job = _Job(list(texts), asyncio.get_running_loop().create_future())
-        await self._queue.put(job)
-        return await job.future
+        return await self.submit(texts).future
 
-    async def _gather(self) -> list[_Job]:
-        """The next batch: the request carried over (or the first to arrive), then others
-        until ``max_batch`` texts or ``max_wait_ms`` after the first one arrived."""
-        first = self._carry or await self._queue.get()
-        self._carry = None
+    def _retry_after(self, queued: int) -> int:
+        """Seconds until the queue has drained at the speed measured so far (1 to 60)."""
+        per_text = self.stats.busy_s / self.stats.texts if self.stats.texts else 0.0
+        return int(min(60, max(1, math.ceil(queued * per_text))))
+
+    def _fail_all(self) -> None:
+        for job in [*self._running, *self._pending]:
+            if not job.future.done():
+                job.future.set_exception(ShuttingDown())
+        self._pending.clear()
+
+    def _drop_gone(self) -> None:
+        while self._pending and self._pending[0].future.done():
+            self._pending.popleft()
+            self.stats.dropped += 1
+
+    async def _next_job(self, deadline: float | None) -> Job | None:
+        """The first live waiting request (left queued), waiting for one until ``deadline``
+        (monotonic; None: for ever); None when the deadline passes first."""
+        while True:
+            self._drop_gone()
+            if self._pending:
+                return self._pending[0]
+            self._wakeup.clear()
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return None
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), remaining)
+            except asyncio.TimeoutError:
+                return None
+
+    async def _gather(self) -> list[Job]:
+        """The next batch: the first waiting request, then others until ``max_batch`` texts
+        or ``max_wait_ms`` after the first one arrived. One that does not fit stays first
+        in the queue and starts the next batch."""
+        first = await self._next_job(None)
+        self._pending.popleft()
         jobs, size = [first], len(first.texts)
         deadline = first.arrived + self.max_wait
         while size < self.max_batch:
-            try:
-                job = self._queue.get_nowait()
-            except asyncio.QueueEmpty:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                try:  # an item stays queued until taken: a timeout never loses one
-                    job = await asyncio.wait_for(self._queue.get(), remaining)
-                except asyncio.TimeoutError:
-                    break
-            if size + len(job.texts) > self.max_batch:
-                self._carry = job  # starts the next batch
+            job = await self._next_job(deadline)
+            if job is None or size + len(job.texts) > self.max_batch:
                 break
-            jobs.append(job)
+            jobs.append(self._pending.popleft())
             size += len(job.texts)
         return jobs
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            jobs = await self._gather()
+            gathered = await self._gather()
+            jobs = [job for job in gathered if not job.future.done()]  # gone while gathering
+            self.stats.dropped += len(gathered) - len(jobs)
+            if not jobs:
+                continue
             texts = [t for job in jobs for t in job.texts]
+            self._running = jobs
+            started = time.monotonic()
             try:
                 probs = await loop.run_in_executor(
                     self._pool, self.predict_proba, texts, self.batch_size
@@ -126,7 +223,9 @@ class MicroBatcher:
                     if not job.future.done():
                         job.future.set_exception(err)
                 continue
-            self.stats.record(len(jobs), len(texts))
+            finally:
+                self._running = []
+            self.stats.record(len(jobs), len(texts), time.monotonic() - started)
             start = 0
             for job in jobs:
                 if not job.future.done():  # the client may have gone away

@@ -35,6 +35,23 @@ def folder_metrics(folder: str | Path) -> dict:
     return found
 
 
+def encoder_name(encoder: str | None) -> str | None:
+    """The encoder as a name, never a local path: a hub name stays as it is
+    ('sentence-transformers/all-MiniLM-L6-v2'); a hub cache folder
+    ('.../models--org--name/snapshots/abc') becomes 'org/name'; another local folder its
+    last component."""
+    if not encoder:
+        return encoder
+    path = Path(encoder).expanduser()
+    local = path.is_absolute() or encoder.startswith((".", "~")) or path.exists()
+    if not local:
+        return encoder
+    for part in reversed(path.parts):
+        if part.startswith("models--"):
+            return part.removeprefix("models--").replace("--", "/")
+    return path.name or encoder
+
+
 def model_info(predictor, backend: str) -> dict:
     """The ``GET /info`` document of a loaded ``Predictor``."""
     from lttw.serving.onnx_runtime import read_record
@@ -48,7 +65,7 @@ def model_info(predictor, backend: str) -> dict:
     return {
         "labels": list(predictor.classes),
         "variant": meta["variant"],
-        "encoder": meta.get("encoder"),
+        "encoder": encoder_name(meta.get("encoder")),
         "words": words,
         "max_len": meta.get("max_len"),
         "latent_factors": (

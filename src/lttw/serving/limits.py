@@ -1,0 +1,38 @@
+"""Every bound ``lttw serve`` puts on a request, a client and a connection, with its default
+(``lttw serve --help`` and docs/serving.md, "Limits and security", say what a client gets
+past each one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may hold, how requests are batched and queued, and how long and how
+    many clients may hold the server."""
+
+    max_texts: int = 256  # texts per request (more: 422)
+    max_text_chars: int = 10_000  # characters per text, the model reads max_len tokens (422)
+    max_body_bytes: int = 4 * 1024 * 1024  # request body (413)
+    max_batch: int = 64  # texts gathered from concurrent requests into one batch
+    max_wait_ms: float = 5.0  # how long the first request of a batch waits for others
+    #: texts per forward pass: a gathered batch runs shortest first in passes of this many, so
+    #: each pass is padded to nearly its own texts' length, not to the batch's longest text
+    forward_batch: int = 16
+    #: texts waiting for a forward pass, all requests together (more: 503 + Retry-After)
+    max_queue_texts: int = 1024
+    #: seconds from a request's arrival to its answer (past it: 504, its work dropped)
+    request_timeout_s: float = 30.0
+    #: on SIGTERM / Ctrl-C, seconds to finish queued and running requests (then 503)
+    shutdown_timeout_s: float = 20.0
+    #: bytes of request line and headers (more: 431, connection closed)
+    max_header_bytes: int = 16 * 1024
+    #: seconds to receive a request's line and headers (past it: 408, connection closed)
+    header_timeout_s: float = 10.0
+    #: seconds to receive a request's body once its headers are in (past it: 408)
+    body_timeout_s: float = 30.0
+    #: seconds an idle keep-alive connection stays open between requests
+    keep_alive_s: int = 5
+    #: open connections (more: 503 at once, connection closed)
+    max_connections: int = 128
