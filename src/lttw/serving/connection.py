@@ -49,6 +49,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._in_body = False  # between a request's headers and its end
         self._header_bytes = 0  # received since the current request began
+        self._header_size = 0  # of the request line and headers parsed so far
+        self._headers_too_large = False
         self._timer: asyncio.TimerHandle | None = None
 
     # -- connection
@@ -84,17 +86,40 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             and not self.transport.is_closing()
         ):
             log.warning("request refused: headers over %d bytes", self.limits.max_header_bytes)
-            self._refuse(
-                431,
-                "Request Header Fields Too Large",
-                f"the request line and headers exceed {self.limits.max_header_bytes} bytes",
-            )
+            self._refuse_large_headers()
 
     def send_400_response(self, msg: str) -> None:  # a request httptools cannot parse
-        self._refuse(400, "Bad Request", "the request is not valid HTTP/1.1")
+        if self._headers_too_large:
+            self._refuse_large_headers()
+        else:
+            self._refuse(400, "Bad Request", "the request is not valid HTTP/1.1")
+
+    def _refuse_large_headers(self) -> None:
+        self._refuse(
+            431,
+            "Request Header Fields Too Large",
+            f"the request line and headers exceed {self.limits.max_header_bytes} bytes",
+        )
 
     # -- parser callbacks
+    def on_message_begin(self) -> None:
+        self._header_size = 0
+        super().on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        self._header_size += len(url)
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_size += len(name) + len(value) + 4
+        super().on_header(name, value)
+
     def on_headers_complete(self) -> None:
+        if self._header_size > self.limits.max_header_bytes:
+            # a whole request in one read: stop parsing (httptools raises a parser error,
+            # answered by send_400_response)
+            self._headers_too_large = True
+            raise ValueError("headers too large")
         self._in_body, self._header_bytes = True, 0
         self._arm(self.limits.body_timeout_s + BODY_GRACE_S, self._body_too_slow)
         super().on_headers_complete()

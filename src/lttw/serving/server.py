@@ -3,7 +3,8 @@
     POST /predict  {"texts": ["...", ...]} or {"text": "..."}, optional "top_k": k
                    -> {"predictions": [{"label": L, "prob": p[, "top": [{"label", "prob"}...]]}]}
                    one per text, in the order given
-    GET  /health   {"status": "ok", "backend": ..., "batches": what the micro-batcher did}
+    GET  /health   {"status": "ok", "backend": ..., "queued_texts": n,
+                    "batches": what the micro-batcher did}
     GET  /info     labels, variant, encoder name, word-splitting rule, backend, the folder's
                    metrics, the limits and who may call (auth, allowed hosts, CORS)
 
@@ -223,7 +224,12 @@ def create_app(
 
     @app.get("/health")
     async def health():
-        return {"status": "ok", "backend": backend, "batches": asdict(batcher.stats)}
+        return {
+            "status": "ok",
+            "backend": backend,
+            "queued_texts": batcher.queued_texts(),
+            "batches": asdict(batcher.stats),
+        }
 
     @app.get("/info")
     async def get_info():
@@ -328,7 +334,14 @@ def serve(
     )
 
 
-def server_for(app: FastAPI, host: str, port: int, limits: Limits, access_log: bool = False):
+def server_for(
+    app: FastAPI,
+    host: str,
+    port: int,
+    limits: Limits,
+    access_log: bool = False,
+    log_level: str = "info",
+):
     """The ``uvicorn.Server`` running ``app`` with every bound of ``limits``. On SIGTERM /
     Ctrl-C it stops accepting connections, lets the batcher finish what waits or runs for
     ``limits.shutdown_timeout_s`` (then those requests get a JSON 503), and exits."""
@@ -347,7 +360,7 @@ def server_for(app: FastAPI, host: str, port: int, limits: Limits, access_log: b
         port=port,
         http=protocol_class(limits),
         access_log=access_log,
-        log_level="info",
+        log_level=log_level,
         lifespan="on",
         timeout_keep_alive=limits.keep_alive_s,
         # the 503s of the drain are written in this margin; uvicorn cancels what is left

@@ -1,0 +1,313 @@
+"""`lttw serve`'s bounds through a real server (uvicorn, with ``server_for``'s bounded
+protocol) on a free loopback port: a full queue (503 + Retry-After), a client that left
+(its work dropped), a request timeout (504), the shutdown limit (JSON 503), headers too
+large or too slow (431 / 408), a body too slow (408), keep-alive, the connection cap, JSON
+bombs (400) and one log line per aborted upload. The stub predictor's forward passes wait for
+the test to open a gate, so what runs and what waits is set by the test, never by timing;
+every wait is bounded (a hang fails the test)."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from serving_models import shared_lttw_folder
+from tiny_project import env
+
+from lttw.serving.limits import Limits
+from lttw.serving.server import create_app, server_for
+
+#: a bounded wait for a server, a request or a condition: a hang fails instead of blocking
+BOUND_S = 60
+
+
+class Gate:
+    """A predictor whose forward passes wait until ``open`` is set; ``seen``: the texts of
+    every pass, in order."""
+
+    def __init__(self, folder: Path):
+        self.classes, self.folder, self.meta = ["a", "b"], folder, {"variant": "stub"}
+        self.seen: list[list[str]] = []
+        self.open = threading.Event()
+
+    def predict_proba(self, texts, batch_size=64):
+        self.seen.append(list(texts))
+        assert self.open.wait(BOUND_S)
+        return np.tile([[0.25, 0.75]], (len(texts), 1))
+
+
+def until(condition, what: str) -> None:
+    """Poll ``condition`` until it holds (bounded)."""
+    deadline = time.monotonic() + BOUND_S
+    while not condition():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.02)
+
+
+@contextmanager
+def serving(app, limits: Limits = Limits()):
+    """``app`` behind ``server_for(limits)`` in a thread on 127.0.0.1:<free port>; yields
+    (client, server, port) and stops the server (as SIGTERM does) on the way out."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = server_for(app, "127.0.0.1", 0, limits, log_level="warning")
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    until(lambda: server.started or not thread.is_alive(), "the server started")
+    assert server.started, "the server did not start"
+    port = sock.getsockname()[1]
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=BOUND_S) as client:
+            yield client, server, port
+    finally:
+        server.should_exit = True
+        thread.join(BOUND_S)
+        sock.close()
+        assert not thread.is_alive(), "the server did not stop"
+
+
+def exchange(port: int, data: bytes, *, close_after_send: bool = False) -> bytes:
+    """Send raw ``data``, then read until the server closes the connection (bounded)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) as conn:
+        conn.sendall(data)
+        if close_after_send:
+            return b""
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def status_and_error(response: bytes) -> tuple[int, str]:
+    """The status of a raw HTTP response and its one-line JSON error."""
+    head, _, body = response.partition(b"\r\n\r\n")
+    doc = json.loads(body)
+    assert list(doc) == ["error"] and "\n" not in doc["error"], body
+    return int(head.split(b" ", 2)[1]), doc["error"]
+
+
+def assert_json_error(response: httpx.Response, status: int, words: str) -> None:
+    assert response.status_code == status, response.text
+    doc = response.json()
+    assert list(doc) == ["error"] and "\n" not in doc["error"] and words in doc["error"], doc
+
+
+# ------------------------------------------------------------------ queue, clients, time
+
+
+def test_a_full_queue_answers_503_with_retry_after(tmp_path):
+    gate = Gate(tmp_path)
+    limits = Limits(max_batch=1, max_wait_ms=0, max_queue_texts=2)
+    with serving(create_app(gate, limits), limits) as (http, _, _), ThreadPoolExecutor(3) as pool:
+        try:
+            running = pool.submit(http.post, "/predict", json={"text": "first"})
+            until(lambda: gate.seen, "the first request runs")
+            waiting = [pool.submit(http.post, "/predict", json={"text": t}) for t in "xy"]
+            until(lambda: queued(http) == 2, "two texts queue")
+            refused = http.post("/predict", json={"text": "one too many"})
+            assert_json_error(refused, 503, "busy")
+            assert int(refused.headers["retry-after"]) >= 1
+        finally:
+            gate.open.set()
+        answers = [f.result(BOUND_S) for f in [running, *waiting]]
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert "one too many" not in sum(gate.seen, [])
+
+
+def test_work_of_a_client_that_left_is_dropped(tmp_path):
+    gate = Gate(tmp_path)
+    limits = Limits(max_batch=1, max_wait_ms=0)
+    with (
+        serving(create_app(gate, limits), limits) as (http, _, port),
+        ThreadPoolExecutor(1) as pool,
+    ):
+        try:
+            running = pool.submit(http.post, "/predict", json={"text": "first"})
+            until(lambda: gate.seen, "the first request runs")
+            body = b'{"texts": ["left", "left too"]}'
+            with socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) as leaving:
+                leaving.sendall(
+                    b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+                    b"content-length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                until(lambda: queued(http) == 2, "its two texts queue")
+            until(lambda: queued(http) == 0, "the server notices the client left")
+        finally:
+            gate.open.set()
+        assert running.result(BOUND_S).status_code == 200
+        assert http.post("/predict", json={"text": "after"}).status_code == 200
+        stats = http.get("/health").json()["batches"]
+    assert gate.seen == [["first"], ["after"]]  # the texts of the client that left never ran
+    assert stats["dropped"] == 1 and stats["requests"] == 2
+
+
+def queued(http: httpx.Client) -> int:
+    return http.get("/health").json()["queued_texts"]
+
+
+def test_a_request_past_its_timeout_gets_504(tmp_path):
+    gate = Gate(tmp_path)
+    limits = Limits(request_timeout_s=0.5)
+    with serving(create_app(gate, limits), limits) as (http, _, _):
+        try:
+            assert_json_error(http.post("/predict", json={"text": "slow"}), 504, "no answer")
+        finally:
+            gate.open.set()
+        assert http.get("/health").json()["status"] == "ok"
+
+
+def test_shutdown_answers_what_it_cannot_finish_with_json_503(tmp_path):
+    gate = Gate(tmp_path)
+    limits = Limits(max_batch=1, max_wait_ms=0, shutdown_timeout_s=0.5)
+    with ThreadPoolExecutor(2) as pool:
+        try:
+            with serving(create_app(gate, limits), limits) as (http, server, _):
+                running = pool.submit(http.post, "/predict", json={"text": "running"})
+                until(lambda: gate.seen, "the first request runs")
+                waiting = pool.submit(http.post, "/predict", json={"text": "queued"})
+                until(lambda: queued(http) == 1, "one queues")
+                server.should_exit = True  # what SIGTERM does
+                answers = [running.result(BOUND_S), waiting.result(BOUND_S)]
+        finally:
+            gate.open.set()
+    for answer in answers:
+        assert_json_error(answer, 503, "shutting down")
+    assert gate.seen == [["running"]]
+
+
+# ------------------------------------------------------------------ headers, bodies, connections
+
+
+def test_headers_too_large_get_431_and_are_not_kept(tmp_path):
+    limits = Limits(max_header_bytes=2048)
+    with serving(create_app(Gate(tmp_path), limits), limits) as (http, _, port):
+        big = b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nx-big: " + b"a" * 3000
+        status, error = status_and_error(exchange(port, big))
+        assert status == 431 and "2048 bytes" in error
+        many = b"GET /health HTTP/1.1\r\n" + b"x-h: 0123456789\r\n" * 200 + b"\r\n"
+        assert status_and_error(exchange(port, many))[0] == 431
+        assert http.get("/health", headers={"x-fine": "a" * 1000}).status_code == 200
+
+
+def test_slow_headers_and_silent_connections_get_408(tmp_path):
+    limits = Limits(header_timeout_s=0.3)
+    with serving(create_app(Gate(tmp_path), limits), limits) as (http, _, port):
+        status, error = status_and_error(exchange(port, b"GET /health HTTP/1.1\r\nhost: x"))
+        assert status == 408 and "headers" in error
+        assert status_and_error(exchange(port, b""))[0] == 408
+        assert http.get("/health").status_code == 200
+
+
+def test_a_slow_body_gets_408_and_the_connection_closes(tmp_path):
+    limits = Limits(body_timeout_s=0.3)
+    with serving(create_app(Gate(tmp_path), limits), limits) as (http, _, port):
+        head = b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100\r\n\r\n"
+        status, error = status_and_error(exchange(port, head + b'{"text": "'))
+        assert status == 408 and "10 bytes arrived" in error
+        assert http.get("/health").status_code == 200
+
+
+def test_an_idle_keep_alive_connection_is_closed(tmp_path):
+    limits = Limits(keep_alive_s=1)
+    with serving(create_app(Gate(tmp_path), limits), limits) as (_, _, port):
+        response = exchange(port, b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+    assert response.startswith(b"HTTP/1.1 200") and b'"status":"ok"' in response
+
+
+def test_connections_past_the_cap_get_503(tmp_path):
+    limits = Limits(max_connections=3, header_timeout_s=BOUND_S)
+    with serving(create_app(Gate(tmp_path), limits), limits) as (http, _, port):
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) for _ in range(3)]
+        try:
+            until(lambda: _refused(port), "the server holds three connections")
+            status, error = status_and_error(exchange(port, b""))
+            assert status == 503 and "--max-connections" in error
+        finally:
+            for conn in idle:
+                conn.close()
+
+        def healthy():
+            try:
+                return http.get("/health").status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        until(healthy, "the server answers again once the idle connections closed")
+
+
+def _refused(port: int) -> bool:
+    """Whether a new connection is answered at once (a refusal) rather than held open."""
+    with socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) as conn:
+        conn.settimeout(0.2)
+        try:
+            return conn.recv(64).startswith(b"HTTP/1.1 503")
+        except TimeoutError:
+            return False
+
+
+# ------------------------------------------------------------------ JSON bombs, log lines
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tiny_encoder_dir) -> Path:
+    return shared_lttw_folder(tmp_path_factory, tiny_encoder_dir)
+
+
+def test_json_bombs_and_aborted_uploads_through_lttw_serve(model_dir):
+    """`lttw serve` itself: bodies nested 100,000 deep and a top_k of 5,000 digits get a
+    one-line JSON 400; 20 uploads abandoned half-way log one line each, no traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lttw.cli", "serve", "--model", str(model_dir), "--port", "0"],
+        env=env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watchdog = threading.Timer(4 * BOUND_S, proc.kill)  # a hung server fails, never blocks
+    watchdog.start()
+    try:
+        lines = []
+        for line in proc.stderr:  # bounded: the process ends or prints its address
+            lines.append(line)
+            found = re.search(r"running on http://127\.0\.0\.1:(\d+)", line)
+            if found:
+                break
+        assert found, "".join(lines)
+        port = int(found[1])
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=BOUND_S) as http:
+            for body, words in (
+                (b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
+                (b'{"texts": ' + b"[" * 100_000, "nested too deep"),
+                (b'{"text": "a", "top_k": ' + b"7" * 5000 + b"}", "too many digits"),
+            ):
+                answer = http.post("/predict", content=body)
+                assert_json_error(answer, 400, words)
+            for _ in range(20):
+                exchange(
+                    port,
+                    b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100000\r\n"
+                    b"\r\n" + b"x" * 1000,
+                    close_after_send=True,
+                )
+            until(lambda: http.get("/health").status_code == 200, "still up")
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.communicate(timeout=BOUND_S)[1]
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in rest and "Exception in ASGI" not in rest, rest
+    assert rest.count("client left during its upload") <= 20, rest
+    assert len(rest.splitlines()) <= 20 + 10, rest  # one line per abort, a few of its own
