@@ -1,0 +1,136 @@
+"""Who may use `lttw serve`, through a real server on a free loopback port: the Host header
+against the allow list (400), the bearer token (401 without it, compared in constant time;
+/health stays open), CORS only for the origins given, /info naming the encoder, never its
+local path, and `lttw serve` refusing a non-loopback address without --allowed-host."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+from serving_models import shared_lttw_folder
+from test_cli import invoke
+from test_server_limits import BOUND_S, Gate, assert_json_error, serving
+from tiny_project import env
+
+from lttw.serving.info import encoder_name
+from lttw.serving.security import LOOPBACK_HOSTS, Access, host_allowed
+from lttw.serving.server import create_app
+
+
+def test_host_header_outside_the_allow_list_gets_400(tmp_path):
+    access = Access(allowed_hosts=(*LOOPBACK_HOSTS, "*.example.org"))
+    with serving(create_app(Gate(tmp_path), access=access)) as (http, _, port):
+        assert http.get("/health").status_code == 200  # Host: 127.0.0.1:<port>
+        assert http.get("/health", headers={"host": f"localhost:{port}"}).status_code == 200
+        assert http.get("/health", headers={"host": "api.example.org"}).status_code == 200
+        for host in ("evil.example", "example.org.evil", "127.0.0.2"):
+            assert_json_error(http.get("/info", headers={"host": host}), 400, "Host header")
+
+
+def test_host_names():
+    assert host_allowed("[::1]:8000", LOOPBACK_HOSTS) and host_allowed("LOCALHOST", LOOPBACK_HOSTS)
+    assert not host_allowed("", LOOPBACK_HOSTS) and host_allowed("anything", ("*",))
+
+
+def test_a_token_guards_every_route_but_health(tmp_path):
+    access = Access(allowed_hosts=LOOPBACK_HOSTS, api_key="s3cret-token")
+    with serving(create_app(Gate(tmp_path), access=access)) as (http, _, _):
+        assert http.get("/health").status_code == 200
+        for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": "s3cret-token"}):
+            answer = http.get("/info", headers=headers)
+            assert_json_error(answer, 401, "Authorization: Bearer")
+            assert answer.headers["www-authenticate"] == "Bearer"
+        refused = http.post("/predict", json={"text": "x"})
+        assert_json_error(refused, 401, "API key")
+        info = http.get("/info", headers={"authorization": "Bearer s3cret-token"})
+        assert info.status_code == 200 and "s3cret" not in info.text
+        assert info.json()["access"]["auth"] == "bearer token"
+
+
+def test_cors_is_off_unless_origins_are_given(tmp_path):
+    preflight = {
+        "origin": "https://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type",
+    }
+    with serving(create_app(Gate(tmp_path))) as (http, _, _):
+        assert (
+            "access-control-allow-origin" not in http.options("/predict", headers=preflight).headers
+        )
+        assert "access-control-allow-origin" not in http.get("/health", headers=preflight).headers
+        assert http.get("/info").json()["access"]["cors"] == "off"
+    access = Access(allowed_hosts=(), cors_origins=("https://app.example",))
+    with serving(create_app(Gate(tmp_path), access=access)) as (http, _, _):
+        allowed = http.options("/predict", headers=preflight)
+        assert allowed.headers["access-control-allow-origin"] == "https://app.example"
+        other = http.options("/predict", headers={**preflight, "origin": "https://evil.example"})
+        assert "access-control-allow-origin" not in other.headers
+        assert http.get("/info").json()["access"]["cors_origins"] == ["https://app.example"]
+
+
+def test_encoder_is_a_name_never_a_path(tmp_path):
+    assert encoder_name("sentence-transformers/all-MiniLM-L6-v2") == (
+        "sentence-transformers/all-MiniLM-L6-v2"
+    )
+    snapshot = tmp_path / "hub" / "models--org--tiny-bert" / "snapshots" / "abc123"
+    assert encoder_name(str(snapshot)) == "org/tiny-bert"
+    assert encoder_name(str(tmp_path / "encoders" / "bert")) == "bert"
+    assert encoder_name("../shared/encoders/bert") == "bert"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tiny_encoder_dir) -> Path:
+    return shared_lttw_folder(tmp_path_factory, tiny_encoder_dir)
+
+
+def test_lttw_serve_token_from_the_environment_and_info_without_paths(model_dir):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lttw.cli", "serve", "--model", str(model_dir), "--port", "0"],
+        env={**env(), "LTTW_API_KEY": "from-the-env"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watchdog = threading.Timer(4 * BOUND_S, proc.kill)  # a hung server fails, never blocks
+    watchdog.start()
+    try:
+        lines = []
+        for line in proc.stderr:  # bounded: the process ends or prints its address
+            lines.append(line)
+            found = re.search(r"running on http://127\.0\.0\.1:(\d+)", line)
+            if found:
+                break
+        assert found, "".join(lines)
+        with httpx.Client(base_url=f"http://127.0.0.1:{found[1]}", timeout=BOUND_S) as http:
+            assert_json_error(http.get("/info"), 401, "API key")
+            info = http.get("/info", headers={"authorization": "Bearer from-the-env"})
+            assert_json_error(http.get("/info", headers={"host": "evil.example"}), 400, "Host")
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=BOUND_S)
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert info.status_code == 200, info.text
+    doc = info.json()
+    assert doc["access"] == {
+        "auth": "bearer token",
+        "allowed_hosts": list(LOOPBACK_HOSTS),
+        "cors_origins": [],
+        "cors": "off",
+    }
+    assert doc["encoder"] and "/" not in doc["encoder"] and str(Path.home()) not in info.text
+    assert str(model_dir) not in info.text and "from-the-env" not in info.text
+
+
+def test_lttw_serve_beyond_loopback_needs_allowed_hosts(tmp_path):
+    result = invoke("serve", "--model", tmp_path, "--host", "0.0.0.0")
+    assert result.exit_code == 2 and "--allowed-host" in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
