@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from serving_models import shared_lttw_folder
-from test_cli import invoke
+from test_cli import assert_user_error, invoke
 from test_server_limits import BOUND_S, Gate, assert_json_error, serving
 from tiny_project import env
 
@@ -131,6 +131,4 @@ def test_lttw_serve_token_from_the_environment_and_info_without_paths(model_dir)
 
 
 def test_lttw_serve_beyond_loopback_needs_allowed_hosts(tmp_path):
-    result = invoke("serve", "--model", tmp_path, "--host", "0.0.0.0")
-    assert result.exit_code == 2 and "--allowed-host" in result.output
-    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert_user_error(invoke("serve", "--model", tmp_path, "--host", "0.0.0.0"), "--allowed-host")

@@ -172,6 +172,7 @@ class MicroBatcher:
     async def _next_job(self, deadline: float | None) -> Job | None:
         """The first live waiting request (left queued), waiting for one until ``deadline``
         (monotonic; None: for ever); None when the deadline passes first."""
+        assert self._wakeup is not None, "start() first"
         while True:
             self._drop_gone()
             if self._pending:
@@ -190,8 +191,10 @@ class MicroBatcher:
         or ``max_wait_ms`` after the first one arrived. One that does not fit stays first
         in the queue and starts the next batch."""
         first = await self._next_job(None)
+        assert first is not None  # no deadline: it waits for one
         self._pending.popleft()
-        jobs, size = [first], len(first.texts)
+        jobs: list[Job] = [first]
+        size = len(first.texts)
         deadline = first.arrived + self.max_wait
         while size < self.max_batch:
             job = await self._next_job(deadline)

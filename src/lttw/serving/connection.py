@@ -54,7 +54,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._timer: asyncio.TimerHandle | None = None
 
     # -- connection
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         super().connection_made(transport)
         if len(self.connections) > self.limits.max_connections:
             log.warning("connection refused: %d open (--max-connections)", len(self.connections))

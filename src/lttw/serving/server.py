@@ -23,7 +23,6 @@ token and CORS: ``serving.security``.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import time
@@ -36,18 +35,13 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 from lttw.serving.batcher import MicroBatcher, QueueFull, ShuttingDown
+from lttw.serving.documents import ApiError, parse_request, predictions
 from lttw.serving.limits import Limits
 from lttw.serving.security import Access, AccessMiddleware, send_json
 
 log = logging.getLogger("lttw.serving")
 
-__all__ = ["Limits", "create_app", "parse_request", "serve"]
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.status, self.message, self.headers = status, message, headers
+__all__ = ["ApiError", "Limits", "create_app", "parse_request", "serve", "server_for"]
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -90,92 +84,6 @@ async def _client_gone(receive) -> None:
     """Returns when the client disconnects (the request body has been read already)."""
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-def parse_request(body: bytes, limits: Limits, n_labels: int) -> tuple[list[str], int | None]:
-    """(texts, top_k) of a /predict body, or an ApiError saying in one line what is wrong."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ApiError(
-            400, f"the body is not valid UTF-8 (byte {err.start}: {err.reason})"
-        ) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ApiError(
-            400, f"the body is not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
-        ) from None
-    except RecursionError:
-        raise ApiError(400, "the body is nested too deep (send a flat JSON object)") from None
-    except ValueError:  # an integer over sys.get_int_max_str_digits() digits
-        raise ApiError(400, "the body holds a number with too many digits") from None
-    shape = 'send {"texts": ["...", ...]} or {"text": "..."}, optionally with "top_k": k'
-    if not isinstance(doc, dict):
-        raise ApiError(422, f"the body must be a JSON object: {shape}")
-    unknown = sorted(set(doc) - {"texts", "text", "top_k"})
-    if unknown:
-        raise ApiError(422, f"unknown field(s) {', '.join(map(repr, unknown))}: {shape}")
-    if ("texts" in doc) == ("text" in doc):
-        raise ApiError(422, f"give exactly one of 'texts' and 'text': {shape}")
-    if "text" in doc:
-        if not isinstance(doc["text"], str):
-            raise ApiError(422, f"'text' must be a string, not {_kind(doc['text'])}")
-        texts, where = [doc["text"]], lambda i: "'text'"
-    else:
-        texts, where = doc["texts"], lambda i: f"texts[{i}]"
-        if not isinstance(texts, list):
-            raise ApiError(422, f"'texts' must be a list of strings, not {_kind(texts)}")
-        if not texts:
-            raise ApiError(422, "'texts' is empty: give one or more texts")
-        if len(texts) > limits.max_texts:
-            raise ApiError(
-                422,
-                f"{len(texts)} texts in one request; the limit is "
-                f"{limits.max_texts} (split them over several requests)",
-            )
-    for i, item in enumerate(texts):
-        if not isinstance(item, str):
-            raise ApiError(422, f"{where(i)} must be a string, not {_kind(item)}")
-        if len(item) > limits.max_text_chars:
-            raise ApiError(
-                422, f"{where(i)} has {len(item)} characters; the limit is {limits.max_text_chars}"
-            )
-        try:
-            item.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ApiError(
-                422, f"{where(i)} holds an unpaired surrogate (\\ud800-\\udfff)"
-            ) from None
-    top_k = doc.get("top_k")
-    if top_k is not None and (
-        not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= n_labels
-    ):
-        raise ApiError(422, f"'top_k' must be an integer from 1 to {n_labels}")
-    return texts, top_k
-
-
-def _kind(value) -> str:
-    return {
-        dict: "an object",
-        list: "a list",
-        str: "a string",
-        bool: "a boolean",
-        type(None): "null",
-        int: "a number",
-        float: "a number",
-    }.get(type(value), "a value")
-
-
-def predictions(probs, classes: list[str], top_k: int | None) -> list[dict]:
-    out = []
-    for row in probs:
-        order = row.argsort()[::-1]
-        item = {"label": classes[order[0]], "prob": float(row[order[0]])}
-        if top_k:
-            item["top"] = [{"label": classes[i], "prob": float(row[i])} for i in order[:top_k]]
-        out.append(item)
-    return out
 
 
 def create_app(
@@ -262,13 +170,13 @@ def create_app(
             raise ApiError(
                 504, f"no answer within {limits.request_timeout_s:g} s; the request was dropped"
             )
-        err = job.future.exception()
-        if isinstance(err, ShuttingDown):
-            raise ApiError(503, str(err))
-        if err is not None:
+        failure = job.future.exception()
+        if isinstance(failure, ShuttingDown):
+            raise ApiError(503, str(failure))
+        if failure is not None:
             from lttw.stage import one_line
 
-            return _error(500, f"prediction failed: {one_line(err)}")
+            return _error(500, f"prediction failed: {one_line(failure)}")
         return {"predictions": predictions(job.future.result(), classes, top_k)}
 
     if access.cors_origins:
@@ -280,8 +188,8 @@ def create_app(
             allow_methods=["GET", "POST"],
             allow_headers=["authorization", "content-type"],
         )
-    app.add_middleware(AccessMiddleware, access=access)  # type: ignore[arg-type]
-    app.add_middleware(ErrorGuard)  # type: ignore[arg-type]
+    app.add_middleware(AccessMiddleware, access=access)
+    app.add_middleware(ErrorGuard)
     return app
 
 
