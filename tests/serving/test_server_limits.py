@@ -8,6 +8,7 @@ every wait is bounded (a hang fails the test)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import signal
@@ -26,6 +27,7 @@ import pytest
 from serving_models import shared_lttw_folder
 from tiny_project import env
 
+from lttw.serving.batcher import MicroBatcher
 from lttw.serving.limits import Limits
 from lttw.serving.server import create_app, server_for
 
@@ -151,6 +153,35 @@ def test_work_of_a_client_that_left_is_dropped(tmp_path):
         stats = http.get("/health").json()["batches"]
     assert gate.seen == [["first"], ["after"]]  # the texts of the client that left never ran
     assert stats["dropped"] == 1 and stats["requests"] == 2
+
+
+def test_a_large_request_stops_between_parts_once_its_client_left():
+    """A request over ``max_batch`` texts runs in parts of ``max_batch``; once nobody wants
+    its answer, the parts not started yet are never computed."""
+    seen, started, release = [], threading.Event(), threading.Event()
+
+    def predict_proba(texts, batch_size):
+        seen.append(list(texts))
+        started.set()
+        assert release.wait(BOUND_S)
+        return np.zeros((len(texts), 2))
+
+    async def main():
+        batcher = MicroBatcher(predict_proba, max_batch=2, max_wait_ms=0)
+        batcher.start()
+        job = batcher.submit(list("abcdef"))
+        assert await asyncio.to_thread(started.wait, BOUND_S)
+        job.cancel()  # what the server does when the client disconnects
+        release.set()
+        for _ in range(BOUND_S * 100):
+            if batcher.stats.dropped:
+                break
+            await asyncio.sleep(0.01)
+        await batcher.stop()
+        return batcher.stats
+
+    stats = asyncio.run(main())
+    assert seen == [["a", "b"]] and stats.dropped == 1 and stats.requests == 0
 
 
 def queued(http: httpx.Client) -> int:

@@ -7,12 +7,13 @@ background thread (the event loop keeps accepting requests meanwhile: they queue
 next batch) and hands each request its rows. The predictor runs a batch shortest text first
 in forward passes of ``batch_size`` texts, each padded to its own longest text. So a lone
 request waits at most ``max_wait_ms`` extra, and under load every batch is full, as with
-``lttw predict --file``. A request is never split: one larger than ``max_batch`` runs alone.
+``lttw predict --file``. A request is never split across batches: one larger than
+``max_batch`` runs alone, in parts of ``max_batch`` texts.
 
 Bounds: at most ``max_queue_texts`` texts wait (a request that would pass it raises
 ``QueueFull`` at once: the server answers 503 with ``Retry-After``); a request whose client
 has gone or whose time ran out is cancelled (``Job.cancel``) and dropped before its batch
-runs, never computed. ``drain`` (graceful shutdown) fails whatever is still waiting or
+runs, never computed (a large request's remaining parts are dropped too). ``drain`` (graceful shutdown) fails whatever is still waiting or
 running at its deadline with ``ShuttingDown``. A failed forward pass fails the requests of
 that batch only (500), never the service.
 """
@@ -204,8 +205,21 @@ class MicroBatcher:
             size += len(job.texts)
         return jobs
 
-    async def _run(self) -> None:
+    async def _forward(self, jobs: list[Job], texts: list[str]) -> np.ndarray | None:
+        """The batch's probabilities; a batch over ``max_batch`` texts (one large request)
+        runs in parts of ``max_batch``, and stops (None) when no request wants it any more."""
         loop = asyncio.get_running_loop()
+        parts = []
+        for start in range(0, len(texts), self.max_batch):
+            if start and all(job.future.done() for job in jobs):
+                return None
+            chunk = texts[start : start + self.max_batch]
+            parts.append(
+                await loop.run_in_executor(self._pool, self.predict_proba, chunk, self.batch_size)
+            )
+        return np.concatenate(parts)
+
+    async def _run(self) -> None:
         while True:
             gathered = await self._gather()
             jobs = [job for job in gathered if not job.future.done()]  # gone while gathering
@@ -216,9 +230,7 @@ class MicroBatcher:
             self._running = jobs
             started = time.monotonic()
             try:
-                probs = await loop.run_in_executor(
-                    self._pool, self.predict_proba, texts, self.batch_size
-                )
+                probs = await self._forward(jobs, texts)
             except Exception as err:  # answer the batch's requests with the error
                 self.stats.failed_batches += 1
                 log.error("forward pass of %d texts failed: %s", len(texts), err)
@@ -228,6 +240,9 @@ class MicroBatcher:
                 continue
             finally:
                 self._running = []
+            if probs is None:  # every client left or timed out while it ran
+                self.stats.dropped += len(jobs)
+                continue
             self.stats.record(len(jobs), len(texts), time.monotonic() - started)
             start = 0
             for job in jobs:
