@@ -218,6 +218,23 @@ def test_shutdown_answers_what_it_cannot_finish_with_json_503(tmp_path):
     assert gate.seen == [["running"]]
 
 
+def test_an_unexpected_error_is_a_json_500_and_one_log_line(tmp_path, caplog):
+    """Answers the server cannot turn into predictions (here: not numbers): a one-line
+    JSON 500, one log line, no traceback, and the service goes on."""
+
+    class Broken(Gate):
+        def predict_proba(self, texts, batch_size=64):
+            return np.array([["x", "y"]] * len(texts))
+
+    with serving(create_app(Broken(tmp_path))) as (http, _, _):
+        with caplog.at_level("ERROR", logger="lttw.serving"):
+            assert_json_error(http.post("/predict", json={"text": "a"}), 500, "internal error")
+        assert http.get("/health").json()["status"] == "ok"
+    lines = [r for r in caplog.records if r.name == "lttw.serving"]
+    assert len(lines) == 1 and "POST /predict failed" in lines[0].getMessage()
+    assert not lines[0].exc_info
+
+
 # ------------------------------------------------------------------ headers, bodies, connections
 
 

@@ -231,21 +231,20 @@ class MicroBatcher:
             started = time.monotonic()
             try:
                 probs = await self._forward(jobs, texts)
+                if probs is None:  # every client left or timed out while it ran
+                    self.stats.dropped += len(jobs)
+                    continue
+                self.stats.record(len(jobs), len(texts), time.monotonic() - started)
+                start = 0
+                for job in jobs:
+                    if not job.future.done():  # the client may have gone away
+                        job.future.set_result(probs[start : start + len(job.texts)])
+                    start += len(job.texts)
             except Exception as err:  # answer the batch's requests with the error
                 self.stats.failed_batches += 1
                 log.error("forward pass of %d texts failed: %s", len(texts), err)
                 for job in jobs:
                     if not job.future.done():
                         job.future.set_exception(err)
-                continue
             finally:
                 self._running = []
-            if probs is None:  # every client left or timed out while it ran
-                self.stats.dropped += len(jobs)
-                continue
-            self.stats.record(len(jobs), len(texts), time.monotonic() - started)
-            start = 0
-            for job in jobs:
-                if not job.future.done():  # the client may have gone away
-                    job.future.set_result(probs[start : start + len(job.texts)])
-                start += len(job.texts)
