@@ -7,7 +7,7 @@ import logging
 import re
 
 import pytest
-from stage_cases import DATA_CASES, make_data_case
+from support.stage_cases import DATA_CASES, make_data_case
 
 # ------------------------------------------------------------------ `lttw data check`
 

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from support.cli_runner import assert_user_error, invoke  # noqa: F401
 from typer.testing import CliRunner
 
 from lttw import cli
@@ -29,21 +30,6 @@ COMMANDS = [
     ["data", "check"],
     ["data", "list"],
 ]
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(cli.app, [str(a) for a in args])
-
-
-def assert_user_error(result, *needles: str) -> str:
-    """Exit code 2 and exactly one line on stderr, 'error: ...', containing the needles."""
-    lines = result.stderr.strip().splitlines()
-    assert result.exit_code == 2, result.output
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 # ------------------------------------------------------------------ help and errors

@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-from test_model_folder import build_model_folder
+from support.model_folders import build_model_folder
 
 HEAVY = ["torch", "transformers", "pandas", "sklearn", "scipy", "pyarrow"]
 

@@ -11,7 +11,7 @@ import stat
 import numpy as np
 import pandas as pd
 import pytest
-from test_cli import assert_user_error
+from support.cli_runner import assert_user_error
 from typer.testing import CliRunner
 
 from lttw import cli, io

@@ -4,7 +4,6 @@ parameter stopping a stage before any work."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import types
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.params import base_params, with_value  # noqa: F401
 
 from lttw import layout
 from lttw.settings import (
@@ -24,7 +24,7 @@ from lttw.settings import (
     settings_from_dict,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 # ------------------------------------------------------------------ bad parameters
@@ -111,20 +111,6 @@ def literal_cases() -> list[str]:
             if typing.get_origin(info.annotation) is typing.Literal:
                 out.append(f"{group}.{name}")
     return out
-
-
-def base_params() -> dict:
-    return yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
-
-
-def with_value(params: dict, dotted: str, value) -> dict:
-    params = json.loads(json.dumps(params))  # deep copy
-    *groups, name = dotted.split(".")
-    target = params
-    for group in groups:
-        target = target.setdefault(group, {})
-    target[name] = value
-    return params
 
 
 def load_yaml(tmp_path: Path, params: dict):

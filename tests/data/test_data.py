@@ -21,8 +21,8 @@ from lttw.data.tables import encode_labels
 from lttw.errors import DataError
 from lttw.settings import DataSettings
 
-REPO = Path(__file__).resolve().parents[1]
-DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"  # ../shared beside the repo
+REPO = Path(__file__).resolve().parents[2]
+DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"  # ../shared beside the repo
 shared = pytest.mark.skipif(not (DATASETS / "ag_news").is_dir(), reason="shared datasets absent")
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from test_cli import assert_user_error, invoke
+from support.cli_runner import assert_user_error, invoke
 
 from lttw import layout
 from lttw.data.datasets import load_dataset
@@ -25,7 +25,7 @@ from lttw.errors import DataError
 from lttw.io import read_arrays, read_json
 from lttw.settings import DataSettings
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATASETS = REPO.parent / "shared" / "datasets"
 CLASSES = ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
 #: a real 6-class question dataset's class counts: the rarest class has 86 train / 9 test rows

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 
@@ -91,7 +91,7 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
     with -S overrides, and stops at the first failing stage."""
     import subprocess
 
-    from tiny_project import make_tiny_project
+    from support.tiny_project import make_tiny_project
 
     project = make_tiny_project(tmp_path / "p", tiny_encoder_dir)
     script = [sys.executable, str(BENCH.parent / "tools" / "run_stages.py")]

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from stage_cases import DATA_CASES, PLAIN_DATA_CASES
+from support.stage_cases import DATA_CASES, PLAIN_DATA_CASES
 
 from lttw import layout
 

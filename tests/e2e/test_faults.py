@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tiny_project import DATASETS, env, git_commit, make_tiny_project, ran, run
+from support.tiny_project import DATASETS, env, git_commit, make_tiny_project, ran, run
 
 from lttw import layout
 from lttw.training.checkpoint import read_checkpoint_state

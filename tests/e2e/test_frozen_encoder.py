@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tiny_project import dvc_status, git_commit, ran, run, set_params
+from support.tiny_project import dvc_status, git_commit, ran, run, set_params
 
 from lttw.encoder.pretrained import load_pretrained_encoder
 from lttw.encoder.states import encoder_states, frozen_states

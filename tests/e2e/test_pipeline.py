@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_stage_params import undeclared_reads
-from tiny_project import ran, run
+from support.stage_graph import undeclared_reads
+from support.tiny_project import ran, run
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from tiny_project import REPO, dvc_status, git_commit, make_tiny_project, run
+from support.tiny_project import REPO, dvc_status, git_commit, make_tiny_project, run
 
 DATASET_DEP = "${data.root}/${data.dataset}"
 

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 
 import yaml
-from test_settings import base_params
+from support.params import base_params
 
 from lttw import layout
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 OUTPUT_ROOTS = ("data", "metrics", "models", "dvclive")
 
 

@@ -5,7 +5,7 @@ import subprocess
 import time
 
 import pytest
-from tiny_project import run
+from support.tiny_project import run
 
 
 def test_a_command_past_its_timeout_is_stopped_with_its_children(tmp_path):

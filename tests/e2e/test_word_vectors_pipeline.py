@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_chinese import TOPICS, write_dataset
-from tiny_project import git_commit, lttw, make_tiny_project, ran, run, set_params
+from support.chinese_data import TOPICS, write_dataset
+from support.tiny_project import git_commit, lttw, make_tiny_project, ran, run, set_params
 
 pytestmark = pytest.mark.slow  # the real `dvc repro` on a project of its own
 

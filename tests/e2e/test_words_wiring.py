@@ -18,7 +18,7 @@ from lttw.models.tfidf import TfidfLinear, fit_tfidf_linear
 from lttw.settings import CountSettings, settings_from_dict
 from lttw.text.words import WordSplitter
 
-DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
 shared = pytest.mark.skipif(not (DATASETS / "thucnews").is_dir(), reason="shared datasets absent")
 
 

@@ -4,8 +4,8 @@ and `lttw data check`'s line, on the tiny tokenizer, which has no CJK character.
 from __future__ import annotations
 
 import yaml
-from test_chinese import write_dataset
-from test_cli import invoke
+from support.chinese_data import write_dataset
+from support.cli_runner import invoke
 
 from lttw.encoder.pretrained import load_saved_tokenizer, load_tokenizer, save_tokenizer
 from lttw.encoder.tokens import (

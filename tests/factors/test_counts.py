@@ -30,7 +30,7 @@ from lttw.factors.counts import (
 from lttw.io import write_json
 from lttw.settings import CountSettings, settings_from_dict
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CORPUS = [
     "The cat sat on the mat",
     "the dog ran",

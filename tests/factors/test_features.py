@@ -21,8 +21,8 @@ from lttw.factors.features import FactorLookup, latent_factor_tensor, slot_fill,
 from lttw.io import read_arrays, read_arrays_metadata, read_json
 from lttw.text.words import WordSplitter
 
-REPO = Path(__file__).resolve().parents[1]
-DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"  # ../shared beside the repo
+REPO = Path(__file__).resolve().parents[2]
+DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"  # ../shared beside the repo
 VOCAB = ["a", "b", "c", "d", "e"]
 INDEX = {w: i for i, w in enumerate(VOCAB)}
 CORPUS = np.array([5, 10, 1, 7, 3])

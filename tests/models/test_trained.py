@@ -109,6 +109,6 @@ def test_train_stage_is_a_thin_script():
     import ast
     from pathlib import Path
 
-    tree = ast.parse((Path(__file__).parents[1] / "stages" / "train.py").read_text())
+    tree = ast.parse((Path(__file__).parents[2] / "stages" / "train.py").read_text())
     functions = [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
     assert functions == ["main"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_stage_deps import LIB, _imports
+from support.stage_graph import LIB, _imports
 
 #: lowest first: a subpackage may import the ones before it, never the ones after it
 LAYERS = [
@@ -80,7 +80,7 @@ def test_no_import_cycles():
 
 def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     """The rule is live: a data module importing training is reported."""
-    import test_stage_deps
+    import support.stage_graph as graph
 
     fake = tmp_path / "lttw"
     (fake / "data").mkdir(parents=True)
@@ -90,7 +90,7 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     (fake / "training" / "loop.py").write_text("")
     bad = fake / "data" / "bad.py"
     bad.write_text("def f():\n    from lttw.training.loop import x\n")
-    monkeypatch.setattr(test_stage_deps, "LIB", fake)
+    monkeypatch.setattr(graph, "LIB", fake)
     monkeypatch.setattr(__import__(__name__), "LIB", fake)
     with pytest.raises(AssertionError, match="imports upward"):
         test_imports_flow_one_way(bad)

@@ -16,7 +16,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from tiny_project import REPO, lttw, run
+from support.tiny_project import REPO, lttw, run
 
 INFO = "bash runnable"
 

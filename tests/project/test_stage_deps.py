@@ -5,88 +5,10 @@ hub-offline check, progress bars, parameter validation: parameter values are tra
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
-import yaml
-
-REPO = Path(__file__).resolve().parents[1]
-LIB = REPO / "src" / "lttw"
-EXEMPT = {
-    "__init__.py",
-    "errors.py",
-    "stage.py",
-    "layout.py",
-    "settings.py",
-    "choices.py",
-    "hub.py",
-    "progress.py",
-}
-
-
-def _module_file(dotted: str, package_as_folder: bool = True) -> Path | None:
-    """``lttw.a.b`` -> its file (a package -> its folder, or its ``__init__.py`` when it is
-    only the ``from`` part of an import), None outside the library."""
-    parts = dotted.split(".")
-    if parts[0] != "lttw":
-        return None
-    base = LIB.joinpath(*parts[1:])
-    if base.is_dir():
-        return base if package_as_folder else base / "__init__.py"
-    return base.with_suffix(".py") if base.with_suffix(".py").exists() else None
-
-
-def _imports(path: Path) -> set[Path]:
-    """Library files/packages that ``path`` imports anywhere in its body."""
-    package = (
-        "lttw." + ".".join(path.relative_to(LIB).with_suffix("").parts[:-1])
-        if path.is_relative_to(LIB)
-        else ""
-    )
-    package = package.rstrip(".")
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        names, bases = [], []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            bases, names = [base], [f"{base}.{a.name}" for a in node.names]
-        for name, as_folder in [(b, False) for b in bases] + [(n, True) for n in names]:
-            target = _module_file(name, as_folder)
-            if target is not None:
-                found.add(target)
-    if "pkgutil.iter_modules(__path__)" in path.read_text():  # imports all its modules
-        found.add(path.parent)
-    # importing lttw.a.b runs lttw/a/__init__.py first
-    found |= {
-        t.parent / "__init__.py"
-        for t in list(found)
-        if t.is_file() and t.parent != LIB and t.name != "__init__.py"
-    }
-    return found
-
-
-def closure(path: Path) -> set[Path]:
-    todo, seen = [path], set()
-    while todo:
-        current = todo.pop()
-        files = sorted(current.glob("*.py")) if current.is_dir() else [current]
-        for file in files:
-            for target in _imports(file):
-                if target not in seen:
-                    seen.add(target)
-                    todo.append(target)
-    return seen
-
-
-def _stages() -> dict[str, dict]:
-    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-    return {name: spec.get("do", spec) for name, spec in stages.items()}
+from support.stage_graph import EXEMPT, LIB, REPO, _imports, _module_file, _stages, closure  # noqa: F401
 
 
 @pytest.mark.parametrize("name", sorted(_stages()))
@@ -134,6 +56,8 @@ def test_stage_declares_no_library_code_it_does_not_run(name):
 
 def test_the_check_sees_an_unused_module(tmp_path, monkeypatch):
     """The rule is live: a declared folder with a module the stage never imports fails."""
+    import support.stage_graph as graph
+
     fake = tmp_path / "src" / "lttw"
     (fake / "pkg").mkdir(parents=True)
     (fake / "pkg" / "__init__.py").write_text("")
@@ -141,8 +65,9 @@ def test_the_check_sees_an_unused_module(tmp_path, monkeypatch):
     (fake / "pkg" / "report.py").write_text("")
     (tmp_path / "stages").mkdir()
     (tmp_path / "stages" / "one.py").write_text("from lttw.pkg.used import f\n")
-    monkeypatch.setattr(__import__(__name__), "REPO", tmp_path)
-    monkeypatch.setattr(__import__(__name__), "LIB", fake)
+    for module in (__import__(__name__), graph):  # the check's names and the graph's
+        monkeypatch.setattr(module, "REPO", tmp_path)
+        monkeypatch.setattr(module, "LIB", fake)
     stages = {"one": {"cmd": "python stages/one.py", "deps": ["src/lttw/pkg"]}}
     monkeypatch.setattr(__import__(__name__), "_stages", lambda: stages)
     with pytest.raises(AssertionError, match="report.py"):

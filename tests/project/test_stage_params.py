@@ -16,29 +16,9 @@ import json
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
-from test_stage_deps import LIB, REPO, _stages, closure
+from support.stage_graph import LIB, REPO, _stages, closure, declared, leaves, undeclared_reads  # noqa: F401
 
 from lttw.settings import Settings
-
-
-def leaves(entry: str, model: type[BaseModel] = Settings) -> set[str]:
-    """A dvc.yaml params entry (``seed``, ``nmf``, ``model.k``) as the fields it covers."""
-    head, _, rest = entry.partition(".")
-    field = model.model_fields[head]
-    ann = field.annotation
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
-        inner = (
-            leaves(rest, ann) if rest else set().union(*(leaves(n, ann) for n in ann.model_fields))
-        )
-        return {f"{head}.{x}" for x in inner}
-    assert not rest, f"{entry}: {head} is not a group"
-    return {head}
-
-
-def declared(name: str) -> set[str]:
-    entries = [p for p in _stages()[name].get("params", []) if isinstance(p, str)]
-    return set().union(*(leaves(e) for e in entries)) if entries else set()
 
 
 def _attribute_names(path: Path) -> set[str]:
@@ -83,17 +63,6 @@ def test_stage_declares_no_parameter_it_never_reads(name):
     assert not unread, f"stage {name} declares {unread} in dvc.yaml but its code never reads them"
 
 
-def undeclared_reads(trace_dir: Path) -> dict[str, list[str]]:
-    """{stage: parameters its traced run read but dvc.yaml does not declare}."""
-    found = {}
-    for trace in sorted(trace_dir.glob("*.json")):
-        stage = trace.stem.split("@")[0]
-        missing = sorted(set(json.loads(trace.read_text())) - declared(stage))
-        if missing:
-            found[trace.stem] = missing
-    return found
-
-
 def test_leaves_expand_groups_and_keep_single_fields():
     assert leaves("seed") == {"seed"}
     assert leaves("nmf.rank") == {"nmf.rank"}
@@ -103,11 +72,11 @@ def test_leaves_expand_groups_and_keep_single_fields():
 
 
 def test_the_static_check_sees_a_declared_parameter_nobody_reads(monkeypatch):
-    import test_stage_params as me
+    import support.stage_graph as graph
 
     stages = {name: dict(spec) for name, spec in _stages().items()}
     stages["folds"]["params"] = list(stages["folds"]["params"]) + ["train.grad_clip"]
-    monkeypatch.setattr(me, "_stages", lambda: stages)
+    monkeypatch.setattr(graph, "_stages", lambda: stages)
     with pytest.raises(AssertionError, match="train.grad_clip"):
         test_stage_declares_no_parameter_it_never_reads("folds")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-CONFTEST = Path(__file__).with_name("conftest.py")
+CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
 
 
 @pytest.mark.slow  # a pytest run of its own, on two workers: scheduled early, not last

@@ -271,7 +271,7 @@ json.dump({"fold": 0, "test": {"f1_macro": f1, "precision_macro": f1, "recall_ma
 def test_report_reads_real_dvc_experiments(tmp_path):
     """A real `dvc exp run` in a two-file DVC project whose one stage writes the metrics
     files: `lttw report` lists the baseline and the experiment."""
-    from tiny_project import git_commit, lttw, run
+    from support.tiny_project import git_commit, lttw, run
 
     (tmp_path / "stage.py").write_text(STAGE)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"model": {"variant": "lttw"}}))

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 from scipy.stats import binomtest, ttest_rel
-from tiny_project import REPO
+from support.tiny_project import REPO
 
 from lttw.errors import UserError
 from lttw.io import write_json, write_parquet
@@ -325,7 +325,7 @@ def test_collect_keeps_the_newest_run_of_a_cell_and_skips_what_it_has(tmp_path, 
 
 @pytest.mark.slow
 def test_cells_run_through_the_queue_are_collected_and_reported(tmp_path, tiny_repro):
-    from tiny_project import lttw, run, run_queue
+    from support.tiny_project import lttw, run, run_queue
 
     project = tiny_repro.copy(tmp_path / "project")
     (project / "tools").mkdir()

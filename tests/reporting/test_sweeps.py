@@ -123,7 +123,7 @@ def test_one_fold_uses_mcnemar_on_the_test_texts():
 
 @pytest.mark.slow
 def test_a_two_setting_grid_runs_through_the_queue_and_renders(tmp_path, tiny_repro):
-    from tiny_project import lttw, ran, run_queue
+    from support.tiny_project import lttw, ran, run_queue
 
     project = tiny_repro.copy(tmp_path / "project")  # the tiny pipeline, run and committed
     out = run_queue(

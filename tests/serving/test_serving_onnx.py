@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from serving_models import CLASSES, labelled_texts, shared_lttw_folder
-from test_cli import assert_user_error, invoke
-from test_model_folder import build_model_folder
+from support.cli_runner import assert_user_error, invoke
+from support.model_folders import build_model_folder
+from support.serving_models import CLASSES, labelled_texts, shared_lttw_folder
 
 from lttw.inference.predict import Predictor
 from lttw.serving import onnx_export

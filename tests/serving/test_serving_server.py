@@ -22,9 +22,9 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
-from serving_models import CLASSES, shared_lttw_folder
-from test_cli import invoke
-from tiny_project import env
+from support.cli_runner import invoke
+from support.serving_models import CLASSES, shared_lttw_folder
+from support.tiny_project import env
 
 from lttw.inference.predict import Predictor
 from lttw.serving.batcher import MicroBatcher

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATASETS = REPO.parent / "shared" / "datasets"
 TRACER = Path(__file__).resolve().parent / "param_trace"
 COPY = [

@@ -17,22 +17,18 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_training import (  # noqa: E402
+from support.training_data import (  # noqa: E402
     CPU,
     TRAIN,
     VAL,
     assert_same_weights,
     build_model,
-    one_thread,  # noqa: F401  (autouse fixture)
     train_settings,
 )
 

@@ -7,65 +7,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from torch import nn
+from support.training_data import (
+    CPU,
+    N_LABELS,
+    SEQ,
+    TRAIN,
+    VAL,
+    assert_same_weights,
+    build_model,
+    make_data,
+    train_settings,
+)
 
 from lttw import models  # noqa: F401  (registers the variants)
 from lttw.data.batching import Batchable
-from lttw.device import Runtime
-from lttw.models.registry import MODEL_REGISTRY
-from lttw.settings import ModelSettings, TrainSettings
 from lttw.training.loop import train_classifier
-
-SEQ, SLOTS, RANK, N_LABELS = 16, 4, 3, 3
-
-
-def make_data(n: int, seed: int, vocab_size: int = 150) -> Batchable:
-    """Learnable synthetic batches: token 1 and the factor rows carry the label; padding."""
-    g = torch.Generator().manual_seed(seed)
-    labels = torch.randint(0, N_LABELS, (n,), generator=g)
-    ids = torch.randint(60, vocab_size, (n, SEQ), generator=g)
-    ids[:, 0] = 2  # [CLS]
-    ids[:, 1] = 100 + labels
-    lengths = torch.randint(SEQ // 2, SEQ + 1, (n,), generator=g)
-    mask = (torch.arange(SEQ)[None, :] < lengths[:, None]).to(torch.int8)
-    ids = (ids * mask).to(torch.int32)  # [PAD] = 0
-    factors = torch.rand(n, SLOTS, RANK, generator=g) * 0.1
-    factors[torch.arange(n), 0, labels] += 1.0
-    return Batchable(ids, mask, factors, labels)
-
-
-def build_model(encoder_dir, seed: int = 0) -> nn.Module:
-    """A tiny LTTW (Linformer, concat fusion) with every dropout at 0: deterministic."""
-    settings = ModelSettings(
-        encoder=str(encoder_dir), max_len=SEQ, k=2, s=2, heads=2, linformer_k=4, dropout=0.0
-    )
-    torch.manual_seed(seed)
-    model = MODEL_REGISTRY["lttw"].from_settings(
-        settings, N_LABELS, (SLOTS, RANK), str(encoder_dir)
-    )
-    for m in model.modules():  # the encoder's own dropouts (its config says 0.1)
-        if isinstance(m, nn.Dropout):
-            m.p = 0.0
-    return model
-
-
-def train_settings(**kw) -> TrainSettings:
-    base = dict(
-        device="cpu",
-        bf16=False,
-        epochs=2,
-        min_steps=0,
-        batch_size=8,
-        eval_batch_size=16,
-        lr=1e-3,
-        head_lr=3e-3,
-        warmup_ratio=0.1,
-        patience=0,
-        log_every=1,
-        distributed="off",
-        min_gain=1.0,
-    )  # min_gain 1: never past the plan
-    return TrainSettings(**{**base, **kw})
 
 
 class StepCounter:
@@ -87,10 +43,6 @@ class StepCounter:
         pass
 
 
-CPU = Runtime(device=torch.device("cpu"), bf16=False)
-TRAIN, VAL = make_data(45, seed=1), make_data(24, seed=2)  # 45 rows: a partial last batch
-
-
 def run(encoder_dir, ckpt_dir, live=None, fingerprint="run-a", **kw):
     model = build_model(encoder_dir)
     result = train_classifier(
@@ -106,23 +58,6 @@ def run(encoder_dir, ckpt_dir, live=None, fingerprint="run-a", **kw):
         **kw,
     )
     return model, result
-
-
-def assert_same_weights(a: nn.Module, b: nn.Module, atol: float = 0.0) -> None:
-    sa, sb = a.state_dict(), b.state_dict()
-    assert sa.keys() == sb.keys()
-    worst = max((sa[k].float() - sb[k].float()).abs().max().item() for k in sa)
-    assert worst <= atol, f"max abs weight difference {worst:.3g} > {atol}"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run fastest on 1 intra-op thread, and it keeps the runs quick on a busy
-    CPU (OpenMP threads that wait on each other degrade badly under contention)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -270,7 +205,7 @@ def test_group_by_length_trains(tiny_encoder_dir, tmp_path):
 def test_default_budget_plans_two_epochs_at_4000_rows():
     """The default AG News profile (4,000-row train part at batch 32: 125 steps an epoch)
     keeps its 2 epochs; a small train part gets more epochs, up to train.max_epochs."""
-    from tiny_project import REPO
+    from support.tiny_project import REPO
 
     from lttw.settings import read_settings
     from lttw.training.loop import plan_epochs
