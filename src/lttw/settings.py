@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Literal, Union, get_args, get_origin
 
 import annotated_types
 import yaml
@@ -18,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from lttw.choices import Attention, Device, Fusion, Ranking, Sampling, Variant
 from lttw.errors import UserError
+
+if TYPE_CHECKING:
+    from pydantic.fields import FieldInfo
+    from pydantic_core import ErrorDetails
 
 #: the choices (lttw.choices) as tuples of names; every other module takes them from here
 VARIANTS: tuple[str, ...] = get_args(Variant)
@@ -229,7 +233,7 @@ class SettingsError(UserError, ValueError):
     """A parameter is missing, unknown or out of range; the message names it."""
 
 
-def _field(loc: tuple) -> tuple[type[BaseModel] | None, object]:
+def _field(loc: tuple) -> tuple[type[BaseModel] | None, FieldInfo | None]:
     """The model that holds the parameter at ``loc`` and its FieldInfo (None where unknown);
     list indices in ``loc`` select the list's item constraints."""
     model: type[BaseModel] | None = Settings
@@ -314,7 +318,7 @@ def _field_loc(loc: tuple) -> tuple:
 def _format(err: ValidationError, source: str) -> str:
     """One line per parameter: a union's members' complaints (``nmf.rank``: a number in
     range or 'auto') are joined into one."""
-    grouped: dict[tuple, list[dict]] = {}
+    grouped: dict[tuple, list[ErrorDetails]] = {}
     for e in err.errors():
         grouped.setdefault(_field_loc(tuple(e["loc"])), []).append(e)
     lines = []
@@ -332,7 +336,7 @@ def _format(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def settings_from_dict(raw: dict, source: str = "params") -> Settings:
+def settings_from_dict(raw: dict | None, source: str = "params") -> Settings:
     try:
         return Settings.model_validate(raw or {})
     except ValidationError as err:

@@ -9,8 +9,10 @@ yet are listed as not run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -135,8 +137,9 @@ def _ahead_of_both(dataset: str, study: Study, results: dict[str, CellResult]) -
         for variant in study.variants
         if f"ev-{dataset}-{variant}" in results
     }
-    runner_up = max(("lttw", study.reference), key=mean.get)
-    best = max((v for v in mean if v not in ("lttw", study.reference)), key=mean.get, default=None)
+    score = cast(Callable[[str], float], mean.get)  # of variants in ``mean``
+    runner_up = max(("lttw", study.reference), key=score)
+    best = max((v for v in mean if v not in ("lttw", study.reference)), key=score, default=None)
     if best is None or mean[best] <= mean[runner_up]:
         return ""
     m = pooled_mcnemar(
@@ -199,7 +202,7 @@ def study_table(study: Study, results: dict[str, CellResult]) -> list[str]:
 
 def learning_curve(study: Study, results: dict[str, CellResult]) -> pd.DataFrame:
     """train_texts x variant: mean held-out macro F1 (NaN where not run)."""
-    rows = {}
+    rows: dict[int | None, dict[str, float]] = {}
     for result in results.values():
         cell = result.cell
         if cell.dataset != study.curve_dataset or cell.variant not in study.curve_variants:
