@@ -3,7 +3,9 @@
 Stages read ``params.yaml`` themselves and pass the relevant group in; the library
 functions take these typed objects (or plain values), never the YAML file.
 Every bad value is rejected at load time with the parameter's dotted name and its
-valid range, before any stage does work.
+valid range, before any stage does work. Each parameter is described once, here, as the
+``description`` of its ``Field``; ``python -m lttw.reporting.params_doc`` renders them into
+docs/parameters.md.
 """
 
 from __future__ import annotations
