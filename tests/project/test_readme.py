@@ -1,4 +1,4 @@
-"""README.md's examples run as written.
+"""The examples of README.md and of the docs pages (docs/*.md) run as written.
 
 Every fenced code block whose info string is exactly ``bash runnable`` is run line by line
 (a line ending in ``\\`` continues on the next; blank lines and lines starting with ``#`` are
@@ -7,7 +7,8 @@ pipeline and README with the tiny profile, run once), with the venv's bin first 
 must exit 0. An ``lttw`` line without shell syntax runs in the test's process with the same
 arguments (``tiny_project.lttw``: no interpreter and torch start-up per line); every other line
 runs in a shell. Blocks with any other info string (``bash``, ``console``...) are documentation
-only. A README without a runnable block fails: the examples would go untested.
+only. A README without a runnable block fails: the examples would go untested. The README's
+blocks run first, then each docs page's, pages in name order.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def runnable_commands(markdown: str) -> list[str]:
 
 
 def readme_commands(readme: Path = REPO / "README.md") -> list[str]:
+    """The runnable commands of the README, then of every docs page."""
     if not readme.is_file():
         pytest.fail(
             f"{readme} does not exist: write it, with its examples in fenced blocks "
@@ -53,6 +55,8 @@ def readme_commands(readme: Path = REPO / "README.md") -> list[str]:
             f"{readme} has no ```{INFO} block: put the commands users should run "
             "(after `dvc repro` on the tiny profile) in such blocks so they are tested"
         )
+    for page in sorted((REPO / "docs").glob("*.md")):
+        commands += runnable_commands(page.read_text(encoding="utf-8"))
     return commands
 
 
@@ -81,7 +85,9 @@ def test_runnable_blocks_are_parsed():
 
 
 def test_readme_has_runnable_examples():
-    readme_commands()
+    commands = readme_commands()
+    assert any(c.startswith("lttw predict") for c in commands)
+    assert "lttw report" in commands and any(c.startswith("dvc exp show") for c in commands)
 
 
 @pytest.mark.slow

@@ -357,9 +357,9 @@ def test_cells_run_through_the_queue_are_collected_and_reported(tmp_path, tiny_r
 
 
 def test_the_readme_shows_the_collected_study():
-    """README.md's study block is what `python tools/evidence.py readme` renders from the
-    committed evidence/runs: rerun it after collecting cells."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    """docs/results.md's study block is what `python tools/evidence.py readme` renders from
+    the committed evidence/runs: rerun it after collecting cells."""
+    readme = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
     assert fill_readme(readme, REPO / "evidence" / "study.yaml") == readme
     with pytest.raises(UserError, match="no <!-- study:start -->"):
         fill_readme("# no block", REPO / "evidence" / "study.yaml")

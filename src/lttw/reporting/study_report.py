@@ -1,7 +1,7 @@
 """The paired study in ``lttw report``: one table of dataset x variant (held-out macro F1 mean ±
 std over folds, the gap to the reference variant with a paired t-test across folds and
 McNemar's exact test on the pooled held-out predictions), one verdict per dataset, and the
-learning curve (a table, ``learning_curve.csv`` for ``dvc plots`` and a PNG for the README).
+learning curve (a table, ``learning_curve.csv`` for ``dvc plots`` and a PNG for docs/results.md).
 
 Everything is read from the collected cells (``reporting.study_collect``); cells not collected
 yet are listed as not run.
@@ -278,7 +278,7 @@ def fill_readme(readme: str, study_file: Path) -> str:
     head, start, rest = readme.partition(README_START)
     _, end, tail = rest.partition(README_END)
     if not (start and end):
-        raise UserError(f"the README has no {README_START} ... {README_END} block")
+        raise UserError(f"the page has no {README_START} ... {README_END} block")
     study = read_study(study_file)
     body = render_study(study, load_results(study, study_file.parent / "runs"))[2:]
     return head + start + "\n" + "\n".join(body) + "\n" + end + tail
