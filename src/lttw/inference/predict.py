@@ -31,7 +31,10 @@ def inference_runtime(folder: str | Path, meta: dict, device: str = "cpu", threa
     from lttw.models.bundle import inference_precision
 
     inference_precision(folder, meta)
-    runtime = make_runtime(TrainSettings(device=device, bf16=False, num_threads=threads))
+    settings = TrainSettings.model_validate(
+        {"device": device, "bf16": False, "num_threads": threads}
+    )
+    runtime = make_runtime(settings)
     if runtime.device.type == "cuda":
         import torch
 
