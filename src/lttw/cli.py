@@ -338,9 +338,10 @@ def export(
     """Copy a model folder (the files its loader reads: config, weights, tokenizer, labels,
     lttw.json, factors/, and its pipeline metrics as metrics.json; nothing else) into a
     self-contained folder, atomically, with the sha256 of every file in its lttw.json
-    (`lttw verify`), and check that it loads and predicts identically. With --onnx / --int8 also export the classifier
-    to ONNX and check it against torch on held-out texts (fp32: the same label on every
-    text; int8: macro F1 within --max-f1-drop); nothing is written when a check fails."""
+    (`lttw verify`), and check that it loads and predicts identically. With --onnx /
+    --int8 also export the classifier to ONNX and check it against torch on held-out texts
+    (fp32: the same label on every text; int8: macro F1 within --max-f1-drop); nothing is
+    written when a check fails."""
     import numpy as np
 
     from lttw.inference.predict import Predictor
