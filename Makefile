@@ -21,6 +21,11 @@ repro: install
 test: install
 	. $(BIN)/activate && HF_HUB_OFFLINE=1 python -m pytest -q -n 2 --dist loadgroup
 
+# `make lint`: ruff (lint + format check) and mypy on src/, the rules in pyproject.toml
+.PHONY: lint
+lint: install
+	. $(BIN)/activate && ruff check . && ruff format --check . && mypy
+
 # The paper's configuration (SPEC: 10 folds, batch 128, lr 2e-5, rank 5, k 10, s 10, depth 1,
 # K 32) as one DVC experiment, on the largest balanced AG News sample the local copy holds.
 # Add ENCODER=bert-base-cased where the Hugging Face hub is reachable.

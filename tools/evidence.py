@@ -5,7 +5,7 @@ collect the finished ones into evidence/runs/, and say which are still missing.
     python tools/evidence.py queue             # queue every cell not collected yet
     dvc queue start -j 1                       # run them in the background (one at a time)
     python tools/evidence.py collect           # finished experiments -> evidence/runs/<cell>/
-    python tools/evidence.py readme            # the study's table into README.md (its markers)
+    python tools/evidence.py readme            # the study's table into docs/results.md (its markers)
     lttw report                                # the study's table (and the learning curve)
 
 `make evidence` does queue + `dvc queue start -j 1`. Collected cells are committed, so the
@@ -30,7 +30,7 @@ from lttw.reporting.sweeps import existing_experiments, run_commands
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "evidence" / "study.yaml"
 RUNS = ROOT / "evidence" / "runs"
-README = ROOT / "README.md"
+README = ROOT / "docs" / "results.md"  # the page that shows the study (its markers)
 
 
 def _settings():
@@ -85,7 +85,7 @@ def main() -> None:
             README.write_text(
                 fill_readme(README.read_text(encoding="utf-8"), args.study), encoding="utf-8"
             )
-            print(f"{README.name}: the study's section rewritten from {args.study}")
+            print(f"{README.relative_to(ROOT)}: the study's section rewritten from {args.study}")
             return
         study, settings = read_study(args.study), _settings()
         cells = [

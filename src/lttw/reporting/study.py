@@ -11,9 +11,10 @@ held-out predictions pair up.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -67,7 +68,7 @@ class Study:
         ]
         for texts in self.curve_texts:
             for v in self.curve_variants:
-                d = self.curve_dataset
+                d = cast(str, self.curve_dataset)  # a study's learning curve names its dataset
                 size = round(texts / share)
                 out.append(
                     Cell(
@@ -139,7 +140,7 @@ def collected(runs_dir: str | Path) -> set[str]:
     return {p.parent.name for p in runs_dir.glob("*/summary.json")} if runs_dir.is_dir() else set()
 
 
-def queue_command(cell: Cell, data_root: str, extra: list[str] = ()) -> list[str]:
+def queue_command(cell: Cell, data_root: str, extra: Sequence[str] = ()) -> list[str]:
     """``dvc exp run --queue -n CELL -S ...`` for one cell. Queued experiments run in a copy
     of the repository, where a relative ``data.root`` does not resolve: ``data_root`` is
     absolute."""

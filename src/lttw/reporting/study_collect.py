@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -63,7 +64,7 @@ def write_cell(folder: Path, name: str, rev: str, data: dict) -> None:
     import yaml
 
     metrics = data.get("metrics") or {}
-    summary = file_data(metrics, SUMMARY)
+    summary = cast(dict, file_data(metrics, SUMMARY))  # finished_experiments: it has one
     folds = {
         int(m.group(1).removeprefix("fold_")): fold_data
         for path in metrics

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,7 +195,7 @@ def param_value(value: Any) -> str:
 
 
 def queue_commands(
-    sweep: Sweep, frozen: bool, extra: list[str] = (), only: list[str] | None = None
+    sweep: Sweep, frozen: bool, extra: Sequence[str] = (), only: list[str] | None = None
 ) -> list[list[str]]:
     """One ``dvc exp run --queue`` per setting (``only``: these keys), each naming its
     experiment and setting ``train.freeze_encoder`` and the swept parameters; ``extra``:

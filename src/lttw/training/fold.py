@@ -10,12 +10,14 @@ import hashlib
 import json
 import logging
 import time
+from typing import Any, cast
 
 from lttw import layout
 from lttw.data.fold_inputs import factor_shape, load_fold_inputs, load_tensors
 from lttw.evaluation.metrics import classification_metrics
 from lttw.io import atomic_dir, read_arrays_metadata, write_json
 from lttw.models.bundle import write_model_folder
+from lttw.models.folder_files import record_checksums
 from lttw.models.trained import TEXTS, predict_proba, save_classifier, variant_reads
 from lttw.settings import check_batch_size
 from lttw.text.words import read_rule
@@ -81,6 +83,7 @@ def _write_outputs(
             selection=factor_selection(fold),
             **folder_extras,
         )
+        record_checksums(tmp)  # last: the sha256 of every file the loader reads
     # timings vary run to run: kept out of the model folder so that its hash (and with it
     # the evaluate stage) only changes when the weights do
     write_json(layout.train_metrics(fold), summary)
@@ -164,7 +167,10 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
     rt = make_runtime(settings.train)
     model_class = MODEL_REGISTRY[settings.model.variant]
     if words is not None:
-        model = model_class.from_words(settings.model, inputs.n_labels, words.size, weight)
+        # a word-vocabulary variant: its class has from_words (models._layers.EmbeddingBuilt)
+        model = cast(Any, model_class).from_words(
+            settings.model, inputs.n_labels, words.size, weight
+        )
     else:  # the tokens stage's extended encoder where it extended the vocabulary
         encoder_path = encoder_for_tokens(resolve_encoder(settings.model.encoder))
         model = model_class.from_settings(
