@@ -309,7 +309,7 @@ def tiny_model(folder: Path) -> Path:
     """The tests' tiny model folder (tests/conftest.py's random BERT, serving_models')."""
     sys.path.insert(0, str(ROOT / "tests"))
     import conftest
-    from serving_models import build_lttw_folder
+    from support.serving_models import build_lttw_folder
 
     factory = SimpleNamespace(mktemp=lambda name: Path(tempfile.mkdtemp(prefix=name, dir=folder)))
     encoder = conftest.tiny_encoder_dir.__wrapped__(factory)

@@ -24,8 +24,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from serving_models import shared_lttw_folder
-from tiny_project import env
+from support.serving_models import shared_lttw_folder
+from support.tiny_project import env
 
 from lttw.serving.batcher import MicroBatcher
 from lttw.serving.limits import Limits
