@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 from support.cli_runner import assert_user_error, invoke
+from support.live_server import BOUND_S, Gate, assert_json_error, serving
 from support.serving_models import shared_lttw_folder
 from support.tiny_project import env
-from test_server_limits import BOUND_S, Gate, assert_json_error, serving
 
 from lttw.serving.info import encoder_name
 from lttw.serving.security import LOOPBACK_HOSTS, Access, host_allowed
