@@ -176,7 +176,9 @@ class ModelSettings(_Group):
 class TrainSettings(_Group):
     device: Device = "auto"
     bf16: bool = True  # autocast to bf16 where the device supports it
-    compile: bool = False
+    # torch.compile the training step: auto = on CUDA (falls back to eager where compiling
+    # fails), off on the CPU
+    compile: Literal["auto"] | bool = "auto"
     # the budget adapts to the data: `epochs` epochs, more where that is fewer than `min_steps`
     # optimiser steps (a small train part), but no more than `max_epochs` for that reason;
     # `patience` stops early
