@@ -289,7 +289,13 @@ def train_classifier(
             break
         epoch += 1
     bar.close()
-    run.ckpt.load_best(model)  # the best epoch's weights, wherever the run stopped
+    # the best epoch's weights, wherever the run stopped: read back from the best checkpoint
+    # unless the last epoch run was the best, whose weights the model still holds
+    history = state["history"]
+    if history and state["best"]["epoch"] == history[-1]["epoch"]:
+        run.ckpt.mark_complete()
+    else:
+        run.ckpt.load_best(model)
     result = _result(run)
     if result.val_f1_still_rising and result.last_gain >= cfg.min_gain:
         log.warning(
