@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
@@ -63,32 +64,36 @@ def out_of_fold_factors(
     splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
     # the texts are split into words and counted once, not once per group (issue 43 item 4);
     # first_occurrence needs word positions, which counts do not keep: it splits per group
-    doc_terms, all_words = None, None
-    if ranking != "first_occurrence":
-        doc_terms, all_words = _document_terms(texts, words, count_settings)
+    counted = None if ranking == "first_occurrence" else _document_terms(texts, words)
     # StratifiedKFold needs every class in every split; a class with fewer rows only warns
     for rest, held in splitter.split(np.zeros(len(labels)), labels):
-        if doc_terms is None:
+        if counted is None:
             counts, vocabulary = word_label_counts(
                 [texts[i] for i in rest], labels[rest], n_labels, count_settings, words
             )
-        else:
-            counts, columns = _group_counts(doc_terms, rest, labels, n_labels, count_settings)
-            vocabulary = [all_words[i] for i in columns]
-        W = factors_given_labels(normalise_rows(counts), factor_label, nmf_settings, random_state)
-        if doc_terms is None:
+            W = factors_given_labels(
+                normalise_rows(counts), factor_label, nmf_settings, random_state
+            )
             lookup = FactorLookup(vocabulary, corpus_counts(counts), W, words)
             out[held] = lookup.transform([texts[i] for i in held], k, s, ranking)
-        else:
-            held_terms = doc_terms[held][:, columns]
-            out[held] = tensor_from_document_terms(
-                held_terms, vocabulary, corpus_counts(counts), W, k, s, ranking
-            )
+            continue
+        doc_terms, all_words = counted
+        counts, columns = _group_counts(doc_terms, rest, labels, n_labels, count_settings)
+        W = factors_given_labels(normalise_rows(counts), factor_label, nmf_settings, random_state)
+        out[held] = tensor_from_document_terms(
+            doc_terms[held][:, columns],
+            [all_words[i] for i in columns],
+            corpus_counts(counts),
+            W,
+            k,
+            s,
+            ranking,
+        )
     log.info("out-of-fold factors for %d training texts in %d groups", len(texts), n_splits)
     return out
 
 
-def _document_terms(texts: Sequence[str], words: WordSplitter, settings: CountSettings):
+def _document_terms(texts: Sequence[str], words: WordSplitter) -> tuple[Any, list[str]]:
     """(n_texts, n_words) CSR int64 word counts of ``texts`` and the words (alphabetical):
     the same split as ``word_label_counts``, done once."""
     vectorizer = words.count_vectorizer()
