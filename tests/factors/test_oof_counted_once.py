@@ -33,9 +33,7 @@ def per_group_reference(texts, labels, factor_label, k, s, ranking, cs, nmf, spl
     out = np.zeros((len(texts), k + s, factor_label.shape[0]), dtype=np.float32)
     folds = StratifiedKFold(n_splits=splits, shuffle=True, random_state=seed)
     for rest, held in folds.split(np.zeros(len(labels)), labels):
-        counts, vocabulary = word_label_counts(
-            [texts[i] for i in rest], labels[rest], 3, cs, words
-        )
+        counts, vocabulary = word_label_counts([texts[i] for i in rest], labels[rest], 3, cs, words)
         W = factors_given_labels(normalise_rows(counts), factor_label, nmf, seed)
         lookup = FactorLookup(vocabulary, corpus_counts(counts), W, words)
         out[held] = lookup.transform([texts[i] for i in held], k, s, ranking)
