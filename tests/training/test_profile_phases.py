@@ -62,3 +62,53 @@ def test_phases_add_up_to_the_profiled_step(tmp_path):
         counts["per_step"]["aten::copy_"], abs=0.5
     )
     assert by_phase["optimizer"].get("aten::copy_", 0) > 0  # fused AdamW's step counters
+
+
+def test_cuda_kernels_count_once_in_the_phase_that_launched_them():
+    """On CUDA each kernel's device time is charged once, to the phase of the CPU op that
+    launched it (its correlation id), never also as the op's own device time; the user
+    annotations that mirror the ranges on the device are not kernels."""
+    from types import SimpleNamespace
+
+    import profile_train
+    from torch.autograd import DeviceType
+
+    def cpu(id_, name, parent=None):
+        return SimpleNamespace(
+            id=id_, name=name, cpu_parent=parent, device_type=DeviceType.CPU, is_async=False
+        )
+
+    def kernel(name, launcher_id, us, annotation=False):
+        span = SimpleNamespace(elapsed_us=lambda: us)
+        return SimpleNamespace(
+            id=-1,
+            name=name,
+            device_type=DeviceType.CUDA,
+            linked_correlation_id=launcher_id,
+            time_range=span,
+            is_user_annotation=annotation,
+        )
+
+    forward = cpu(1, "lttw.forward")
+    mm = cpu(2, "aten::mm", forward)
+    engine = cpu(3, "autograd::engine::evaluate_function: MmBackward0")
+    mm_back = cpu(4, "aten::mm", engine)
+    optimizer = cpu(5, "lttw.optimizer")
+    adam = cpu(6, "aten::_fused_adamw_", optimizer)
+    tree = [forward, mm, engine, mm_back, optimizer, adam]
+    tree += [
+        kernel("nvjet_a", 2, 40.0),
+        kernel("nvjet_b", 2, 40.0),
+        kernel("nvjet_c", 4, 100.0),
+        kernel("fused_adamw", 6, 10.0),
+        kernel("lttw.forward", 1, 85.0, annotation=True),  # the range's device mirror
+        kernel("orphan", 999, 5.0),  # launched by no recorded op
+    ]
+    by_phase, by_event = profile_train.phase_times(tree, cuda=True)
+    assert by_phase == {
+        "forward": 80.0,
+        "backward": 100.0,
+        "optimizer": 10.0,
+        profile_train.OTHER: 5.0,
+    }
+    assert by_event == {2: 80.0, 4: 100.0, 6: 10.0}
