@@ -2,6 +2,16 @@
 (``lttw.training.loop.train_classifier``), the same models and batches as ``train_throughput.py``.
 
 Prints (and writes to bench/results/profile_train.json):
+  * the step's time by phase (batch, forward, backward, clip_grad_norm, optimizer: the loop's
+    ``record_function`` ranges), each unit of time counted once so that the phases add up to
+    the profiled step: on CUDA the device time of each kernel (and memcpy / memset), charged
+    to the phase of the op that launched it (not the ``aten::`` op and its kernels both); on
+    the CPU the self CPU time of every op and range, charged to the phase it ran in. The
+    JSON's ``phases_sum_over_step`` is that sum over the step (the profiler's own
+    ``ProfilerStep`` ranges on the CPU, the wall clock on CUDA, where idle device time is the
+    gap);
+  * op counts per step (``aten::copy_``, casts, ``.item()`` syncs, all ``aten::`` ops), in
+    total and by phase;
   * the time per op category over the profiled steps (matmuls, SDPA attention, normalisation,
     element-wise, optimiser, copies / indexing, ...), by self time: device time on CUDA, CPU
     time on the CPU;
@@ -12,6 +22,8 @@ Prints (and writes to bench/results/profile_train.json):
     python bench/profile_train.py --seq 64 --batch 32            # the default profile's step
     python bench/profile_train.py --lengths-from data/sample/train.parquet
     python bench/profile_train.py --encoder bert-base --precision bf16   # GPU, paper shape
+    python bench/profile_train.py --quick --encoder bert-base --precision bf16 --force-autocast
+        # op counts under bf16 autocast on a CPU without native bf16 (slow: counts, not times)
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
+from torch.autograd import DeviceType  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: E402
 from train_throughput import (  # noqa: E402
     FULL,
@@ -42,7 +55,7 @@ from train_throughput import (  # noqa: E402
 from lttw.device import make_runtime  # noqa: E402
 from lttw.io import write_json  # noqa: E402
 from lttw.settings import TrainSettings  # noqa: E402
-from lttw.training.loop import train_classifier  # noqa: E402
+from lttw.training.loop import compiles, train_classifier  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "profile_train.json"
@@ -124,10 +137,15 @@ CATEGORIES = [
 ]
 
 
+OTHER = "other (outside the step's phases)"
+#: op counts reported per step (and by phase): copies, casts, device-to-host syncs
+COUNTED = ("aten::copy_", "aten::_to_copy", "aten::item", "aten::_local_scalar_dense")
+
+
 def phase_of(event) -> str:
-    """The loop phase an op ran in: the ``lttw.*`` range around it (see
-    ``training.loop._step``), or ``backward`` for ops the autograd engine ran (on CUDA they run in
-    the engine's own thread, outside the loop's ranges)."""
+    """The loop phase an event ran in: the ``lttw.*`` range around it (see
+    ``training.loop._step``; a range is in its own phase), or ``backward`` for ops the autograd
+    engine ran (on CUDA they run in the engine's own thread, outside the loop's ranges)."""
     node = event
     while node is not None:
         if node.name.startswith("autograd::engine"):
@@ -135,7 +153,61 @@ def phase_of(event) -> str:
         if node.name.startswith("lttw."):
             return node.name[len("lttw.") :]
         node = node.cpu_parent
-    return "other (outside the step's phases)"
+    return OTHER
+
+
+def _is_device(event) -> bool:
+    return event.device_type != DeviceType.CPU
+
+
+def phase_times(tree: list, cuda: bool) -> tuple[dict[str, float], dict[int, float]]:
+    """(us by phase, us by event id) over the profiled steps, each unit of time counted once.
+
+    CUDA: the duration of every device event (kernels, memcpy, memset; not the user
+    annotations that mirror the ranges), charged to the phase of the CPU op that launched it
+    (its correlation id), ``other`` where no op is linked. CPU: the self time of every CPU
+    event (ops, the phase ranges, the ``ProfilerStep`` ranges), so they add up to the steps'
+    total."""
+    by_phase: dict[str, float] = defaultdict(float)
+    by_event: dict[int, float] = defaultdict(float)
+    if cuda:
+        ops = {e.id: e for e in tree if not _is_device(e)}
+        for e in tree:
+            if not _is_device(e) or e.is_user_annotation or e.name.startswith("lttw."):
+                continue
+            launcher = ops.get(e.linked_correlation_id)
+            t = e.time_range.elapsed_us()
+            by_phase[phase_of(launcher) if launcher is not None else OTHER] += t
+            if launcher is not None:
+                by_event[launcher.id] += t
+        return by_phase, by_event
+    for e in tree:
+        if _is_device(e) or e.is_async:
+            continue
+        by_phase[phase_of(e)] += e.self_cpu_time_total
+        by_event[e.id] += e.self_cpu_time_total
+    return by_phase, by_event
+
+
+def op_counts(tree: list, steps: int) -> dict:
+    """Calls per step of the ``COUNTED`` ops and of all ``aten::`` ops, in total and by phase."""
+    total: dict[str, int] = defaultdict(int)
+    by_phase: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for e in tree:
+        if _is_device(e) or not e.name.startswith("aten::"):
+            continue
+        for key in (e.name, "all aten:: ops"):
+            if key in COUNTED or key == "all aten:: ops":
+                total[key] += 1
+                by_phase[phase_of(e)][key] += 1
+    per_step = {k: round(total.get(k, 0) / steps, 1) for k in (*COUNTED, "all aten:: ops")}
+    return {
+        "per_step": per_step,
+        "per_step_by_phase": {
+            phase: {k: round(v / steps, 1) for k, v in sorted(counts.items())}
+            for phase, counts in sorted(by_phase.items())
+        },
+    }
 
 
 def _rounded(d: dict) -> dict:
@@ -208,6 +280,17 @@ def main(argv=None) -> dict:
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument(
+        "--force-autocast",
+        action="store_true",
+        help="bf16 autocast even on a CPU without native bf16 (for op counts: slow there)",
+    )
+    ap.add_argument(
+        "--compile",
+        default="off",
+        choices=["off", "auto", "on"],
+        help="train.compile for the profiled step (off: eager, with the module labels)",
+    )
     ap.add_argument("--trace", default=None, help="also write a Chrome trace to this file")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
@@ -230,8 +313,12 @@ def main(argv=None) -> dict:
         log_every=1,
         distributed="off",
         num_threads=args.threads,
+        compile={"off": False, "on": True}.get(args.compile, "auto"),
     )
     rt = make_runtime(cfg)
+    if args.force_autocast:
+        rt.bf16 = True
+    compiled = compiles(cfg, rt)
     cuda = rt.device.type == "cuda"
     info = device_info(rt.device)
     enc_cfg, source = encoder_config(args.encoder, args.encoder_dir)
@@ -245,7 +332,7 @@ def main(argv=None) -> dict:
         VARIANTS[args.variant] != "none",
         lengths=lengths,
     )
-    handles = label_forward(model)
+    handles = [] if compiled else label_forward(model)  # hooks would break the graph
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     captured = {}
 
@@ -284,28 +371,30 @@ def main(argv=None) -> dict:
         h.remove()
     wall = clock.times[-1] - clock.times[warmup - 1] if warmup else None
 
-    events = captured["events"]
-    attr = "self_device_time_total" if cuda else "self_cpu_time_total"
-    clock_name = "device (CUDA) self time" if cuda else "CPU self time"
+    events, tree = captured["events"], captured["tree"]
+    clock_name = "device (CUDA) time of kernels" if cuda else "CPU self time"
     ops = []
     for e in events:
-        if e.key.startswith(("forward: ", "ProfilerStep", "lttw.")):
+        if e.key.startswith(("forward: ", "ProfilerStep", "lttw.")) or _is_device(e):
             continue
-        t = getattr(e, attr, 0.0) / 1e3 / steps  # ms per step
+        t = (e.self_device_time_total if cuda else e.self_cpu_time_total) / 1e3 / steps
         if t > 0:
             ops.append((e.key, t, e.count // steps))
-    # every op's self time, attributed to the loop phase it ran in and to an op category
-    by_phase: dict[str, float] = defaultdict(float)
+    # every unit of time once, attributed to the loop phase and to an op category
+    phase_us, event_us = phase_times(tree, cuda)
+    by_phase = {k: v / 1e3 / steps for k, v in phase_us.items()}
     by_cat: dict[str, float] = defaultdict(float)
-    for e in captured["tree"]:
-        t = getattr(e, attr, 0.0) / 1e3 / steps
+    for e in tree:
+        t = event_us.get(e.id, 0.0) / 1e3 / steps
         if t <= 0 or e.name.startswith(("forward: ", "ProfilerStep", "lttw.")):
             continue
-        phase = phase_of(e)
-        by_phase[phase] += t
-        if phase in ("forward", "backward"):
+        if phase_of(e) in ("forward", "backward"):
             by_cat[category(e.name)] += t
     total = sum(by_phase.values())
+    # the step it must add up to: the profiler's own step ranges on the CPU; on CUDA the
+    # wall clock (the loop syncs every step here), the device being idle in the gap
+    profiled = sum(e.cpu_time_total for e in tree if e.name.startswith("ProfilerStep"))
+    step_ms = (1e3 * wall if cuda and wall else profiled / 1e3) / steps
     forward = {
         e.key: e.cpu_time_total / 1e3 / steps for e in events if e.key.startswith("forward: ")
     }
@@ -324,8 +413,13 @@ def main(argv=None) -> dict:
             "lengths_from": args.lengths_from,
         },
         "clock": clock_name,
+        "compiled": compiled,
         "step_ms_wall": None if wall is None else round(1e3 * wall / steps, 2),
+        "step_ms": round(step_ms, 2),
+        "step_ms_source": "wall clock" if cuda and wall else "profiler ProfilerStep ranges",
         "ms_per_step_by_phase": _rounded(by_phase),
+        "phases_sum_over_step": round(total / max(step_ms, 1e-9), 3),
+        "op_counts": op_counts(tree, steps),
         "forward_backward_ms_per_step_by_category": _rounded(by_cat),
         "forward_ms_per_step_cpu_inclusive": {k: round(v, 2) for k, v in forward.items()},
         "top_ops": [
@@ -337,13 +431,18 @@ def main(argv=None) -> dict:
     print(
         f"# {info['device_name']} | {args.encoder} {args.variant} {args.precision} "
         f"(autocast {'bf16' if rt.bf16 else 'off'}) | seq {seq} batch {batch} | "
-        f"{steps} profiled steps after {warmup}"
+        f"{steps} profiled steps after {warmup}{' | compiled' if compiled else ''}"
         + (f" | wall {result['step_ms_wall']} ms/step (profiler on)" if wall else "")
     )
     print(f"\n{clock_name} per step, by phase of the training step")
     for k, v in result["ms_per_step_by_phase"].items():
         print(f"  {k:22} {v:10.1f} ms  {100 * v / total:5.1f}%")
-    print(f"  {'total':22} {total:10.1f} ms")
+    print(
+        f"  {'total':22} {total:10.1f} ms  = {100 * result['phases_sum_over_step']:.1f}% of the "
+        f"step ({step_ms:.1f} ms, {result['step_ms_source']})"
+    )
+    counts = result["op_counts"]["per_step"]
+    print("\nop calls per step: " + ", ".join(f"{k} {v:g}" for k, v in counts.items()))
     fb = sum(by_cat.values())
     print(f"\nforward + backward ({fb:.1f} ms) by op category")
     for k, v in result["forward_backward_ms_per_step_by_category"].items():

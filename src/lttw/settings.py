@@ -363,7 +363,12 @@ class TrainSettings(_Group):
         description="Autocast to bf16 where the device supports it: a GPU, or a CPU with "
         "native bf16 instructions (AVX512-BF16 or AMX); on others fp32.",
     )
-    compile: bool = Field(default=False, description="Run the model through `torch.compile`.")
+    compile: Literal["auto"] | bool = Field(
+        default="auto",
+        description="Run the training step through `torch.compile`: `auto` compiles on CUDA "
+        "(falling back to eager, with a warning, where compiling fails) and stays eager on "
+        "the CPU.",
+    )
     epochs: int = Field(
         default=2,
         ge=1,

@@ -214,9 +214,10 @@ class PlainBert(nn.Module):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
     ) -> EncoderOutput:
         x = self.embeddings(input_ids)
-        keep = None  # (B, 1, 1, n): True where a key is a real token
-        if attention_mask is not None and not bool(attention_mask.all()):
-            keep = attention_mask.bool()[:, None, None, :]
+        # (B, 1, 1, n): True where a key is a real token. Passed whenever a mask is given,
+        # even one of all ones: no data-dependent branch, so no device-to-host sync per
+        # forward and no graph break under torch.compile (tests/encoder/test_compile_graph.py)
+        keep = None if attention_mask is None else attention_mask.bool()[:, None, None, :]
         for layer in self.encoder.layer:
             x = layer(x, keep)
         return EncoderOutput(last_hidden_state=x)

@@ -192,6 +192,42 @@ def latent_factor_tensor(
     rows, words, counts, first = _entries(
         texts, vocabulary, splitter, with_positions=ranking == "first_occurrence"
     )
+    _fill(out, rows, words, counts, first, vocabulary, corpus_counts, word_factors, k, s, ranking)
+    return out
+
+
+def tensor_from_document_terms(
+    doc_terms,
+    vocabulary: Sequence[str],
+    corpus_counts: np.ndarray,
+    word_factors: np.ndarray,
+    k: int,
+    s: int,
+    ranking: Ranking,
+) -> np.ndarray:
+    """``latent_factor_tensor`` of texts already counted: ``doc_terms`` is their (n_texts,
+    n_words) sparse count matrix over ``vocabulary``'s columns (the same split of the texts).
+    The same tensor, without splitting the texts again (``out_of_fold_factors`` counts the
+    train part once for all its groups). Not for ``first_occurrence``, which needs the
+    words' positions."""
+    if ranking == "first_occurrence":
+        raise ValueError("first_occurrence needs the texts themselves: latent_factor_tensor")
+    _check_ranking(ranking)
+    word_factors = np.asarray(word_factors, dtype=np.float32)
+    out = np.zeros((doc_terms.shape[0], k + s, word_factors.shape[1]), dtype=np.float32)
+    if not doc_terms.shape[0] or k + s == 0 or not len(vocabulary):
+        return out
+    coo = doc_terms.tocoo()
+    nonzero = coo.data > 0
+    rows, words = coo.row[nonzero].astype(np.int64), coo.col[nonzero].astype(np.int64)
+    counts = coo.data[nonzero].astype(np.int64)
+    _fill(out, rows, words, counts, None, vocabulary, corpus_counts, word_factors, k, s, ranking)
+    return out
+
+
+def _fill(out, rows, words, counts, first, vocabulary, corpus_counts, word_factors, k, s, ranking):
+    """Write the selected words' factor rows into ``out`` (n_texts, k+s, rank), from the
+    (row, word, count[, first position]) entries of the texts' distinct in-vocabulary words."""
     if ranking == "count_then_corpus":
         corpus = np.asarray(corpus_counts, dtype=np.int64)
         tie_keys = [-corpus[words], _alpha_rank(vocabulary)[words]]
@@ -199,9 +235,8 @@ def latent_factor_tensor(
         tie_keys = [_alpha_rank(vocabulary)[words]]
     else:
         tie_keys = [first]
-    sel_rows, slots, sel_words = selection_slots(rows, words, counts, len(texts), k, s, tie_keys)
+    sel_rows, slots, sel_words = selection_slots(rows, words, counts, len(out), k, s, tie_keys)
     out[sel_rows, slots] = word_factors[sel_words]
-    return out
 
 
 @dataclass(frozen=True)

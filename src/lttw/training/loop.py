@@ -94,7 +94,50 @@ def _optimizer(model: nn.Module, cfg: TrainSettings, rt: Runtime) -> torch.optim
             {"params": decay, "lr": lr, "weight_decay": cfg.weight_decay},
             {"params": no_decay, "lr": lr, "weight_decay": 0.0},
         ]
-    return torch.optim.AdamW(groups, fused=rt.device.type == "cuda")
+    # fused: one kernel per step for all parameters (CUDA; on the CPU one C++ loop) instead
+    # of a dozen ops per parameter; the CPU has had fused AdamW since torch 2.4
+    return torch.optim.AdamW(groups, fused=True)
+
+
+def compiles(cfg: TrainSettings, rt: Runtime) -> bool:
+    """Whether the training step runs under ``torch.compile``: ``train.compile`` true, or
+    ``auto`` on CUDA (the CPU stays eager: compiling costs more than it saves there)."""
+    return cfg.compile is True or (cfg.compile == "auto" and rt.device.type == "cuda")
+
+
+class CompiledOrEager(nn.Module):
+    """``torch.compile(model)``, and ``model`` itself for the rest of the run once compiling
+    has failed (no C++ compiler or Triton, an unsupported op, ...): ``_step`` then redoes the
+    step eager, with a warning, instead of failing the run."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.eager = model
+        self.compiled = torch.compile(model)
+        self.failed = False
+
+    def forward(self, *args, **kwargs):
+        return (self.eager if self.failed else self.compiled)(*args, **kwargs)
+
+    def fall_back(self, err: BaseException) -> bool:
+        """Switch to eager where ``err`` is a compile failure (True: redo the step); errors
+        of the model's own code (a too-long input, ...) are not, and return False."""
+        if self.failed or not _compile_failure(err):
+            return False
+        log.warning("torch.compile failed, training eager: %s", str(err).splitlines()[0])
+        self.failed = True
+        return True
+
+
+def _compile_failure(err: BaseException) -> bool:
+    """Whether ``err`` comes from torch's compiler stack (dynamo, inductor, Triton, the C++
+    toolchain) rather than from the model's own code."""
+    from torch._dynamo.exc import TorchDynamoException
+
+    if isinstance(err, TorchDynamoException):
+        return True
+    module = type(err).__module__ or ""
+    return module.startswith(("torch._inductor", "torch._dynamo", "triton"))
 
 
 def _schedule(optimizer, warmup: int, total: int | list[int]) -> torch.optim.lr_scheduler.LambdaLR:
@@ -166,8 +209,8 @@ def _set_up(
     model.to(rt.device)
     step_model = rt.wrap(model)
     optimizer = _optimizer(step_model, cfg, rt)
-    if cfg.compile:  # the step runs compiled; checkpoints and the result use ``model`` itself
-        step_model = cast(nn.Module, torch.compile(step_model))  # an OptimizedModule
+    if compiles(cfg, rt):  # the step runs compiled; checkpoints and the result use ``model``
+        step_model = CompiledOrEager(step_model)
     steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
     epochs = plan_epochs(len(train), cfg)
     total = steps_per_epoch * epochs
@@ -250,7 +293,13 @@ def train_classifier(
             break
         epoch += 1
     bar.close()
-    run.ckpt.load_best(model)  # the best epoch's weights, wherever the run stopped
+    # the best epoch's weights, wherever the run stopped: read back from the best checkpoint
+    # unless the last epoch run was the best, whose weights the model still holds
+    history = state["history"]
+    if history and state["best"]["epoch"] == history[-1]["epoch"]:
+        run.ckpt.mark_complete()
+    else:
+        run.ckpt.load_best(model)
     result = _result(run)
     if result.val_f1_still_rising and result.last_gain >= cfg.min_gain:
         log.warning(
@@ -411,7 +460,25 @@ def _end_epoch(run: _Session, val: Batchable, epoch: int, elapsed: float, seen: 
 
 def _step(ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt) -> torch.Tensor:
     """One optimiser step; returns the loss (on the device, no sync). Its phases are labelled
-    for ``torch.profiler`` (``bench/profile_train.py``); the labels cost nothing otherwise."""
+    for ``torch.profiler`` (``bench/profile_train.py``); the labels cost nothing otherwise.
+    A compiled step whose compiling fails is redone eager (``CompiledOrEager``)."""
+    try:
+        loss = _forward_backward(ddp_model, model, inputs, labels, share, optimizer, rt)
+    except Exception as err:
+        if not (isinstance(ddp_model, CompiledOrEager) and ddp_model.fall_back(err)):
+            raise
+        loss = _forward_backward(ddp_model, model, inputs, labels, share, optimizer, rt)
+    if cfg.grad_clip:
+        with record_function("lttw.clip_grad_norm"):
+            # foreach: a few multi-tensor kernels, not a norm and a scale per parameter
+            nn.utils.clip_grad_norm_(ddp_model.parameters(), cfg.grad_clip, foreach=True)
+    with record_function("lttw.optimizer"):
+        optimizer.step()
+        scheduler.step()
+    return loss.detach()
+
+
+def _forward_backward(ddp_model, model, inputs, labels, share, optimizer, rt) -> torch.Tensor:
     with record_function("lttw.forward"), rt.autocast():
         loss = F.cross_entropy(ddp_model(**inputs).float(), labels)
         aux = model.auxiliary_loss()
@@ -420,13 +487,7 @@ def _step(ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt
     with record_function("lttw.backward"):
         optimizer.zero_grad(set_to_none=True)
         (loss * share if rt.world_size > 1 else loss).backward()
-    if cfg.grad_clip:
-        with record_function("lttw.clip_grad_norm"):
-            nn.utils.clip_grad_norm_(ddp_model.parameters(), cfg.grad_clip)
-    with record_function("lttw.optimizer"):
-        optimizer.step()
-        scheduler.step()
-    return loss.detach()
+    return loss
 
 
 def _rank_rows(rows: torch.Tensor, rt: Runtime) -> tuple[torch.Tensor, float]:
