@@ -92,4 +92,6 @@ def confusion_csv(fold: int) -> Path:
 
 
 SUMMARY_METRICS = METRICS_DIR / "summary.json"
+FINAL_MODEL_DIR = MODELS_DIR / "final"  # the final stage's model folder (the one to deploy)
+FINAL_METRICS = METRICS_DIR / "final.json"  # the final stage's record: rows, epochs, quality
 REPORT_MD = METRICS_DIR / "report.md"

@@ -58,6 +58,7 @@ class DataSettings(_Group):
     label_column: str | None = None  # None: the manifest's (or "label")
     train_size: int = Field(5000, ge=1)
     test_size: int = Field(1000, ge=0)
+    # 0: no predict sample; with sampling: all the test sample is then the whole test split
     predict_size: int = Field(1000, ge=0)
     use_splits: bool = True  # draw test/predict from the dataset's test split when it has one
     # balanced: size // p rows per class (the paper); stratified: the class proportions at the
@@ -204,6 +205,13 @@ class TrainSettings(_Group):
     freeze_encoder: bool = False
 
 
+class FinalSettings(_Group):
+    # true: the final stage retrains model.variant on every labelled row of the train sample
+    # for the folds' chosen epoch count (lttw.training.final); false: models/final is the
+    # first fold's model (this repository's paper profile; `lttw init` projects set true)
+    enabled: bool = False
+
+
 class Settings(_Group):
     seed: int = Field(42, ge=0, le=MAX_SEED)
     data: DataSettings = DataSettings()
@@ -213,6 +221,7 @@ class Settings(_Group):
     nmf: NMFSettings = NMFSettings()
     model: ModelSettings = ModelSettings()
     train: TrainSettings = TrainSettings()
+    final: FinalSettings = FinalSettings()
 
     @model_validator(mode="after")
     def _frozen_encoder_variant(self) -> Settings:
