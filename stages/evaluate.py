@@ -1,8 +1,9 @@
 """Stage `evaluate`: macro precision / recall / F1 and accuracy of one fold's model on the
-fold's test part and on the held-out test and predict samples; per-class report, confusion
-matrix (a dvc plot) and predictions. The model runs at the precision its folder states
-(lttw.json ``precision``: fp32, whatever train.bf16 says), as ``lttw predict`` runs it, so
-the metrics' labels are the ones ``lttw predict`` gives."""
+fold's test part and on the held-out test and predict samples (each part's size is its
+``n``); per-class report, confusion matrix (a dvc plot) and predictions. An absent predict
+sample (``data.predict_size: 0``) is left out of all three. The model runs at the precision
+its folder states (lttw.json ``precision``: fp32, whatever train.bf16 says), as
+``lttw predict`` runs it, so the metrics' labels are the ones ``lttw predict`` gives."""
 
 import logging
 
@@ -40,6 +41,9 @@ def main(settings, fold: int):
     }
     report, frames = {}, []
     for part in EVAL_PARTS:
+        if part == "predict" and not len(inputs.part_labels(part)):
+            log.info("no predict sample (data.predict_size: 0)")
+            continue
         y, pred = inputs.part_labels(part), predicted_labels(probs[part])
         metrics[part] = classification_metrics(y, pred, inputs.n_labels)
         report[part] = {

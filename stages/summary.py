@@ -1,11 +1,13 @@
 """Stage `summary`: mean and standard deviation over the folds in `folds.run` of every metric
-(macro P / R / F1, accuracy, time per epoch, samples per second), for `dvc metrics diff`."""
+(macro P / R / F1, accuracy, time per epoch, samples per second), for `dvc metrics diff`; the
+held-out samples' sizes (`held_out`) and the final model's record (`final`: its rows, epochs
+and quality estimate, the folds' held-out metrics)."""
 
 import logging
 
 from lttw import layout
 from lttw.errors import UserError
-from lttw.evaluation.metrics import summarize_folds
+from lttw.evaluation.metrics import held_out_samples, summarize_folds
 from lttw.io import read_json, write_json
 from lttw.stage import run_stage
 
@@ -26,7 +28,23 @@ def main(settings):
         "device": first.get("device", "unknown"),
         "seed": settings.seed,
         **summarize_folds(per_fold),
+        "held_out": held_out_samples(read_json(layout.LABELS_JSON)),
     }
+    if layout.FINAL_METRICS.is_file():
+        final = read_json(layout.FINAL_METRICS)
+        summary["final"] = {
+            key: final[key]
+            for key in (
+                "model",
+                "copy_of",
+                "trained_on",
+                "rows",
+                "epochs",
+                "epochs_rule",
+                "quality",
+            )
+            if key in final
+        }
     write_json(layout.SUMMARY_METRICS, summary)
     f1 = summary.get("test/f1_macro", {})
     log.info(

@@ -246,7 +246,8 @@ def data_check(
         str,
         typer.Argument(
             metavar="PATH",
-            help="a CSV/TSV/parquet file, a folder of them, or a dataset name under data.root",
+            help="a dataset name under data.root (as the pipeline resolves data.dataset), "
+            "or a CSV/TSV/parquet file or a folder of them",
         ),
     ],
     text_column: Annotated[str | None, typer.Option(help="text column")] = None,
@@ -264,10 +265,15 @@ def data_check(
     from lttw.settings import read_settings
 
     settings = read_settings(params)
+    # data.root as the pipeline reads it: relative to the project (the --params file's
+    # folder), whatever the current folder; a name under it wins over a path here
+    root = Path(params).parent / settings.data.root
+    update: dict = {"root": str(root)}
     if sampling is not None:
-        settings = settings.model_copy(
-            update={"data": settings.data.model_copy(update={"sampling": sampling})}
-        )
+        update["sampling"] = sampling
+    settings = settings.model_copy(update={"data": settings.data.model_copy(update=update)})
+    if (root / path).exists():
+        path = str(root / path)
     check = check_dataset(settings, path, text_column, label_column)
     render(check, console())
     if check.problems:

@@ -43,7 +43,7 @@ def extended_encoder_dir() -> Path:
     return TOKENS_DIR / "encoder"
 
 
-def fold_dir(base: Path, fold: int) -> Path:
+def fold_dir(base: Path, fold: int | str) -> Path:
     return base / f"fold_{fold}"
 
 
@@ -55,7 +55,7 @@ def nmf_dir(fold: int) -> Path:
     return fold_dir(NMF_DIR, fold)  # latent_factors.safetensors (word_factors, factor_label)
 
 
-def features_file(fold: int) -> Path:
+def features_file(fold: int | str) -> Path:
     return fold_dir(FEATURES_DIR, fold) / "factors.safetensors"  # {split}: (n, k+s, rank) f32
 
 
@@ -92,4 +92,6 @@ def confusion_csv(fold: int) -> Path:
 
 
 SUMMARY_METRICS = METRICS_DIR / "summary.json"
+FINAL_MODEL_DIR = MODELS_DIR / "final"  # the final stage's model folder (the one to deploy)
+FINAL_METRICS = METRICS_DIR / "final.json"  # the final stage's record: rows, epochs, quality
 REPORT_MD = METRICS_DIR / "report.md"

@@ -115,6 +115,7 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
         "features@1",
         "train@1",
         "evaluate@1",
+        "final",
         "summary",
     ]
     summary = json.loads((project / "metrics/summary.json").read_text())

@@ -293,7 +293,7 @@ def test_kill_during_training_leaves_nothing_half_written(killed):
 
 def test_repro_after_kills_resumes_and_matches_uninterrupted_run(killed, reference):
     out = killed["final"]
-    assert ran(out) == {"train@0", "evaluate@0", "summary"}
+    assert ran(out) == {"train@0", "evaluate@0", "final", "summary"}
     assert "resuming from checkpoint" in out, out[-3000:]
     ref_root = reference()["root"]
     assert without_timings(read_metrics(killed["root"])) == without_timings(read_metrics(ref_root))

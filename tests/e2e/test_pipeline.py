@@ -35,6 +35,7 @@ def test_repro_runs_every_stage_then_nothing(tiny_repro, project):
         "features@0",
         "train@0",
         "evaluate@0",
+        "final",
         "summary",
     }
     assert undeclared_reads(trace) == {}, "stages read parameters dvc.yaml does not declare"
@@ -48,6 +49,7 @@ def test_repro_runs_every_stage_then_nothing(tiny_repro, project):
         "features@0",
         "train@0",
         "evaluate@0",
+        "final",
         "summary",
     }
     summary = json.loads((project / "metrics/summary.json").read_text())
@@ -68,7 +70,7 @@ def test_changing_k_reruns_features_and_after_only_then_going_back_restores(proj
     k = yaml.safe_load((tiny_repro.root / "params.yaml").read_text())["model"]["k"]
     assert k != 2
     out = run(["dvc", "exp", "run", "-S", "model.k=2"], project)
-    assert ran(out) == {"features@0", "train@0", "evaluate@0", "summary"}
+    assert ran(out) == {"features@0", "train@0", "evaluate@0", "final", "summary"}
     out = run(["dvc", "exp", "run", "-S", f"model.k={k}"], project)
     assert not {"features@0", "train@0", "evaluate@0"} & ran(out)
     assert "Stage 'train@0' is cached - skipping run" in out
@@ -76,7 +78,7 @@ def test_changing_k_reruns_features_and_after_only_then_going_back_restores(proj
 
 def test_changing_rank_reruns_nmf_not_counts(project):
     out = run(["dvc", "exp", "run", "-S", "nmf.rank=2"], project)
-    assert ran(out) == {"nmf@0", "features@0", "train@0", "evaluate@0", "summary"}
+    assert ran(out) == {"nmf@0", "features@0", "train@0", "evaluate@0", "final", "summary"}
 
 
 def test_baseline_variant_keeps_factor_stages_cached(project):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import cast
 
 import numpy as np
@@ -63,20 +64,22 @@ def load_fold_inputs(fold: int) -> FoldInputs:
 
 def load_tensors(
     inputs: FoldInputs,
-    fold: int,
+    fold: int | str,
     words=None,
     max_len: int | None = None,
     frozen_encoder: bool = False,
+    features: Path | None = None,
 ) -> dict[str, Batchable]:
     """Batchable tensors for train / val / fold_test / test / predict: the encoder's tokens,
     or with ``words`` (a ``text.word_ids.WordVocabulary``) the texts' word ids at
-    ``max_len``; with ``frozen_encoder`` also the encode stage's cached encoder states."""
+    ``max_len``; with ``frozen_encoder`` also the encode stage's cached encoder states. The
+    factor tensors are the fold's features stage output, or the file ``features``."""
     tokens = (
         read_arrays(layout.tokens_file())
         if words is None
         else word_arrays(inputs, words, cast(int, max_len))  # words come with their max_len
     )
-    factors = read_arrays(layout.features_file(fold))
+    factors = read_arrays(features or layout.features_file(fold))
     states = {}
     if frozen_encoder:
         from lttw.encoder.states import frozen_states

@@ -114,3 +114,25 @@ def summarize_folds(per_fold: dict[int, dict]) -> dict:
             "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
         }
     return out
+
+
+def held_out_samples(labels_info: dict) -> dict:
+    """The held-out samples' sizes and where they come from (``metrics/summary.json``), from
+    the sample stage's ``labels.json``: with ``data.sampling: all`` and ``data.predict_size:
+    0`` the test sample is the dataset's whole test split, comparable with published figures;
+    an empty predict sample is absent."""
+    sizes, pools = labels_info.get("sizes", {}), labels_info.get("pools", {})
+    test_pool = pools.get("test")
+    whole = (
+        labels_info.get("sampling") == "all" and test_pool == "test" and not sizes.get("predict")
+    )
+    if whole:
+        source = "the whole test split"
+    elif test_pool:
+        source = f"a sample of the {test_pool} split"
+    else:
+        source = "a sample of all rows (pooled)"
+    out = {"test_rows": int(sizes.get("test", 0)), "test_sample": source}
+    if sizes.get("predict"):
+        out["predict_rows"] = int(sizes["predict"])
+    return out

@@ -23,7 +23,13 @@ import scipy.sparse as sp
 from lttw.errors import DataError
 from lttw.io import read_arrays, write_arrays
 from lttw.settings import CountSettings
-from lttw.text.words import WordSplitter, degenerate_warning, make_splitter, splitting_quality
+from lttw.text.words import (
+    WordSplitter,
+    degenerate_warning,
+    make_splitter,
+    splitting_quality,
+    write_rule,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +77,24 @@ def choose_splitter(
     if warning:
         log.warning(warning)
     return splitter, reason
+
+
+def write_part_counts(
+    directory: str | Path,
+    texts: Sequence[str],
+    labels: np.ndarray,
+    n_labels: int,
+    words_splitter: str,
+    settings: CountSettings,
+    language: str | None = None,
+) -> None:
+    """The counts stage's folder for one set of labelled training texts (a fold's train part,
+    or every labelled row for the final model): the word-splitting rule chosen on ``texts``
+    (``words.json``), n(w, c) and the vocabulary."""
+    splitter, reason = choose_splitter(words_splitter, settings, texts, language)
+    counts, vocabulary = word_label_counts(texts, labels, n_labels, settings, splitter)
+    save_counts(directory, counts, vocabulary)
+    write_rule(directory, splitter, reason)
 
 
 def label_matrix(labels: np.ndarray, n_labels: int) -> sp.csr_matrix:

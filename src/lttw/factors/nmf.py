@@ -180,6 +180,21 @@ def save_factors(directory: str | Path, factors: LatentFactors) -> None:
     )
 
 
+def factor_counts_folder(
+    counts_directory: str | Path, directory: str | Path, settings: NMFSettings, seed: int
+) -> dict:
+    """The nmf stage's work on one counts folder: the latent factors of its row-normalised
+    matrix, saved into ``directory``; returns their metrics (``factor_metrics``)."""
+    from lttw.factors.counts import load_counts, normalise_rows
+
+    counts, _ = load_counts(counts_directory)
+    V = normalise_rows(counts)
+    rank = resolve_rank(settings.rank, V.shape[1])  # the metrics JSON records it
+    factors = latent_factors(V, rank, settings, seed)
+    save_factors(directory, factors)
+    return factor_metrics(V, factors)
+
+
 def load_word_factors(directory: str | Path) -> np.ndarray:
     """The (n_words, rank) float32 word factors saved by ``save_factors``."""
     path = Path(directory) / FACTORS_FILE

@@ -43,6 +43,7 @@ def write_model_folder(
     words=None,
     word_vocabulary=None,
     selection: dict | None = None,
+    extra_meta: dict | None = None,
 ) -> None:
     """Add everything but the weights to a model folder being written: labels, what
     prediction needs, the tokenizer, and the files of ``factor_dirs`` (the fold's counts and
@@ -50,7 +51,8 @@ def write_model_folder(
     model was trained with (a ``WordSplitter``), recorded in lttw.json as ``words``;
     ``word_vocabulary`` (a ``WordVocabulary``): the words the model embeds, into ``words/``;
     ``selection``: the factors' k, s and ranking, as the features stage chose them (where
-    latent factors are fused)."""
+    latent factors are fused); ``extra_meta``: more keys for lttw.json (the final model's
+    record)."""
     with_factors = bool(factor_dirs)
     m = settings.model
     if with_factors and selection is None:  # a folder built by hand: the settings' selection
@@ -77,6 +79,7 @@ def write_model_folder(
             **({"vocab": "words"} if word_vocabulary is not None else {}),
             **({"frozen_encoder": True} if settings.train.freeze_encoder else {}),
             **({"words": words.record()} if words is not None else {}),
+            **(extra_meta or {}),
         },
     )
     if tokenizer_dir is not None:

@@ -93,6 +93,9 @@ class Run:
     name: str | None = None
     rev: str | None = None
     params: dict = field(default_factory=dict)
+    #: the summary's ``held_out`` (sample sizes) and ``final`` (the final model's record)
+    held_out: dict | None = None
+    final: dict | None = None
 
     def values(self, key: str, part: str | None = PART) -> np.ndarray:
         """One metric per fold (fold order); missing entries are skipped."""
@@ -170,7 +173,9 @@ def make_run(
     if not folds:
         return None
     label = variant_label(summary.get("variant", "unknown"), model)
-    return Run(summary.get("dataset", "unknown"), label, folds, [source])
+    run = Run(summary.get("dataset", "unknown"), label, folds, [source])
+    run.held_out, run.final = summary.get("held_out"), summary.get("final")
+    return run
 
 
 def merge_runs(runs: list[Run]) -> dict[tuple[str, str], Run]:
@@ -181,6 +186,8 @@ def merge_runs(runs: list[Run]) -> dict[tuple[str, str], Run]:
         for fold, metrics in run.folds.items():
             into.folds.setdefault(fold, metrics)
         into.sources += run.sources
+        into.held_out = into.held_out or run.held_out
+        into.final = into.final or run.final
     return merged
 
 
@@ -269,6 +276,37 @@ def _tests(merged: dict[tuple[str, str], Run], dataset: str) -> list[str]:
     return lines
 
 
+def _samples_and_final(present: dict[str, Run]) -> list[str]:
+    """Per run that records them: the held-out test sample's size and source, and the final
+    model (its rows, epochs, and that its quality estimate is the folds' held-out metrics)."""
+    lines = []
+    for variant, run in sorted(present.items(), key=lambda item: _order(item[0])):
+        if run.held_out:
+            h = run.held_out
+            predict = (
+                f"; predict sample {h['predict_rows']:,} texts"
+                if "predict_rows" in h
+                else "; no predict sample"
+            )
+            lines.append(
+                f"- {variant}: held-out test sample {h.get('test_rows', 0):,} texts "
+                f"({h.get('test_sample', '?')}){predict}."
+            )
+        if run.final:
+            f = run.final
+            how = (
+                f"a copy of {f['copy_of']}, trained on {f.get('trained_on', 0):,} rows"
+                if "copy_of" in f
+                else f"retrained on {f.get('trained_on', 0):,} labelled rows for "
+                f"{f.get('epochs', '?')} epochs ({f.get('epochs_rule', '?')})"
+            )
+            lines.append(
+                f"- {variant}: final model `{f.get('model', 'models/final')}`: {how}; its "
+                f"quality estimate is {f.get('quality', 'the folds held-out metrics')}."
+            )
+    return [""] + lines if lines else []
+
+
 def _order(variant: str) -> tuple[int, str]:
     names = list(VARIANTS)
     return (names.index(variant) if variant in names else len(names), variant)
@@ -301,6 +339,7 @@ def render(runs: list[Run]) -> str:
         ]
         for variant in sorted(set(VARIANTS) | set(present), key=_order):
             lines.append(_row(dataset, variant, present.get(variant)))
+        lines += _samples_and_final(present)
         lines += _tests(merged, dataset)
     return "\n".join(lines) + "\n"
 

@@ -10,6 +10,8 @@ import hashlib
 import json
 import logging
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 from lttw import layout
@@ -28,7 +30,34 @@ from lttw.training.word_vocab import fold_vocabulary, word_embedding
 log = logging.getLogger(__name__)
 
 
-def fingerprint(settings, fold: int) -> str:
+@dataclass(frozen=True)
+class RunPaths:
+    """Where one training run reads its factors and writes its model: a fold's stage folders
+    (``of_fold``), or the final model's (``lttw.training.final``). ``live`` / ``metrics``
+    None: no dvclive curves / no training-metrics file."""
+
+    counts: Path
+    nmf: Path
+    features: Path  # the factor tensors file
+    checkpoints: Path
+    model: Path
+    metrics: Path | None
+    live: Path | None
+
+    @classmethod
+    def of_fold(cls, fold: int) -> RunPaths:
+        return cls(
+            layout.counts_dir(fold),
+            layout.nmf_dir(fold),
+            layout.features_file(fold),
+            layout.checkpoint_dir(fold),
+            layout.model_dir(fold),
+            layout.train_metrics(fold),
+            layout.live_dir(fold),
+        )
+
+
+def fingerprint(settings, fold: int | str) -> str:
     """What defines this training run; a checkpoint of another run is never resumed."""
     relevant = settings.model_dump(
         include={"seed", "data", "folds", "words", "counts", "nmf", "model", "train"}
@@ -41,11 +70,11 @@ def fingerprint(settings, fold: int) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def factor_selection(fold: int) -> dict | None:
-    """k, s and ranking of the fold's factor tensors, as the features stage recorded them
-    (None: no latent factors). Read from there, not from the parameters, so that a variant
-    without factors does not retrain when model.k changes."""
-    meta = read_arrays_metadata(layout.features_file(fold))
+def factor_selection(features: Path) -> dict | None:
+    """k, s and ranking of the factor tensors file ``features``, as the features stage
+    recorded them (None: no latent factors). Read from there, not from the parameters, so
+    that a variant without factors does not retrain when model.k changes."""
+    meta = read_arrays_metadata(features)
     if "k" not in meta:
         return None
     return {"k": int(meta["k"]), "s": int(meta["s"]), "ranking": meta["ranking"]}
@@ -56,37 +85,48 @@ def train_fold(settings, fold: int) -> dict:
     ``metrics/train/fold_N.json``)."""
     inputs = load_fold_inputs(fold)
     check_batch_size(len(inputs.parts["train"]), settings.train.batch_size, fold)
+    return train_run(settings, fold, inputs, RunPaths.of_fold(fold))
+
+
+def train_run(settings, run: int | str, inputs, paths: RunPaths, extra_meta=None) -> dict:
+    """Train ``model.variant`` on ``inputs``' train part (early stopping on its val part; an
+    empty val part: every epoch of the plan, the last one's weights) and write the model
+    folder at ``paths.model``; ``run``: the fold (or "final"), as the model folder records
+    it; ``extra_meta``: more keys for the folder's lttw.json. Returns the training summary."""
     if variant_reads(settings.model.variant) == TEXTS:
-        return _train_on_texts(settings, fold, inputs)
-    return _train_on_tokens(settings, fold, inputs)
+        return _train_on_texts(settings, run, inputs, paths, extra_meta)
+    return _train_on_tokens(settings, run, inputs, paths, extra_meta)
 
 
-def _open_live(settings, fold: int, key: str):
+def _open_live(settings, fold, key: str, paths: RunPaths):
+    if paths.live is None:
+        return None
     return open_live(
-        layout.live_dir(fold),
+        paths.live,
         {"seed": settings.seed, "fold": fold, "variant": settings.model.variant},
-        resume=can_resume(layout.checkpoint_dir(fold), key),
+        resume=can_resume(paths.checkpoints, key),
     )
 
 
 def _write_outputs(
-    settings, fold: int, inputs, model, summary: dict, live, **folder_extras
+    settings, fold, inputs, model, summary: dict, live, paths: RunPaths, **folder_extras
 ) -> None:
-    with atomic_dir(layout.model_dir(fold)) as tmp:
+    with atomic_dir(paths.model) as tmp:
         save_classifier(model, tmp)
         write_model_folder(
             tmp,
             classes=inputs.classes,
             settings=settings,
             fold=fold,
-            words=read_rule(layout.counts_dir(fold)),
-            selection=factor_selection(fold),
+            words=read_rule(paths.counts),
+            selection=factor_selection(paths.features),
             **folder_extras,
         )
         record_checksums(tmp)  # last: the sha256 of every file the loader reads
     # timings vary run to run: kept out of the model folder so that its hash (and with it
     # the evaluate stage) only changes when the weights do
-    write_json(layout.train_metrics(fold), summary)
+    if paths.metrics is not None:
+        write_json(paths.metrics, summary)
     if live is not None:
         for key in ("best_val_f1_macro", "time_per_epoch_s", "samples_per_s"):
             if key in summary:
@@ -94,12 +134,12 @@ def _write_outputs(
         live.end()
 
 
-def _train_on_texts(settings, fold: int, inputs) -> dict:
+def _train_on_texts(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict:
     """A one-pass fit (tfidf_linear): one "epoch", scored on the validation part."""
     from lttw.models.tfidf import fit_tfidf_linear
 
     key = fingerprint(settings, fold)
-    live = _open_live(settings, fold, key)
+    live = _open_live(settings, fold, key, paths)
     t0 = time.perf_counter()
     model = fit_tfidf_linear(
         inputs.part_texts("train"),
@@ -107,7 +147,7 @@ def _train_on_texts(settings, fold: int, inputs) -> dict:
         inputs.n_labels,
         settings.model.linear_model,
         settings.seed,
-        words=read_rule(layout.counts_dir(fold)),
+        words=read_rule(paths.counts),
         auto=settings.words.splitter == "auto",
     )
     fit_s = time.perf_counter() - t0
@@ -138,14 +178,14 @@ def _train_on_texts(settings, fold: int, inputs) -> dict:
     if live is not None:
         live.log_metric("epoch_time_s", fit_s)  # one point, so the plots folder exists
     log_epoch(live, [row])
-    _write_outputs(settings, fold, inputs, model, summary, live)
+    _write_outputs(settings, fold, inputs, model, summary, live, paths, extra_meta=extra_meta)
     # a one-pass fit has nothing to resume: the checkpoint folder only records that this
     # run is complete
-    Checkpointer(layout.checkpoint_dir(fold), key).mark_complete()
+    Checkpointer(paths.checkpoints, key).mark_complete()
     return summary
 
 
-def _train_on_tokens(settings, fold: int, inputs) -> dict:
+def _train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict:
     """A torch classifier of the registry, trained by the loop (resumable, maybe DDP)."""
     import torch
 
@@ -156,14 +196,21 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
     from lttw.training.loop import train_classifier
 
     torch.manual_seed(settings.seed)
-    words = fold_vocabulary(fold) if settings.model.uses_word_vocab else None
+    words = fold_vocabulary(paths.counts) if settings.model.uses_word_vocab else None
     vectors_record = None
     if words is not None:  # the vectors are read before anything is written
         weight, vectors_record = word_embedding(
             settings.model, words, inputs.part_texts("train"), settings.seed
         )
     frozen = settings.train.freeze_encoder
-    batches = load_tensors(inputs, fold, words, settings.model.max_len, frozen_encoder=frozen)
+    batches = load_tensors(
+        inputs,
+        fold,
+        words,
+        settings.model.max_len,
+        frozen_encoder=frozen,
+        features=paths.features,
+    )
     rt = make_runtime(settings.train)
     model_class = MODEL_REGISTRY[settings.model.variant]
     if words is not None:
@@ -179,7 +226,7 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
     if frozen:
         freeze_encoder(model, batches["train"])
     key = fingerprint(settings, fold)
-    live = _open_live(settings, fold, key) if rt.is_main else None
+    live = _open_live(settings, fold, key, paths) if rt.is_main else None
     result = train_classifier(
         model,
         batches["train"],
@@ -187,7 +234,7 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
         settings.train,
         settings.seed,
         rt,
-        layout.checkpoint_dir(fold),
+        paths.checkpoints,
         live=live,
         fingerprint=key,
     )
@@ -218,11 +265,11 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
             model,
             summary,
             live,
+            paths,
             tokenizer_dir=None if words is not None else layout.tokenizer_dir(),
             word_vocabulary=words,
-            factor_dirs=(layout.counts_dir(fold), layout.nmf_dir(fold))
-            if factor_shape(batches) is not None
-            else (),
+            extra_meta=extra_meta,
+            factor_dirs=(paths.counts, paths.nmf) if factor_shape(batches) is not None else (),
         )
     rt.barrier()
     rt.close()

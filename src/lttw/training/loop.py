@@ -269,7 +269,8 @@ def train_classifier(
     fingerprint: str = "",
     checkpoint_every_s: float | None = None,
 ) -> TrainResult:
-    """Train ``model`` in place; on return it holds the best-validation weights.
+    """Train ``model`` in place; on return it holds the best-validation weights (with an
+    empty ``val``, e.g. the final model on every labelled row: the last epoch's).
 
     Resumes from ``checkpoint_dir`` when it holds a checkpoint of the same ``fingerprint``
     (a hash of everything that defines the run), so a killed run continues where it stopped:
@@ -440,14 +441,14 @@ def _end_epoch(run: _Session, val: Batchable, epoch: int, elapsed: float, seen: 
     state["history"].append(row)
     log_epoch(run.live, state["history"])
     log.info(
-        "epoch %d/%d: val macro-F1 %.4f, %.1f s, %.1f samples/s",
+        "epoch %d/%d: %s, %.1f s, %.1f samples/s",
         epoch + 1,
         run.epochs,
-        f1,
+        f"val macro-F1 {f1:.4f}" if len(val) else "no validation rows",
         elapsed,
         sps,
     )
-    if f1 > state["best"]["f1"]:
+    if f1 > state["best"]["f1"] or not len(val):  # no validation rows: the last epoch's
         state["best"] = {"f1": f1, "epoch": epoch}
         run.ckpt.save_best(run.model)
     state.update(epoch=epoch + 1, step_in_epoch=0, epoch_elapsed_s=0.0, epoch_seen=0)

@@ -21,9 +21,10 @@ from lttw.text.word_ids import SPECIALS, WordVocabulary, token_counts
 log = logging.getLogger(__name__)
 
 
-def fold_vocabulary(fold: int) -> WordVocabulary:
-    """The counts stage's vocabulary and word-splitting rule of fold ``fold``."""
-    return WordVocabulary.load(layout.counts_dir(fold))
+def fold_vocabulary(counts_dir) -> WordVocabulary:
+    """The vocabulary and word-splitting rule of a counts folder (a fold's counts stage
+    output, or the final model's counts)."""
+    return WordVocabulary.load(counts_dir)
 
 
 def vectors_file(model_settings) -> tuple[str | None, str]:

@@ -1,0 +1,26 @@
+"""Stage `final`: the model a user takes away, `models/final` (``lttw.training.final``). With
+`final.enabled` the chosen variant retrained on every labelled row of the train sample for
+the epochs the folds' early stopping chose; otherwise a copy of the first fold's model,
+marked as such. Its quality estimate is the folds' held-out metrics. Also writes
+`metrics/final.json` (rows, epochs and how they were chosen)."""
+
+import logging
+
+from lttw.stage import run_stage
+from lttw.training.final import write_final_model
+
+log = logging.getLogger("lttw.final")
+
+
+def main(settings):
+    record = write_final_model(settings)
+    log.info(
+        "%s%s: trained on %d rows",
+        record["model"],
+        f" (a copy of {record['copy_of']})" if "copy_of" in record else "",
+        record["trained_on"],
+    )
+
+
+if __name__ == "__main__":
+    run_stage(main, __doc__)

@@ -1,0 +1,140 @@
+"""The `final` stage end to end on the tiny profile: with `final.enabled: false` (this
+repository's params) `models/final` is fold 0's model marked as such; with it true, the
+variant retrained on every labelled row for the folds' chosen epochs. Both answer
+`lttw predict`, and metrics/summary.json and `lttw report` state the final model's record and
+that its quality estimate is the folds' held-out metrics. The enabled run also uses
+`data.sampling: all` with `data.predict_size: 0` on a small dataset with its own test split:
+the held-out test sample is the whole test split, and no predict sample appears anywhere."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from support.stage_graph import undeclared_reads
+from support.tiny_project import lttw, ran, run, set_params
+
+from lttw import layout
+
+pytestmark = pytest.mark.slow
+
+QUALITY = "the folds' held-out metrics"
+CLASSES = ["world", "sports", "business", "tech"]
+#: a few words per class that the tiny encoder knows whole (conftest.TINY_WORDS)
+WORDS = {
+    "world": "war government president world news",
+    "sports": "team game match player season",
+    "business": "market stock shares profit bank",
+    "tech": "computer internet science technology company",
+}
+TRAIN_PER_CLASS, TEST_PER_CLASS = 24, 7
+
+
+def md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def write_dataset(root: Path) -> None:
+    """``root/mini``: train / test parquet files and a manifest, four classes."""
+    rng = np.random.default_rng(0)
+    folder = root / "mini"
+    folder.mkdir(parents=True)
+    for split, n in (("train", TRAIN_PER_CLASS), ("test", TEST_PER_CLASS)):
+        rows = []
+        for label in CLASSES:
+            words = WORDS[label].split()
+            for i in range(n):
+                picked = rng.choice(words, size=4).tolist() + ["the", "says"]
+                rows.append({"text": f"{split} {i} " + " ".join(picked), "label": label})
+        pd.DataFrame(rows).to_parquet(folder / f"{split}.parquet")
+    splits = {"train": "train.parquet", "test": "test.parquet"}
+    (folder / "manifest.json").write_text(
+        json.dumps({"text_column": "text", "label_column": "label", "splits": splits})
+    )
+
+
+def test_disabled_final_is_fold_0s_model_marked_so(tiny_repro):
+    root = tiny_repro.root
+    assert "Running stage 'final'" in tiny_repro.output
+    final, fold = root / layout.FINAL_MODEL_DIR, root / layout.model_dir(0)
+    assert md5(final / "model.safetensors") == md5(fold / "model.safetensors")
+    record = json.loads((final / "lttw.json").read_text())["final"]
+    assert record["enabled"] is False and record["copy_of"].startswith("models/fold_0")
+    summary = json.loads((root / layout.SUMMARY_METRICS).read_text())
+    assert summary["final"]["trained_on"] == summary["fold_test/n"]["mean"] * 2  # 4 folds: 2:1:1
+    assert QUALITY in summary["final"]["quality"]
+    assert summary["held_out"]["test_rows"] == summary["test/n"]["mean"]
+    assert summary["held_out"]["test_sample"] == "a sample of the test split"
+    assert "predict_rows" in summary["held_out"]  # the paper profile keeps its predict sample
+    assert "label" in lttw(["predict", "--model", final, "oil prices fall"], root).output
+
+
+@pytest.fixture(scope="module")
+def enabled(tmp_path_factory, tiny_repro) -> Path:
+    """A copy of the tiny run switched to final.enabled, data.sampling: all and
+    data.predict_size: 0 on a small dataset with a test split, then `dvc repro` (traced)."""
+    base = tmp_path_factory.mktemp("final")
+    project = tiny_repro.copy(base / "project")
+    write_dataset(base / "datasets")
+    set_params(
+        project,
+        data={"dataset": "mini", "root": str(base / "datasets"), "sampling": "all"},
+        final={"enabled": True},
+    )
+    set_params(project, data={"predict_size": 0})
+    trace = base / "trace"
+    path = os.pathsep.join(
+        filter(None, [str(Path(__file__).parents[1] / "param_trace"), os.environ.get("PYTHONPATH")])
+    )
+    out = run(
+        ["dvc", "repro"], project, extra_env={"PYTHONPATH": path, "LTTW_PARAM_TRACE": str(trace)}
+    )
+    (base / "output.txt").write_text(out)
+    return project
+
+
+def test_enabled_final_trains_on_every_labelled_row(enabled):
+    out = (enabled.parent / "output.txt").read_text()
+    assert {"sample", "train@0", "evaluate@0", "final", "summary"} <= ran(out)
+    assert undeclared_reads(enabled.parent / "trace") == {}
+    n_train = TRAIN_PER_CLASS * len(CLASSES)
+    record = json.loads((enabled / layout.FINAL_METRICS).read_text())
+    fold_best = json.loads((enabled / layout.train_metrics(0)).read_text())["best_epoch"] + 1
+    assert record["enabled"] is True and record["trained_on"] == n_train
+    assert record["epochs"] == fold_best and record["fold_best_epochs"] == {"0": fold_best}
+    meta = json.loads((enabled / layout.FINAL_MODEL_DIR / "lttw.json").read_text())
+    assert meta["final"]["trained_on"] == n_train and meta["with_factors"] is True
+    factors = enabled / layout.FINAL_MODEL_DIR / "factors"
+    fold_factors = enabled / layout.model_dir(0) / "factors"
+    # counts over every row: more words than fold 0's train part has
+    words = json.loads((factors / "vocabulary.json").read_text())
+    assert len(words) > len(json.loads((fold_factors / "vocabulary.json").read_text()))
+    summary = json.loads((enabled / layout.SUMMARY_METRICS).read_text())
+    assert summary["final"]["trained_on"] == n_train and summary["final"]["epochs"] == fold_best
+    assert QUALITY in summary["final"]["quality"]
+    result = lttw(["predict", "--model", layout.FINAL_MODEL_DIR, "the team won the match"], enabled)
+    assert any(name in result.output for name in CLASSES)
+
+
+def test_whole_test_split_is_the_held_out_sample_and_no_predict_sample_appears(enabled):
+    n_test = TEST_PER_CLASS * len(CLASSES)
+    summary = json.loads((enabled / layout.SUMMARY_METRICS).read_text())
+    assert summary["held_out"] == {"test_rows": n_test, "test_sample": "the whole test split"}
+    assert summary["test/n"]["mean"] == n_test
+    assert not [key for key in summary if key.startswith("predict/")]
+    fold = json.loads((enabled / layout.fold_metrics(0)).read_text())
+    assert fold["test"]["n"] == n_test and "predict" not in fold
+    predictions = pd.read_parquet(enabled / layout.eval_dir(0) / "predictions.parquet")
+    assert set(predictions["part"]) == {"fold_test", "test"}
+    lttw(["report", "--no-experiments", "--out", "report.md"], enabled)
+    report = (enabled / "report.md").read_text()
+    assert f"held-out test sample {n_test} texts (the whole test split); no predict sample" in (
+        report
+    )
+    assert f"retrained on {TRAIN_PER_CLASS * len(CLASSES)} labelled rows" in report
+    assert QUALITY in report
