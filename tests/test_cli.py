@@ -35,10 +35,11 @@ def invoke(*args: str):
     return CliRunner().invoke(cli.app, [str(a) for a in args])
 
 
-def assert_user_error(result, *needles: str) -> str:
-    """Exit code 2 and exactly one line on stderr, 'error: ...', containing the needles."""
+def assert_user_error(result, *needles: str, code: int = 2) -> str:
+    """Exit ``code`` (2: bad usage, 3: bad input, see lttw.cli) and exactly one line on
+    stderr, 'error: ...', containing the needles."""
     lines = result.stderr.strip().splitlines()
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == code, result.output
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert "Traceback" not in result.output
     for needle in needles:
@@ -60,10 +61,10 @@ def test_user_errors_are_one_line(tmp_path):
     assert_user_error(invoke("predict"), "either TEXT arguments or --file")
     assert_user_error(invoke("predict", "--file", tmp_path / "a.txt"), "--file needs --out")
     assert_user_error(
-        invoke("predict", "--file", tmp_path / "none.txt", "--out", "x.csv"), "none.txt"
+        invoke("predict", "--file", tmp_path / "none.txt", "--out", "x.csv"), "none.txt", code=3
     )
     assert_user_error(invoke("predict", "hi", "--out", tmp_path / "x.json"), "unsupported")
-    assert_user_error(invoke("predict", "hi", "--model", tmp_path), "not a trained model")
+    assert_user_error(invoke("predict", "hi", "--model", tmp_path), "not a trained model", code=3)
     assert_user_error(invoke("explain", "hi", "--params", tmp_path / "no.yaml"), "no.yaml")
     (tmp_path / "bad.yaml").write_text("model:\n  k: -1\n  s: lots\n")
     line = assert_user_error(invoke("explain", "hi", "--params", tmp_path / "bad.yaml"))
@@ -141,12 +142,12 @@ def test_data_check_good_file(data_dir):
     ],
 )
 def test_data_check_bad_inputs(data_dir, name, needles):
-    assert_user_error(check(data_dir, name), *needles)
+    assert_user_error(check(data_dir, name), *needles, code=3)
 
 
 def test_data_check_missing_column(data_dir):
     result = invoke("data", "check", data_dir / "good.csv", "--params", data_dir / "params.yaml")
-    assert_user_error(result, "no text column 'text'", "review, stars")
+    assert_user_error(result, "no text column 'text'", "review, stars", code=3)
 
 
 def test_data_check_notes_and_dataset_name(data_dir):

@@ -156,5 +156,8 @@ def test_a_damaged_onnx_file_is_one_line(fp32_dir, tmp_path):
     shutil.copytree(fp32_dir[0], folder)
     (folder / "model.onnx").write_bytes(b"not a protobuf")
     assert_user_error(
-        invoke("predict", "--model", folder, "hello"), "model.onnx", "not a loadable ONNX model"
+        invoke("predict", "--model", folder, "hello"),
+        "model.onnx",
+        "not a loadable ONNX model",
+        code=3,
     )
