@@ -97,3 +97,14 @@ def test_init_errors_are_one_line_and_write_nothing(tmp_path):
     (tmp_path / "bad.csv").write_text("review,stars\n" + "a,x\n" * 20)  # no text column
     code, out = _init(tmp_path / "p", "--data", tmp_path / "bad.csv")
     assert code == 3 and "no text column 'text'" in out and not (tmp_path / "p").exists()
+
+
+def test_init_upgrade_rewrites_the_pipeline_and_the_stamp(tmp_path):
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    (tmp_path / STAMP).write_text(json.dumps({"lttw": "0.0.1", "code_sha256": "0" * 64}))
+    (tmp_path / "params.yaml").write_text("seed: 7\n")
+    code, out = _init(tmp_path, "--upgrade")
+    assert code == 0, out
+    check_stamp(tmp_path)  # the stamp is the installed lttw's
+    assert (tmp_path / "dvc.yaml").read_text() == project_dvc_yaml()
+    assert (tmp_path / "params.yaml").read_text() == "seed: 7\n"  # the user's stay
