@@ -28,6 +28,7 @@ COMMANDS = [
     ["report"],
     ["data", "check"],
     ["data", "list"],
+    ["init"],
 ]
 
 

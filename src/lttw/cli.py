@@ -375,8 +375,8 @@ def data_list(
 @app.command(
     epilog=_examples(
         "lttw init reviews --data reviews.csv --text-column review --label-column stars",
-        "lttw init news --data news/  (a folder: train*.csv / test*.csv are the splits)",
-        "lttw init --upgrade .  (after pip install -U lttw)",
+        "lttw init news --data news/",
+        "lttw init --upgrade .",
     )
 )
 def init(
