@@ -24,8 +24,8 @@ import yaml
 from tiny_project import DATASETS, git_commit, ran, tiny_params
 
 REPO = Path(__file__).resolve().parents[2]
-#: the model `lttw predict` answers with by default. TODO(integrator): once the `final`
-#: stage is merged, set MODEL = "models/final" (the CLI already prefers it where it exists).
+#: the model folder the Python API loads. TODO(integrator): once the `final` stage is merged,
+#: set MODEL = "models/final" (`lttw predict` without --model already prefers it).
 MODEL = "models/fold_0"
 #: what the sdist / wheel is built from (MANIFEST.in says the same)
 BUILD_FILES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dvc.yaml", "params.yaml"]
@@ -182,7 +182,8 @@ def test_a_project_of_ones_own(venv, tmp_path, tiny_encoder_dir):
     assert "sample" in status and "data/raw/reviews.csv.dvc" in status, status
 
     texts = "Stocks rally as oil prices fall\nLate goal wins the cup final\n"
-    lines = _run(venv, [lttw, "predict", "-", "--json", "--model", MODEL], project, texts)
+    # no --model: the CLI's default, models/final where the project has one, else models/fold_0
+    lines = _run(venv, [lttw, "predict", "-", "--json"], project, texts)
     records = [json.loads(line) for line in lines.stdout.splitlines()]
     classes = json.loads((project / "data/sample/labels.json").read_text())["classes"]
     assert [r["text"] for r in records] == texts.split("\n")[:2]
