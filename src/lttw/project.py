@@ -31,8 +31,8 @@ __pycache__/
 README = """\
 # {name}
 
-A text classifier trained on `{data}` with [lttw](https://pypi.org/project/lttw/)'s DVC
-pipeline (`lttw init`). Parameters: `params.yaml`; the data: `{data}` (tracked by `dvc add`).
+A text classifier trained on `{data}` with lttw's DVC pipeline (made by `lttw init`).
+Parameters: `params.yaml`; the data: `{data}` (tracked by `dvc add`).
 
     dvc repro                         # train and evaluate: metrics/summary.json, models/
     dvc exp run -S model.k=32         # an experiment with one parameter changed; dvc exp show
