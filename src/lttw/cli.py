@@ -2,8 +2,16 @@
 report, sweeps). A thin layer: each command parses its options and calls the library
 (``batch_predict``, ``explain``, ``datacheck``, ``report``, ``sweeps``).
 
-User errors (``UserError`` and its subclasses, a missing user file) print one line
-``error: ...`` on stderr and exit with code 2, from one place: ``_Group.invoke``.
+User errors print one line ``error: ...`` on stderr, from one place (``_Group.invoke``),
+with an exit code that says whose fault it was (docs/your-own-data.md):
+
+* 0: done; 1: an unexpected failure (a bug: a traceback);
+* 2 (``EXIT_USAGE``): the command line is wrong (click's own usage errors, an unknown option,
+  options that do not go together, an invalid parameter value) or a project cannot be made;
+* 3 (``EXIT_BAD_INPUT``): the input is: a data file or its rows / columns (``DataError``), a
+  file that cannot be read or parsed, a missing file or folder, a model folder that does not
+  load;
+* 130: interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -19,9 +27,28 @@ from typer.core import TyperGroup
 from lttw import layout
 from lttw.choices import Backend, Device, Sampling
 from lttw.console import console, print_predictions
-from lttw.errors import UserError
+from lttw.errors import DataError, UserError
 
-EXIT_USER_ERROR = 2
+EXIT_USAGE = 2  # click's own code for usage errors
+EXIT_BAD_INPUT = 3
+EXIT_USER_ERROR = EXIT_USAGE  # the name before exit codes were split (kept for importers)
+#: where `lttw predict/explain/serve/export` find a model without --model: the final model
+#: (the `final` stage, trained on every labelled row); where a project has none yet, the
+#: model of the first fold in folds.run
+FINAL_MODEL_DIR = Path("models/final")
+
+
+class BadInputError(UserError):
+    """The input (a model folder, a data file) is unusable: exit code ``EXIT_BAD_INPUT``."""
+
+
+def exit_code(err: BaseException) -> int:
+    """The exit code of a user error (see the module docstring)."""
+    from lttw.io import UnreadableFileError
+
+    missing = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+    bad_input = (BadInputError, DataError, UnreadableFileError, *missing)
+    return EXIT_BAD_INPUT if isinstance(err, bad_input) else EXIT_USAGE
 
 
 def _message(err: BaseException) -> str:
@@ -34,14 +61,15 @@ def _message(err: BaseException) -> str:
 
 
 class _Group(TyperGroup):
-    """Turns user errors raised by any (sub)command into one line and exit code 2."""
+    """Turns user errors raised by any (sub)command into one line and exit code 2 (usage)
+    or 3 (bad input): ``exit_code``."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as err:
             typer.echo(f"error: {_message(err)}", err=True)
-            raise typer.Exit(EXIT_USER_ERROR) from None
+            raise typer.Exit(exit_code(err)) from None
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None
@@ -55,6 +83,7 @@ def _typer(help_text: str) -> typer.Typer:
         add_completion=False,
         pretty_exceptions_show_locals=False,
         rich_markup_mode="markdown",
+        context_settings={"help_option_names": ["-h", "--help"]},
     )
 
 
@@ -71,7 +100,8 @@ ModelDir = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="model folder [default: models/fold_N, N = the first of folds.run in --params]",
+        help="model folder [default: models/final, else models/fold_N, N = the first of "
+        "folds.run in --params]",
     ),
 ]
 
@@ -84,6 +114,8 @@ def _examples(*commands: str) -> str:
 def _model_dir(model: Path | None, params: Path) -> Path:
     if model is not None:
         return model
+    if FINAL_MODEL_DIR.is_dir():
+        return FINAL_MODEL_DIR
     from lttw.settings import read_settings
 
     return layout.model_dir(read_settings(params).folds.run[0])
@@ -91,18 +123,40 @@ def _model_dir(model: Path | None, params: Path) -> Path:
 
 def _load(model: Path | None, params: Path, device: str = "cpu", onnx: bool = False):
     """The model folder's ``Predictor``; with ``onnx``, run by onnxruntime where the folder
-    holds ``model.onnx`` (``lttw export --onnx``)."""
-    if onnx:
-        from lttw.serving.onnx_runtime import load_predictor
+    holds ``model.onnx`` (``lttw export --onnx``). A folder that does not load is bad input
+    (``BadInputError``, exit code 3)."""
+    folder = _model_dir(model, params)
+    try:
+        if onnx:
+            from lttw.serving.onnx_runtime import load_predictor
 
-        return load_predictor(_model_dir(model, params), device=device)
-    from lttw.inference.predict import Predictor
+            return load_predictor(folder, device=device)
+        from lttw.inference.predict import Predictor
 
-    return Predictor.load(_model_dir(model, params), device=device)
+        return Predictor.load(folder, device=device)
+    except BadInputError:
+        raise
+    except UserError as err:
+        raise BadInputError(str(err)) from None
+
+
+def _version(show: bool) -> None:
+    if show:
+        from lttw import __version__
+
+        typer.echo(f"lttw {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
-def _main() -> None:
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
+) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
@@ -111,11 +165,15 @@ def _main() -> None:
         'lttw predict "Stocks rally as oil prices fall" "Late goal wins it"',
         "lttw predict --file news.txt --out predictions.parquet",
         "lttw predict --file news.csv --text-column body --out - --no-text",
+        "cat texts.txt | lttw predict - --json",
     )
 )
 def predict(
     texts: Annotated[
-        list[str] | None, typer.Argument(metavar="TEXT", help="texts to classify")
+        list[str] | None,
+        typer.Argument(
+            metavar="TEXT", help="texts to classify; - reads them from stdin, one per line"
+        ),
     ] = None,
     file: Annotated[
         Path | None,
@@ -159,11 +217,24 @@ def predict(
         bool, typer.Option("--truncate", help="cut texts longer than --max-chars instead")
     ] = False,
     batch_size: Annotated[int, typer.Option(min=1, help="texts per forward pass")] = 64,
-    device: Annotated[Device, typer.Option(help="where the model runs")] = "cpu",
+    device: Annotated[
+        Device, typer.Option(help="where the model runs (auto: a GPU where there is one)")
+    ] = "auto",
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="JSON Lines on stdout, one object per text: text, label, prob, probs "
+            "(every class's probability)",
+        ),
+    ] = False,
     params: Params = Path("params.yaml"),
 ) -> None:
     """Classify texts with a trained model: label and probability per text. A folder made by
     `lttw export --onnx` runs on onnxruntime (CPU)."""
+    texts = _stdin_texts(texts)
+    if as_json and (out is not None or file is not None):
+        raise UserError("--json prints TEXT / stdin predictions; with --file use --out F.csv")
     if bool(texts) == (file is not None):
         raise UserError("give either TEXT arguments or --file PATH (one of the two)")
     if file is not None and out is None:
@@ -177,6 +248,9 @@ def predict(
         assert texts is not None  # no --file (checked above): TEXT arguments
         predictor = _load(model, params, device, onnx=True)
         probs = predictor.predict_proba(list(texts), batch_size)
+        if as_json:
+            _print_json_lines(list(texts), probs, predictor.classes)
+            return
         best = probs.argmax(axis=1)
         print_predictions(
             list(texts),
@@ -207,6 +281,32 @@ def predict(
     bp.write_frames([frame], out)
     if out != bp.STDOUT:
         print_predictions(list(texts), frame["label"].tolist(), frame["prob"].tolist())
+
+
+def _stdin_texts(texts: list[str] | None) -> list[str] | None:
+    """TEXT arguments, or with the single argument ``-`` the non-blank lines of stdin."""
+    if texts != ["-"]:
+        return texts
+    import sys
+
+    lines = [line.rstrip("\r\n") for line in sys.stdin]
+    read = [line for line in lines if line.strip()]
+    if not read:
+        raise BadInputError("stdin (TEXT -): no texts (one per line)")
+    return read
+
+
+def _print_json_lines(texts: list[str], probs, classes: list[str]) -> None:
+    """One JSON object per text on stdout: text, label, prob and every class's prob."""
+    best = probs.argmax(axis=1)
+    for text, row, i in zip(texts, probs.tolist(), best.tolist()):
+        record = {
+            "text": text,
+            "label": classes[i],
+            "prob": row[i],
+            "probs": dict(zip(classes, row)),
+        }
+        typer.echo(json.dumps(record, ensure_ascii=False))
 
 
 @app.command(
@@ -259,8 +359,8 @@ def data_check(
     params: Params = Path("params.yaml"),
 ) -> None:
     """Validate a dataset and show what the `sample` stage would draw from it with the sizes
-    in --params. Exit code 2 when the pipeline would drop rows or cannot draw a size; the
-    message then names every unmet size and sizes that fit together."""
+    in --params. Exit code 3 (bad data) when the pipeline would drop rows or cannot draw a
+    size; the message then names every unmet size and sizes that fit together."""
     from lttw.checks.dataset import check_dataset, render
     from lttw.settings import read_settings
 
@@ -277,7 +377,7 @@ def data_check(
     check = check_dataset(settings, path, text_column, label_column)
     render(check, console())
     if check.problems:
-        raise UserError(f"{len(check.problems)} problem(s): " + "; ".join(check.problems))
+        raise DataError(f"{len(check.problems)} problem(s): " + "; ".join(check.problems))
 
 
 @data_app.command("list", epilog=_examples("lttw data list", "lttw data list --json"))
@@ -296,6 +396,88 @@ def data_list(
         typer.echo(json.dumps(rows, indent=2))
     else:
         render_list(rows, root, console())
+
+
+@app.command(
+    epilog=_examples(
+        "lttw init reviews --data reviews.csv --text-column review --label-column stars",
+        "lttw init news --data news/",
+        "lttw init --upgrade .",
+    )
+)
+def init(
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="the new project's folder")],
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            "-d",
+            help="labelled texts: a CSV/TSV/parquet file, or a folder of them (files named "
+            "train* / test* are the splits); copied into DIR/data/raw and tracked by DVC",
+        ),
+    ] = None,
+    text_column: Annotated[str | None, typer.Option(help="text column [default: text]")] = None,
+    label_column: Annotated[str | None, typer.Option(help="label column [default: label]")] = None,
+    upgrade: Annotated[
+        bool,
+        typer.Option(
+            "--upgrade",
+            help="in an existing project: rewrite dvc.yaml and lttw-version.json for the "
+            "installed lttw (params.yaml and the data stay)",
+        ),
+    ] = False,
+) -> None:
+    """Create a DVC project of your own in DIR: git + DVC, your data tracked by `dvc add`,
+    the pipeline (dvc.yaml) and its parameters (params.yaml: your columns, every row used),
+    then check the data as `lttw data check` does. Next: `cd DIR && dvc repro`."""
+    from lttw.project import init_project, upgrade_project
+
+    if upgrade:
+        if data is not None:
+            raise UserError("--upgrade keeps the project's data: leave --data out")
+        new = upgrade_project(directory)
+        typer.echo(
+            f"{directory}: dvc.yaml and lttw-version.json now for lttw {new['lttw']}; "
+            "`dvc repro` reruns what the new code changes"
+        )
+        return
+    if data is None:
+        raise UserError("give --data FILE_OR_FOLDER (your labelled texts)")
+    check = _check_new_data(data, text_column, label_column)  # before anything is written
+    project = init_project(directory, data, text_column, label_column)
+    from lttw.checks.dataset import render
+
+    render(check, console())
+    for problem in check.problems:
+        typer.echo(f"advice: {problem}")
+    typer.echo(
+        f"created {directory}: {project.data} (dvc add), dvc.yaml, params.yaml"
+        + ("" if project.committed else "; not committed (git has no user.name / user.email)")
+    )
+    typer.echo(
+        "next:\n"
+        f"  cd {directory}\n"
+        "  dvc repro                          # train and evaluate (metrics/summary.json)\n"
+        '  lttw predict "a text to classify"  # the trained model answers'
+    )
+
+
+def _check_new_data(data: Path, text_column: str | None, label_column: str | None):
+    """``lttw data check`` of ``data`` with a new project's parameters (every row used)."""
+    from lttw.checks.dataset import check_dataset
+    from lttw.settings import Settings
+
+    if not data.exists():
+        raise FileNotFoundError(2, "no such file or folder (--data)", str(data))
+    defaults = Settings()
+    settings = defaults.model_copy(
+        update={
+            "data": defaults.data.model_copy(
+                update={"sampling": "all", "predict_size": 0, "root": str(data.parent)}
+            )
+        }
+    )
+    return check_dataset(settings, str(data), text_column, label_column)
 
 
 @app.command(
@@ -358,7 +540,7 @@ def export(
     from lttw.serving.info import METRICS_FILE, folder_metrics
 
     source = _model_dir(model, params)
-    original = Predictor.load(source)  # also checks that the source is a model folder
+    original = _load(source, params)  # also checks that the source is a model folder
     src, dst = source.resolve(), out.resolve()
     if dst == src or src in dst.parents or dst in src.parents:
         raise UserError(
@@ -580,7 +762,10 @@ def serve(
         cors_origins=tuple(cors_origin or ()),
     )
     folder = _model_dir(model, params)
-    predictor = load_predictor(folder, threads=threads, backend=backend)
+    try:
+        predictor = load_predictor(folder, threads=threads, backend=backend)
+    except UserError as err:
+        raise (err if "backend" in str(err) else BadInputError(str(err))) from None
     limits = Limits(
         max_texts=max_texts,
         max_text_chars=max_text_chars,

@@ -75,7 +75,7 @@ def test_data_check_cli_matrix(tmp_path, name):
         or isinstance(result.exception, SystemExit)
     ), (result.exception, stderr[-2000:])
     if case.error or name in DROPPING_CASES:
-        assert result.exit_code == 2, (result.exit_code, result.stdout[-2000:], stderr)
+        assert result.exit_code == 3, (result.exit_code, result.stdout[-2000:], stderr)  # bad data
         errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
         assert len(errors) == 1 and errors[0] == stderr.strip().splitlines()[-1], stderr
         if name in DROPPING_CASES:

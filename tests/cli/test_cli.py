@@ -29,6 +29,7 @@ COMMANDS = [
     ["report"],
     ["data", "check"],
     ["data", "list"],
+    ["init"],
 ]
 
 
@@ -46,10 +47,10 @@ def test_user_errors_are_one_line(tmp_path):
     assert_user_error(invoke("predict"), "either TEXT arguments or --file")
     assert_user_error(invoke("predict", "--file", tmp_path / "a.txt"), "--file needs --out")
     assert_user_error(
-        invoke("predict", "--file", tmp_path / "none.txt", "--out", "x.csv"), "none.txt"
+        invoke("predict", "--file", tmp_path / "none.txt", "--out", "x.csv"), "none.txt", code=3
     )
     assert_user_error(invoke("predict", "hi", "--out", tmp_path / "x.json"), "unsupported")
-    assert_user_error(invoke("predict", "hi", "--model", tmp_path), "not a trained model")
+    assert_user_error(invoke("predict", "hi", "--model", tmp_path), "not a trained model", code=3)
     assert_user_error(invoke("explain", "hi", "--params", tmp_path / "no.yaml"), "no.yaml")
     (tmp_path / "bad.yaml").write_text("model:\n  k: -1\n  s: lots\n")
     line = assert_user_error(invoke("explain", "hi", "--params", tmp_path / "bad.yaml"))
@@ -127,12 +128,12 @@ def test_data_check_good_file(data_dir):
     ],
 )
 def test_data_check_bad_inputs(data_dir, name, needles):
-    assert_user_error(check(data_dir, name), *needles)
+    assert_user_error(check(data_dir, name), *needles, code=3)
 
 
 def test_data_check_missing_column(data_dir):
     result = invoke("data", "check", data_dir / "good.csv", "--params", data_dir / "params.yaml")
-    assert_user_error(result, "no text column 'text'", "review, stars")
+    assert_user_error(result, "no text column 'text'", "review, stars", code=3)
 
 
 def test_data_check_notes_and_dataset_name(data_dir):

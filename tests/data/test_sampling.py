@@ -224,7 +224,7 @@ def test_sample_stage_reports_every_unmet_size_at_once(questions, tmp_path):
 def test_data_check_one_problem_with_sizes_that_fit_and_rank_note(questions, tmp_path):
     params = _params(tmp_path, questions, DEFAULT_SIZES, nmf={"rank": 5})
     result = invoke("data", "check", "questions", "--params", params)
-    line = assert_user_error(result)
+    line = assert_user_error(result, code=3)
     assert line.startswith("error: 1 problem(s): ")
     assert "data.train_size=5000 needs" in line and "1000 + 1000 need" in line
     assert "data.train_size=516, data.test_size=30, data.predict_size=24" in line
@@ -259,7 +259,8 @@ def test_data_check_names_its_column_options(tmp_path):
     )
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"data": {"root": str(tmp_path)}}))
     line = assert_user_error(
-        invoke("data", "check", tmp_path / "r.csv", "--params", tmp_path / "params.yaml")
+        invoke("data", "check", tmp_path / "r.csv", "--params", tmp_path / "params.yaml"),
+        code=3,
     )
     assert "no text column 'text' and no label column 'label'" in line
     assert (
@@ -275,7 +276,8 @@ def test_data_check_names_its_column_options(tmp_path):
             "review",
             "--params",
             tmp_path / "params.yaml",
-        )
+        ),
+        code=3,
     )
     assert "pass --label-column (for the pipeline: set data.label_column)" in line
 

@@ -161,7 +161,7 @@ def test_the_intact_folder_predicts(model_dir, tmp_path):
 def test_predict_names_the_damaged_file(model_dir, tmp_path, damage):
     folder = damaged_copy(model_dir, tmp_path, damage)
     _, file_name, what = DAMAGES[damage]
-    line = assert_user_error(run_cli("predict", folder, tmp_path), file_name, what)
+    line = assert_user_error(run_cli("predict", folder, tmp_path), file_name, what, code=3)
     assert str(folder) in line
     assert not list(folder.rglob("RAN"))  # code shipped in the folder never ran
 
@@ -179,12 +179,12 @@ def test_predict_names_the_damaged_file(model_dir, tmp_path, damage):
 def test_explain_and_export_name_the_damaged_file(model_dir, tmp_path, command, damage):
     folder = damaged_copy(model_dir, tmp_path, damage)
     _, file_name, what = DAMAGES[damage]
-    assert_user_error(run_cli(command, folder, tmp_path), file_name, what)
+    assert_user_error(run_cli(command, folder, tmp_path), file_name, what, code=3)
     assert not (tmp_path / "exported").exists() and not list(folder.rglob("RAN"))
 
 
 def test_a_damaged_folder_through_the_installed_command(model_dir, tmp_path):
-    """The `lttw` script itself: exit code 2, one line on stderr, nothing on stdout."""
+    """The `lttw` script itself: exit code 3 (bad input), one line on stderr, nothing on stdout."""
     folder = damaged_copy(model_dir, tmp_path, "weights truncated to 1000 bytes")
     script = Path(sys.executable).parent / "lttw"
     command = [str(script)] if script.is_file() else [sys.executable, "-m", "lttw.cli"]
@@ -194,7 +194,7 @@ def test_a_damaged_folder_through_the_installed_command(model_dir, tmp_path):
         text=True,
         env={**os.environ, "COLUMNS": "200"},
     )
-    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.returncode == 3 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
         f"error: {folder / WEIGHTS}: not a readable safetensors file, truncated or damaged "
         "(Error while deserializing header: invalid header length)"

@@ -161,5 +161,8 @@ def test_a_damaged_onnx_file_is_one_line(fp32_dir, tmp_path):
     del meta["sha256"]  # as a folder written before checksums were recorded
     (folder / "lttw.json").write_text(json.dumps(meta))
     assert_user_error(
-        invoke("predict", "--model", folder, "hello"), "model.onnx", "not a loadable ONNX model"
+        invoke("predict", "--model", folder, "hello"),
+        "model.onnx",
+        "not a loadable ONNX model",
+        code=3,
     )

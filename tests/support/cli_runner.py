@@ -11,10 +11,11 @@ def invoke(*args: str):
     return CliRunner().invoke(cli.app, [str(a) for a in args])
 
 
-def assert_user_error(result, *needles: str) -> str:
-    """Exit code 2 and exactly one line on stderr, 'error: ...', containing the needles."""
+def assert_user_error(result, *needles: str, code: int = 2) -> str:
+    """Exit ``code`` (2: bad usage, 3: bad input, see lttw.cli) and exactly one line on
+    stderr, 'error: ...', containing the needles."""
     lines = result.stderr.strip().splitlines()
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == code, result.output
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert "Traceback" not in result.output
     for needle in needles:

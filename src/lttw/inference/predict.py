@@ -192,6 +192,11 @@ class Predictor:
             self.model, self.model_inputs(list(texts)), self.runtime, batch_size
         ).astype(np.float32)
 
+    def predict(self, texts: list[str], batch_size: int = 64) -> list[str]:
+        """The most probable label of each text (``classes[argmax(predict_proba)]``)."""
+        best = self.predict_proba(texts, batch_size).argmax(axis=1)
+        return [self.classes[i] for i in best.tolist()]
+
     def model_inputs(self, texts: list[str]):
         """What the model reads: the texts themselves, or their tokens and factor rows."""
         if reads(self.model) == TEXTS:

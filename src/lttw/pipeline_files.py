@@ -1,0 +1,168 @@
+"""The pipeline definition ``lttw init`` projects run: this repository's own ``dvc.yaml``,
+``params.yaml`` and ``stages/``, shipped in the wheel as ``lttw/_pipeline/`` (``setup.py``
+copies them at build time) or, in a source checkout, read from the repository root. One
+source of truth: a user project's ``dvc.yaml`` and ``params.yaml`` are derived from these
+files by code (``project_dvc_yaml``, ``project_params``), never kept by hand.
+
+In a user project there is no ``src/lttw`` or ``stages/``: each stage runs the installed
+package's script (``python -m lttw.pipeline_stage NAME``), and the stages' code dependencies
+are replaced by one file, ``lttw-version.json`` (the lttw version and a digest of its code),
+which ``lttw init`` writes and ``lttw init --upgrade`` rewrites, so that an upgrade of lttw
+reruns the stages it touches (all of them) and nothing else does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+from pathlib import Path
+
+from lttw.errors import UserError
+
+#: what the wheel ships, relative to the repository root (setup.py copies the same list)
+PIPELINE = ("dvc.yaml", "params.yaml", "stages")
+#: the code stamp of a user project: every stage depends on it in place of the code
+STAMP = "lttw-version.json"
+#: where ``lttw init`` puts the user's data (``data.root`` of the project)
+DATA_ROOT = "data/raw"
+#: the project's stage command for ``stages/NAME.py``
+STAGE_COMMAND = "python -m lttw.pipeline_stage"
+#: DVC's top-level ``plots:`` of this repository that belong to its paper study only
+REPO_ONLY_PREFIXES = ("evidence/",)
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def pipeline_root() -> Path:
+    """The folder holding ``dvc.yaml``, ``params.yaml`` and ``stages/``: the installed
+    package's ``_pipeline/``, else (an editable install, a source checkout) the repository."""
+    for root in (_PACKAGE / "_pipeline", _PACKAGE.parents[1]):
+        if all((root / name).exists() for name in PIPELINE):
+            return root
+    raise UserError(
+        f"{_PACKAGE}: this lttw has no pipeline files (_pipeline/dvc.yaml); install it from "
+        "a wheel built by `pip wheel` / `python -m build`, or from a source checkout"
+    )
+
+
+def stage_script(name: str) -> Path:
+    """``stages/NAME.py`` of the pipeline (UserError for an unknown stage name)."""
+    scripts = pipeline_root() / "stages"
+    script = scripts / f"{name}.py"
+    if not re.fullmatch(r"\w+", name) or not script.is_file():
+        known = ", ".join(sorted(p.stem for p in scripts.glob("*.py")))
+        raise UserError(f"no pipeline stage {name!r} (stages: {known})")
+    return script
+
+
+def code_digest() -> str:
+    """sha256 over the lttw package's Python files and the pipeline's stage scripts (path and
+    bytes, sorted): it changes with any code a stage can run."""
+    digest = hashlib.sha256()
+    files = [p for p in _PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
+    files += list((pipeline_root() / "stages").glob("*.py"))
+    for path in sorted(set(files)):
+        name = path.relative_to(_PACKAGE) if path.is_relative_to(_PACKAGE) else path.name
+        digest.update(f"{name}\n".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def stamp() -> dict:
+    """The content of ``lttw-version.json`` for the installed lttw."""
+    from lttw import __version__
+
+    return {"lttw": __version__, "code_sha256": code_digest()}
+
+
+def _yaml():
+    from ruamel.yaml import YAML
+
+    yaml = YAML()  # round trip: the pipeline's comments and flow-style lists stay
+    yaml.width = 100
+    yaml.preserve_quotes = True
+    yaml.representer.add_representer(  # null as the shipped files write it, not blank
+        type(None), lambda rep, _: rep.represent_scalar("tag:yaml.org,2002:null", "null")
+    )
+    return yaml
+
+
+def _dump(doc, header: str) -> str:
+    out = io.StringIO()
+    _yaml().dump(doc, out)
+    return header + out.getvalue()
+
+
+def _rewrite_stage(stage: dict) -> None:
+    """A stage (or a foreach's ``do``) of this repository as it runs in a user project."""
+    stage["cmd"] = re.sub(r"python stages/(\w+)\.py", STAGE_COMMAND + r" \1", stage["cmd"])
+    deps = stage.get("deps")
+    if deps is None:
+        return
+    for i in reversed(range(len(deps))):
+        dep = deps[i] if isinstance(deps[i], str) else next(iter(deps[i]))
+        if dep.startswith(("src/", "stages/")):
+            del deps[i]
+    deps.insert(0, STAMP)
+
+
+def project_dvc_yaml() -> str:
+    """The ``dvc.yaml`` of a user project: this repository's, with each stage's command
+    running the installed stage script, its code dependencies replaced by ``STAMP``, and the
+    repository's study-only plots left out."""
+    from lttw import __version__
+
+    doc = _yaml().load((pipeline_root() / "dvc.yaml").read_text(encoding="utf-8"))
+    for stage in doc["stages"].values():
+        _rewrite_stage(stage["do"] if "foreach" in stage else stage)
+    plots = doc.get("plots")
+    if plots is not None:
+        for i in reversed(range(len(plots))):
+            path = plots[i] if isinstance(plots[i], str) else next(iter(plots[i]))
+            if path.startswith(REPO_ONLY_PREFIXES):
+                del plots[i]
+        if not plots:
+            del doc["plots"]
+    doc.ca.comment = None  # the repository's own header (its tests, its layout): dropped
+    header = (
+        f"# Written by `lttw init` from lttw {__version__}'s pipeline; `lttw init --upgrade .`\n"
+        f"# rewrites it. Each stage runs lttw's own script and depends on {STAMP} (the lttw\n"
+        "# version and code) instead of the code itself. Change params.yaml, not this file.\n"
+    )
+    return _dump(doc, header)
+
+
+def project_params(
+    dataset: str, text_column: str | None = None, label_column: str | None = None
+) -> str:
+    """The ``params.yaml`` of a user project: the shipped defaults (comments kept) with the
+    user's data (``data.root`` = ``DATA_ROOT``, ``data.dataset``, the columns), every row
+    used (``data.sampling: all``), the held-out figure on the whole test part
+    (``data.predict_size: 0``) and, where the pipeline has it, the final model on."""
+    doc = _yaml().load((pipeline_root() / "params.yaml").read_text(encoding="utf-8"))
+    data = doc["data"]
+    data["dataset"], data["root"] = dataset, DATA_ROOT
+    data["text_column"], data["label_column"] = text_column, label_column
+    data["sampling"], data["predict_size"] = "all", 0
+    data.yaml_add_eol_comment("every labelled row (the sizes are ignored)", "sampling", 28)
+    data.yaml_add_eol_comment("0: no separate predict sample", "predict_size", 28)
+    if "final" in doc:  # the final stage: a model on every labelled row
+        doc["final"]["enabled"] = True
+    header = (
+        "# Parameters of this project (written by `lttw init`; every value is validated before\n"
+        "# a stage runs). Change one for a run: `dvc exp run -S model.k=32`.\n"
+    )
+    # the shipped file's own header describes this repository's profiles: dropped
+    doc.ca.comment = None
+    return _dump(doc, header)
+
+
+def read_stamp(path: Path) -> dict | None:
+    """A project's ``lttw-version.json``, or None where it is missing or unreadable."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None

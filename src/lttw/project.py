@@ -1,0 +1,127 @@
+"""``lttw init``: a DVC project of the user's own, outside this repository.
+
+``init_project`` writes, into a new folder (all or nothing: built beside it, then renamed):
+the user's data under ``data/raw/`` tracked by ``dvc add`` (an edit shows in ``dvc status``
+and reruns ``sample`` and what follows), ``dvc.yaml`` and ``params.yaml`` derived from the
+installed lttw's pipeline (``lttw.pipeline_files``), ``lttw-version.json``, ``.gitignore`` and
+a README stub; it runs ``git init`` and ``dvc init`` and commits the lot where git knows who
+the user is. ``upgrade_project`` rewrites ``dvc.yaml`` and the stamp for the installed lttw.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from lttw.errors import UserError
+from lttw.io import atomic_dir
+from lttw.pipeline_files import DATA_ROOT, STAMP, project_dvc_yaml, project_params, stamp
+
+GITIGNORE = """\
+# DVC writes its outputs' entries itself (data/.gitignore, models/ ...)
+__pycache__/
+*.py[cod]
+/data/checkpoints/
+"""
+
+README = """\
+# {name}
+
+A text classifier trained on `{data}` with lttw's DVC pipeline (made by `lttw init`).
+Parameters: `params.yaml`; the data: `{data}` (tracked by `dvc add`).
+
+    dvc repro                         # train and evaluate: metrics/summary.json, models/
+    dvc exp run -S model.k=32         # an experiment with one parameter changed; dvc exp show
+    lttw predict "a text to classify" # the trained model's label and probability
+
+After an edit of the data, `dvc status` shows it and `dvc repro` reruns what depends on it.
+After `pip install -U lttw`, run `lttw init --upgrade .` (then `dvc repro`).
+"""
+
+
+@dataclass(frozen=True)
+class Project:
+    """What ``init_project`` made: the folder, the data as the project names it
+    (``data/raw/NAME``) and whether the first commit was made."""
+
+    root: Path
+    data: Path
+    committed: bool
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        raise UserError(f"`{' '.join(args[:4])}` failed in {cwd}: {(detail or ['?'])[-1]}")
+    return done
+
+
+def _dvc(*args: str) -> list[str]:
+    return [sys.executable, "-m", "dvc", *args]
+
+
+def write_pipeline(root: Path) -> None:
+    """``dvc.yaml`` and ``lttw-version.json`` of the installed lttw, into ``root``."""
+    (root / "dvc.yaml").write_text(project_dvc_yaml(), encoding="utf-8")
+    (root / STAMP).write_text(json.dumps(stamp(), indent=2) + "\n", encoding="utf-8")
+
+
+def init_project(
+    dest: Path, data: Path, text_column: str | None = None, label_column: str | None = None
+) -> Project:
+    """Create the project in ``dest`` (new, or an empty folder) from ``data`` (a CSV / TSV /
+    parquet file or a folder of them, copied in)."""
+    dest, data = Path(dest), Path(data)
+    if not data.exists():
+        raise FileNotFoundError(2, "no such file or folder (--data)", str(data))
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise UserError(f"{dest}: exists and is not an empty folder; pick a new one")
+    if dest.resolve() in data.resolve().parents or dest.resolve() == data.resolve():
+        raise UserError(f"{dest}: must not contain --data {data} (it is copied in)")
+    if shutil.which("git") is None:
+        raise UserError("git is not installed: lttw init makes a git + DVC project")
+    name = data.resolve().name
+    with atomic_dir(dest) as tmp:
+        raw = tmp / DATA_ROOT
+        raw.mkdir(parents=True)
+        if data.is_dir():
+            shutil.copytree(data, raw / name, ignore=shutil.ignore_patterns(".*"))
+        else:
+            shutil.copy2(data, raw / name)
+        (tmp / "params.yaml").write_text(
+            project_params(name, text_column, label_column), encoding="utf-8"
+        )
+        write_pipeline(tmp)
+        (tmp / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
+        (tmp / "README.md").write_text(
+            README.format(name=dest.name, data=f"{DATA_ROOT}/{name}"), encoding="utf-8"
+        )
+        _run(["git", "init", "-q"], tmp)
+        _run(_dvc("init", "-q"), tmp)
+        _run(_dvc("config", "core.autostage", "true"), tmp)  # dvc add/repro stage for git
+        _run(_dvc("add", "-q", f"{DATA_ROOT}/{name}"), tmp)
+        _run(["git", "add", "-A"], tmp)
+        committed = (
+            subprocess.run(
+                ["git", "commit", "-qm", f"lttw init: {name}, lttw's pipeline"],
+                cwd=tmp,
+                capture_output=True,
+            ).returncode
+            == 0
+        )  # fails only where git has no user.name / user.email: then the user commits
+    return Project(dest, Path(DATA_ROOT) / name, committed)
+
+
+def upgrade_project(root: Path) -> dict:
+    """Rewrite ``root``'s ``dvc.yaml`` and ``lttw-version.json`` for the installed lttw
+    (``params.yaml`` and the data stay); returns the new stamp."""
+    root = Path(root)
+    if not (root / STAMP).is_file() or not (root / "dvc.yaml").is_file():
+        raise UserError(f"{root}: not a project made by `lttw init` (no {STAMP} / dvc.yaml)")
+    write_pipeline(root)
+    return stamp()

@@ -1,0 +1,110 @@
+"""What ``lttw init`` writes, checked without running DVC: the project's dvc.yaml and
+params.yaml are this repository's, rewritten by code (``lttw.pipeline_files``), the stage
+runner refuses code other than the project's stamp names, and init's errors are one line."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from lttw import pipeline_files
+from lttw.cli import app
+from lttw.errors import UserError
+from lttw.pipeline_files import STAMP, project_dvc_yaml, project_params
+from lttw.pipeline_stage import check_stamp
+from lttw.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _stages(doc: dict) -> dict:
+    return {name: s.get("do", s) for name, s in doc["stages"].items()}
+
+
+def test_the_projects_dvc_yaml_is_the_repositorys_without_its_code_paths():
+    repo = _stages(yaml.safe_load((REPO / "dvc.yaml").read_text()))
+    derived_doc = yaml.safe_load(project_dvc_yaml())
+    derived = _stages(derived_doc)
+    assert list(derived) == list(repo)  # every stage, in order (a new one comes by itself)
+    for name, stage in derived.items():
+        original = repo[name]
+        script = re.search(r"python stages/(\w+)\.py", original["cmd"]).group(1)
+        assert (REPO / "stages" / f"{script}.py").is_file()
+        assert stage["cmd"] == original["cmd"].replace(
+            f"python stages/{script}.py", f"python -m lttw.pipeline_stage {script}"
+        )
+        kept = [d for d in original["deps"] if not d.startswith(("src/", "stages/"))]
+        assert stage["deps"] == [STAMP, *kept], name
+        for key in set(original) - {"cmd", "deps"}:
+            assert stage[key] == original[key], (name, key)
+    assert "${data.root}/${data.dataset}" in derived["sample"]["deps"]  # the dvc-added data
+    assert derived_doc["artifacts"] == yaml.safe_load((REPO / "dvc.yaml").read_text())["artifacts"]
+    assert "evidence/" not in project_dvc_yaml()
+
+
+def test_the_projects_params_are_valid_with_the_users_data():
+    params = yaml.safe_load(project_params("reviews.csv", "review", "stars"))
+    settings = Settings(**params)
+    data = settings.data
+    assert (data.root, data.dataset) == ("data/raw", "reviews.csv")
+    assert (data.text_column, data.label_column, data.sampling) == ("review", "stars", "all")
+    assert data.predict_size == 0
+    if "final" in params:  # the final stage (issue 39.3): on in a user's project
+        assert params["final"]["enabled"] is True
+    shipped = yaml.safe_load((REPO / "params.yaml").read_text())
+    assert {k: v for k, v in params.items() if k != "data"} == {
+        k: v for k, v in shipped.items() if k not in ("data", "final")
+    } | ({"final": params["final"]} if "final" in params else {})
+    text = project_params("r.csv")
+    assert "text_column: null" in text and "# every labelled row" in text  # comments kept
+
+
+def test_the_stage_runner_refuses_other_code_than_the_stamp(tmp_path):
+    with pytest.raises(UserError, match="lttw init --upgrade"):
+        check_stamp(tmp_path)  # no stamp at all
+    (tmp_path / STAMP).write_text(json.dumps({"lttw": "0.0.1", "code_sha256": "0" * 64}))
+    with pytest.raises(UserError, match=r"says lttw 0\.0\.1.*lttw init --upgrade"):
+        check_stamp(tmp_path)
+    (tmp_path / STAMP).write_text(json.dumps(pipeline_files.stamp()))
+    check_stamp(tmp_path)
+    with pytest.raises(UserError, match="no pipeline stage 'nope'"):
+        pipeline_files.stage_script("nope")
+
+
+def _init(*args) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["init", *map(str, args)])
+    return result.exit_code, result.output
+
+
+def test_init_errors_are_one_line_and_write_nothing(tmp_path):
+    code, out = _init(tmp_path / "p", "--data", tmp_path / "none.csv")
+    assert code == 3 and out.startswith("error: ") and "none.csv" in out
+    assert not (tmp_path / "p").exists()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    (tmp_path / "d.csv").write_text("text,label\n" + "a,x\nb,y\n" * 20)
+    code, out = _init(tmp_path / "full", "--data", tmp_path / "d.csv")
+    assert code == 2 and "not an empty folder" in out
+    code, out = _init(tmp_path / "p")
+    assert code == 2 and "--data" in out
+    code, out = _init(tmp_path / "p", "--upgrade")
+    assert code == 2 and "not a project made by `lttw init`" in out
+    (tmp_path / "bad.csv").write_text("review,stars\n" + "a,x\n" * 20)  # no text column
+    code, out = _init(tmp_path / "p", "--data", tmp_path / "bad.csv")
+    assert code == 3 and "no text column 'text'" in out and not (tmp_path / "p").exists()
+
+
+def test_init_upgrade_rewrites_the_pipeline_and_the_stamp(tmp_path):
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    (tmp_path / STAMP).write_text(json.dumps({"lttw": "0.0.1", "code_sha256": "0" * 64}))
+    (tmp_path / "params.yaml").write_text("seed: 7\n")
+    code, out = _init(tmp_path, "--upgrade")
+    assert code == 0, out
+    check_stamp(tmp_path)  # the stamp is the installed lttw's
+    assert (tmp_path / "dvc.yaml").read_text() == project_dvc_yaml()
+    assert (tmp_path / "params.yaml").read_text() == "seed: 7\n"  # the user's stay
