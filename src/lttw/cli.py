@@ -598,7 +598,7 @@ def verify(
 ) -> None:
     """Check a model folder's files against the sha256 checksums recorded in its lttw.json
     when it was written (by the train stage or `lttw export`). Exit 0: every file matches;
-    2: a file is missing, changed or unrecorded (one `error:` line each); 1: no checksums
+    3: a file is missing, changed or unrecorded (one `error:` line each); 1: no checksums
     recorded (a folder written before lttw recorded them; `lttw export` writes a copy that
     has them)."""
     from lttw.models.bundle import META, read_model_meta
@@ -611,7 +611,7 @@ def verify(
     for problem in found.problems:
         typer.echo(f"error: {problem}", err=True)
     if found.problems:
-        raise typer.Exit(EXIT_USER_ERROR)
+        raise typer.Exit(EXIT_BAD_INPUT)
     ignored = (
         f"; {len(found.ignored)} files the loader does not read, not checked: "
         + ", ".join(found.ignored[:10])

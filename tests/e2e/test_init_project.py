@@ -26,7 +26,7 @@ from support.tiny_project import DATASETS, git_commit, ran, tiny_params
 REPO = Path(__file__).resolve().parents[2]
 #: the model folder the Python API loads. TODO(integrator): once the `final` stage is merged,
 #: set MODEL = "models/final" (`lttw predict` without --model already prefers it).
-MODEL = "models/fold_0"
+MODEL = "models/final"  # the final stage: every labelled row (final.enabled in init projects)
 #: what the sdist / wheel is built from (MANIFEST.in says the same)
 BUILD_FILES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dvc.yaml", "params.yaml"]
 

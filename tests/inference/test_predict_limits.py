@@ -33,8 +33,9 @@ def predict(model: Path, *args: str):
 
 
 def error_line(result, *needles: str) -> str:
-    """Exit code 2, no traceback, the last stderr line 'error: ...' holding the needles."""
-    assert result.exit_code == 2, result.output
+    """Exit code 3 (bad input), no traceback, the last stderr line 'error: ...' holding the
+    needles."""
+    assert result.exit_code == 3, result.output
     assert "Traceback" not in result.output
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith("error: "), result.stderr

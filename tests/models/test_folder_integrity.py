@@ -26,7 +26,7 @@ def invoke(*args) -> object:
 
 
 def error_line(result, *needles: str) -> str:
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 3, result.output  # bad input (lttw.cli.EXIT_BAD_INPUT)
     assert "Traceback" not in result.output
     lines = result.stderr.strip().splitlines()
     assert lines and lines[-1].startswith("error: "), result.stderr

@@ -28,7 +28,7 @@ import pandas as pd
 from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES, csv_separator
 from lttw.errors import DataError, UserError
 from lttw.inference.text_lines import LineCap, bounded_lines, check_csv_lines
-from lttw.io import atomic_path
+from lttw.io import UnreadableFileError, atomic_path
 
 #: rows read, predicted and written at a time (tests make it small)
 CHUNK_ROWS = 8192
@@ -85,12 +85,12 @@ def check_input_file(file: Path) -> None:
     except FileNotFoundError:
         raise FileNotFoundError(2, "file not found", str(file)) from None
     except OSError as err:
-        raise UserError(f"{file}: cannot be read ({err.strerror or err})") from None
+        raise UnreadableFileError(f"{file}: cannot be read ({err.strerror or err})") from None
     for test, what in _NOT_FILES.items():
         if test(mode):
-            raise UserError(f"{file}: is {what}, not a regular file; --file reads a file")
+            raise UnreadableFileError(f"{file}: is {what}, not a regular file; --file reads a file")
     if not os.access(file, os.R_OK):
-        raise UserError(f"{file}: cannot be read (permission denied)")
+        raise UnreadableFileError(f"{file}: cannot be read (permission denied)")
     _kind(file, "input")
 
 
