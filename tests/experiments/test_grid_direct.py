@@ -135,3 +135,21 @@ def test_budget_and_jobs_are_checked():
     with pytest.raises(UserError, match="--budget -1"):
         run_window("tiny", budget=-1)
     assert main(["no-such-grid"]) == 2
+
+
+@pytest.mark.slow
+def test_the_report_renders_the_cells_the_runner_wrote(windows, monkeypatch):
+    """No workspace metrics, no experiments: `lttw report` renders the grid from its cells."""
+    from typer.testing import CliRunner
+
+    from lttw.cli import app
+
+    project = windows[0]
+    monkeypatch.chdir(project)
+    result = CliRunner().invoke(app, ["report", "--no-experiments", "--out", "report.md"])
+    assert result.exit_code == 0, result.output
+    text = (project / "report.md").read_text()
+    grid = text.split("## Grid `tiny` (2 of 2 cells)")[1]
+    assert "### AG News" in grid
+    assert "| LTTW | 1 |" in grid and "| tfidf_linear | 1 |" in grid
+    assert "| tfidf_linear | 1 | n/a (needs >= 2 common folds) |" in grid  # the paired test
