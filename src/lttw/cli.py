@@ -535,12 +535,13 @@ exp_app = _typer(
 app.add_typer(exp_app, name="exp")
 
 
-def _grid(name: str, grids: Path, params: Path, frozen: bool = False):
+def _grid(name: str, grids: Path, params: Path, frozen: bool = False, extra: tuple = ()):
+    """The grid ``name``, every cell (with ``extra``) validated against ``params``."""
     from lttw.reporting.grids import find_grid, full_params, validate_grid
 
     base = full_params(params)
     grid = find_grid(name, grids, int(base["folds"]["n_folds"]))
-    validate_grid(grid, base)
+    validate_grid(grid, base, extra)
     return grid.frozen() if frozen else grid
 
 
@@ -603,7 +604,7 @@ def exp_run(
     import importlib.util
 
     extra = list(assignments or [])
-    grid = _grid(name, grids, params, frozen)
+    grid = _grid(name, grids, params, frozen, tuple(extra))
     if direct or importlib.util.find_spec("dvc") is None:
         if queue:
             raise UserError("--queue needs dvc; --direct runs the cells now")

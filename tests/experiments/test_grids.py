@@ -46,7 +46,8 @@ def test_every_grid_loads_and_its_cells_are_valid_settings():
     # the grids the Makefile ran before, as they were
     paper = grids["paper"]
     assert paper.cell("lttw").params["folds.run"] == list(range(10))
-    assert paper.cell("lttw").params["train.lr"] == 2e-5 and paper.cell("lttw").paper
+    assert paper.cell("lttw").params["train.lr"] == 2e-5
+    assert paper.cell("lttw-att").params["model.attention"] == "mha"
     assert {c.name for c in grids["ablations"].cells} == {"lttw", "lttw-m", "lttw-l", "lttw-att"}
     from lttw.settings import BASELINES
 
@@ -138,6 +139,16 @@ def test_list_status_and_report_read_the_cells(tmp_path, monkeypatch):
     assert lines == {"g-lttw": "collected", "g-lttw-m": "collected", "g-enc": "1/3 folds"}
     unknown = CliRunner().invoke(app, ["exp", "status", "nope"])
     assert unknown.exit_code == 2 and "unknown grid 'nope'; the grids in" in unknown.output
+
+    # the direct runner with no time: validates, skips the written cells, starts nothing
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    window = CliRunner().invoke(app, ["exp", "run", "g", "--direct", "--budget", "0"])
+    assert window.exit_code == 0, window.output
+    assert "0 cell(s) written; 2 written before; 0 failed; 1 left (g-enc: rerun to resume)" in (
+        window.output
+    )
+    bad = CliRunner().invoke(app, ["exp", "run", "g", "--direct", "-S", "model.kk=1"])
+    assert bad.exit_code == 2 and "model.kk: unknown parameter" in bad.output
 
     grid = load_grid(grids / "g.yaml")
     assert [r.name for r in cell_runs(grid, runs)] == ["g-lttw", "g-lttw-m"]

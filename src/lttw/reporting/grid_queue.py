@@ -104,10 +104,12 @@ def cell_states(grid: Grid, runs_dir: Path, known: set[str]) -> dict[str, str]:
 
 
 def collect_grids(grids: list[Grid], runs_dir: Path, repo: str | Path = ".") -> list[str]:
-    """Every finished experiment of ``grids``' cells (any commit) into ``runs_dir``."""
+    """Every finished experiment of ``grids``' cells (any commit; a sweep's ``--frozen``
+    cells too) into ``runs_dir``; the names written."""
     from lttw.reporting.experiments import exp_show_json
     from lttw.reporting.study_collect import collect
 
     doc = exp_show_json(repo, all_commits=True) or []
     names = {c.name for g in grids for c in g.cells}
+    names |= {c.name for g in grids if g.is_sweep for c in g.frozen().cells}  # --frozen runs
     return collect(doc, names, runs_dir)
