@@ -548,11 +548,11 @@ def _grid(name: str, grids: Path, params: Path, frozen: bool = False, extra: tup
 @exp_app.command("list", epilog=_examples("lttw exp list"))
 def exp_list(grids: Grids = Path("experiments"), cells: Cells = Path("evidence/runs")) -> None:
     """Each grid: its name, cells written / cells, and the first sentence of its description."""
-    from lttw.reporting.grid_direct import progress
+    from lttw.reporting.cells import progress
     from lttw.reporting.grid_report import load_grids
 
     for grid in load_grids(grids):
-        done = sum(s == "done" for s in progress(grid, cells).values())
+        done = sum(s == "done" for s in progress(list(grid.cells), cells).values())
         first = grid.description.split(". ")[0].rstrip(".")
         typer.echo(f"{grid.name:14s} {done:3d}/{len(grid.cells):<3d} {first[:90]}")
 

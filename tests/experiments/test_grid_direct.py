@@ -103,7 +103,8 @@ def test_a_budget_stops_mid_grid_and_a_resume_completes_it(windows):
 def test_folds_of_a_stopped_cell_are_restored_on_a_fresh_machine(tmp_path):
     """A fold saved under .partial comes back into a new work folder with its stages marked
     done, so only the other folds run."""
-    from lttw.reporting.grid_direct import FOLD_FILES, DirectRunner
+    from lttw.reporting.cells import FOLD_FILES, save_fold
+    from lttw.reporting.grid_direct import DirectRunner
     from lttw.reporting.grids import GridCell
     from lttw.reporting.stage_plan import expand_stages
 
@@ -116,7 +117,7 @@ def test_folds_of_a_stopped_cell_are_restored_on_a_fresh_machine(tmp_path):
     for pattern in FOLD_FILES:
         (old / pattern.format(fold=1)).parent.mkdir(parents=True, exist_ok=True)
         (old / pattern.format(fold=1)).write_text("fold 1")
-    runner._save_fold(cell, old, 1)
+    save_fold(tmp_path / "runs", cell.name, old, 1)
     new = tmp_path / "new"
     (new / ".done").mkdir(parents=True)
     assert runner._restore_folds(cell, new, stages) == [1]

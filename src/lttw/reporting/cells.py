@@ -4,10 +4,16 @@
 held-out test predictions (``test_predictions.parquet``: fold, row, label, pred) for
 McNemar's test, and ``cell.json`` (the experiment's name, revision, time, training seconds
 summed over folds). A folder is written whole or not at all.
+
+A cell the direct runner stopped keeps its finished folds in ``.partial/<cell>/fold_<i>/``
+(``FOLD_FILES`` and a ``complete`` mark), from which a later window on another machine
+resumes it; they go when the cell is written.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +23,57 @@ from lttw.io import atomic_dir, write_json, write_parquet
 from lttw.reporting.report import PART
 
 RUNS_DIR = Path("evidence/runs")
+#: what a finished fold leaves in a work folder (format with fold=), all a resume needs
+FOLD_FILES = (
+    "metrics/folds/fold_{fold}.json",
+    "metrics/train/fold_{fold}.json",
+    "data/eval/fold_{fold}/predictions.parquet",
+)
+
+
+def partial_dir(runs_dir: Path, cell: str, fold: int) -> Path:
+    return runs_dir / ".partial" / cell / f"fold_{fold}"
+
+
+def save_fold(runs_dir: Path, cell: str, work: Path, fold: int) -> None:
+    """Keep a finished fold's files from a cell's work folder, atomically."""
+    saved = partial_dir(runs_dir, cell, fold)
+    tmp = saved.with_name(f".{saved.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    for pattern in FOLD_FILES:
+        rel = pattern.format(fold=fold)
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(work / rel, tmp / rel)
+    (tmp / "complete").touch()
+    shutil.rmtree(saved, ignore_errors=True)
+    os.replace(tmp, saved)
+
+
+def restore_fold(runs_dir: Path, cell: str, work: Path, fold: int) -> bool:
+    """Copy a saved fold back into a work folder; False where none was saved whole."""
+    saved = partial_dir(runs_dir, cell, fold)
+    if not (saved / "complete").is_file():
+        return False
+    for pattern in FOLD_FILES:
+        rel = pattern.format(fold=fold)
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(saved / rel, work / rel)
+    return True
+
+
+def progress(cells: list, runs_dir: Path) -> dict[str, str]:
+    """cell name -> "done", "n/m folds" (a stopped cell's saved folds) or "not run", for
+    grid cells (``grids.GridCell``)."""
+    out = {}
+    for cell in cells:
+        if (runs_dir / cell.name / "summary.json").is_file():
+            out[cell.name] = "done"
+            continue
+        partial = runs_dir / ".partial" / cell.name
+        saved = len(list(partial.glob("fold_*/complete"))) if partial.is_dir() else 0
+        folds = cell.params.get("folds.run")
+        out[cell.name] = f"{saved}/{len(folds) if folds else '?'} folds" if saved else "not run"
+    return out
 
 
 def test_predictions(fold: int, frame: pd.DataFrame) -> pd.DataFrame:

@@ -26,7 +26,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,18 +36,12 @@ import yaml
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
-from lttw.reporting.cells import test_predictions, write_cell_folder
-from lttw.reporting.grids import Grid, GridCell, cell_params
+from lttw.reporting.cells import restore_fold, save_fold, test_predictions, write_cell_folder
+from lttw.reporting.grids import GridCell, cell_params
 from lttw.reporting.stage_plan import Stage, expand_stages, stage_keys
 
 SHARED = frozenset({"sample", "folds", "tokens", "encode", "counts", "nmf"})
 WORK_DIR = Path("data/grid")
-#: paths a finished fold leaves (format with fold=): what a fresh machine's resume restores
-FOLD_FILES = (
-    "metrics/folds/fold_{fold}.json",
-    "metrics/train/fold_{fold}.json",
-    "data/eval/fold_{fold}/predictions.parquet",
-)
 FOLD_STAGES = ("counts", "nmf", "features", "train", "evaluate")
 STOP_GRACE_S = 20
 
@@ -93,7 +86,7 @@ class DirectRunner:
     """Runs cells of one checkout (``repo``) into ``runs_dir``; see the module docstring."""
 
     def __init__(self, repo: Path, runs_dir: Path, work_dir: Path, jobs: int = 1, log=print):
-        self.repo, self.runs_dir, self.work = repo.resolve(), runs_dir, work_dir
+        self.repo, self.runs_dir, self.work = repo.resolve(), runs_dir.resolve(), work_dir.resolve()
         self.jobs, self.log = max(1, jobs), log
         self.base = yaml.safe_load((self.repo / "params.yaml").read_text(encoding="utf-8"))
         self.dvc_yaml = yaml.safe_load((self.repo / "dvc.yaml").read_text(encoding="utf-8"))
@@ -104,7 +97,6 @@ class DirectRunner:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             self.env.setdefault(var, threads)
         self.rev = self._rev()
-        self._lock = threading.Lock()
 
     def _rev(self) -> str | None:
         try:
@@ -202,40 +194,19 @@ class DirectRunner:
 
     # --- one cell ----------------------------------------------------------------------
 
-    def _partial(self, cell: GridCell, fold: int) -> Path:
-        return self.runs_dir / ".partial" / cell.name / f"fold_{fold}"
-
     def _restore_folds(self, cell: GridCell, folder: Path, stages: list[Stage]) -> list[int]:
-        """Folds a previous window finished (``.partial``): their files back, stages marked;
-        the folds restored."""
+        """Folds a previous window finished (``.partial``): their files back into ``folder``,
+        their stages marked done; the folds restored."""
         done, restored = folder / ".done", []
         for stage in stages:
             if stage.base != "evaluate" or (done / stage.name).exists():
                 continue
             fold = int(stage.name.split("@")[1])
-            saved = self._partial(cell, fold)
-            if not (saved / "complete").is_file():
-                continue
-            for pattern in FOLD_FILES:
-                rel = pattern.format(fold=fold)
-                (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(saved / rel, folder / rel)
-            for base in FOLD_STAGES:
-                (done / f"{base}@{fold}").touch()
-            restored.append(fold)
+            if restore_fold(self.runs_dir, cell.name, folder, fold):
+                for base in FOLD_STAGES:
+                    (done / f"{base}@{fold}").touch()
+                restored.append(fold)
         return restored
-
-    def _save_fold(self, cell: GridCell, folder: Path, fold: int) -> None:
-        saved = self._partial(cell, fold)
-        tmp = saved.with_name(f".{saved.name}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        for pattern in FOLD_FILES:
-            rel = pattern.format(fold=fold)
-            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(folder / rel, tmp / rel)
-        (tmp / "complete").touch()
-        shutil.rmtree(saved, ignore_errors=True)
-        os.replace(tmp, saved)
 
     def run_cell(
         self, cell: GridCell, params: dict, stages: list[Stage], keys: dict, clock: Clock
@@ -265,7 +236,7 @@ class DirectRunner:
                 return state
             (folder / ".done" / stage.name).touch()
             if stage.base == "evaluate":
-                self._save_fold(cell, folder, int(stage.name.split("@")[1]))
+                save_fold(self.runs_dir, cell.name, folder, int(stage.name.split("@")[1]))
         self._write(cell, folder, params)
         shutil.rmtree(self.runs_dir / ".partial" / cell.name, ignore_errors=True)
         shutil.rmtree(folder, ignore_errors=True)
@@ -345,20 +316,6 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
     except ProcessLookupError:
         pass
-
-
-def progress(grid: Grid, runs_dir: Path) -> dict[str, str]:
-    """cell -> "done", "n/m folds" (a stopped cell's saved folds) or "not run"."""
-    out = {}
-    for cell in grid.cells:
-        if (runs_dir / cell.name / "summary.json").is_file():
-            out[cell.name] = "done"
-            continue
-        partial = runs_dir / ".partial" / cell.name
-        saved = len(list(partial.glob("fold_*/complete"))) if partial.is_dir() else 0
-        folds = cell.params.get("folds.run")
-        out[cell.name] = f"{saved}/{len(folds) if folds else '?'} folds" if saved else "not run"
-    return out
 
 
 def write_window(path: Path, outcome: Outcome, seconds: float) -> None:

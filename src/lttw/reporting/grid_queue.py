@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lttw.errors import UserError
-from lttw.reporting.grid_direct import progress
+from lttw.reporting.cells import progress
 from lttw.reporting.grids import Grid, GridCell, param_value
 
 DVC = [sys.executable, "-m", "dvc"]
@@ -93,7 +93,7 @@ def plan_queue(
 def cell_states(grid: Grid, runs_dir: Path, known: set[str]) -> dict[str, str]:
     """cell -> collected / queued or finished (collect) / n/m folds (direct) / not run."""
     states = {}
-    for name, state in progress(grid, runs_dir).items():
+    for name, state in progress(list(grid.cells), runs_dir).items():
         if state == "done":
             states[name] = "collected"
         elif name in known:
