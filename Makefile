@@ -1,6 +1,7 @@
 # `make install`: the virtual environment with the package and its test tools.
 # `make repro`:   the pipeline on params.yaml (`dvc repro`).
-# `make test`:    the test suite; `make lint`: ruff and mypy; `make docs`: the docs site.
+# `make test`:    the test suite; `make lint`: ruff (lint + format check) and mypy, the rules
+#                 in pyproject.toml; `make docs`: the docs site (mkdocs build --strict).
 # `make exp NAME=paper`: one experiment grid of experiments/ (`lttw exp list` names them).
 PYTHON ?= python3
 VENV   ?= .venv
@@ -24,7 +25,7 @@ test: install
 	. $(BIN)/activate && HF_HUB_OFFLINE=1 python -m pytest -q -n 2 --dist loadgroup
 
 lint: install
-	. $(BIN)/activate && ruff check . && ruff format --check . && mypy src
+	. $(BIN)/activate && ruff check . && ruff format --check . && mypy
 
 docs: install
 	. $(BIN)/activate && mkdocs build --strict

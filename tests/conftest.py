@@ -71,14 +71,14 @@ def tiny_encoder_dir(tmp_path_factory) -> Path:
     return folder
 
 
-from stage_cases import stage_runs  # noqa: E402,F401  (session fixture: stage runs on bad inputs)
+from support.stage_cases import stage_runs  # noqa: E402,F401  (session fixture: stage runs on bad inputs)
 
 
 @pytest.fixture(scope="session")
 def tiny_repro(request, tmp_path_factory, tiny_encoder_dir):
     """The tiny profile's ``dvc repro``, once per session (``tiny_project.TinyRepro``): the
     tests that only read a trained pipeline share it; the ones that change it take a copy."""
-    from tiny_project import tiny_repro_once
+    from support.tiny_project import tiny_repro_once
 
     if hasattr(request.config, "workerinput"):  # an xdist worker: one build for all
         base = tmp_path_factory.getbasetemp().parent / "tiny_repro"  # the session's folder

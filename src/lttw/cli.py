@@ -158,6 +158,7 @@ def predict(
     if file is not None and out is None:
         raise UserError("--file needs --out F.csv|F.parquet (or --out - for CSV on stdout)")
     if out is None:  # texts to the terminal: no tables library needed (start-up time)
+        assert texts is not None  # no --file (checked above): TEXT arguments
         predictor = _load(model, params, device, onnx=True)
         probs = predictor.predict_proba(list(texts), batch_size)
         best = probs.argmax(axis=1)
@@ -178,6 +179,7 @@ def predict(
         if out != bp.STDOUT:
             typer.echo(f"wrote {rows} predictions to {out}", err=True)
         return
+    assert texts is not None  # no --file: TEXT arguments
     frame = bp.prediction_frame(
         list(texts),
         predictor.predict_proba(list(texts), batch_size),

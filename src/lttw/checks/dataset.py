@@ -48,7 +48,7 @@ class DataCheck:
 
 
 class _Collect(logging.Handler):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.messages: list[str] = []
 
@@ -253,11 +253,11 @@ def describe_local(folder: Path) -> dict:
     """Status of one dataset folder: present / partial / missing, rows per split, complete."""
     manifest_path = folder / "manifest.json"
     if not manifest_path.is_file():
-        files = sorted(p for p in folder.glob("*") if p.suffix.lower() in TABLE_SUFFIXES)
-        status = "present (no manifest)" if files else "missing"
+        tables = sorted(p for p in folder.glob("*") if p.suffix.lower() in TABLE_SUFFIXES)
+        status = "present (no manifest)" if tables else "missing"
         return {
             "status": status,
-            "rows": {p.stem: _split_rows(p) for p in files},
+            "rows": {p.stem: _split_rows(p) for p in tables},
             "complete": None,
             "official_rows": {},
         }

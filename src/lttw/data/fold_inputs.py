@@ -3,7 +3,9 @@ sample labels, fold parts, encoder tokens and latent-factor tensors."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -70,7 +72,9 @@ def load_tensors(
     or with ``words`` (a ``text.word_ids.WordVocabulary``) the texts' word ids at
     ``max_len``; with ``frozen_encoder`` also the encode stage's cached encoder states."""
     tokens = (
-        read_arrays(layout.tokens_file()) if words is None else word_arrays(inputs, words, max_len)
+        read_arrays(layout.tokens_file())
+        if words is None
+        else word_arrays(inputs, words, cast(int, max_len))  # words come with their max_len
     )
     factors = read_arrays(layout.features_file(fold))
     states = {}
@@ -81,7 +85,9 @@ def load_tensors(
     out = {}
     for part in ("train", "val") + EVAL_PARTS:
         split, rows = inputs.split_of(part)
-        take = (lambda a: a) if rows is None else (lambda a, r=rows: a[r])
+        take: Callable[..., np.ndarray] = (
+            (lambda a: a) if rows is None else (lambda a, r=rows: a[r])
+        )
         f = factors[split]
         out[part] = Batchable(
             input_ids=torch.from_numpy(take(tokens[f"{split}_input_ids"])),

@@ -157,8 +157,8 @@ def encode_labels(
         ints = floats.astype(np.int64)
         if known_classes and ints.min() >= 0 and ints.max() < len(known_classes):
             return ints, list(known_classes), list(range(len(known_classes)))
-        unique = np.unique(ints)
-        return np.searchsorted(unique, ints), [str(u) for u in unique], unique.tolist()
+        distinct = np.unique(ints)
+        return np.searchsorted(distinct, ints), [str(u) for u in distinct], distinct.tolist()
     names = values.astype("str").to_numpy(dtype=object)
     unique = sorted(set(names))
     if known_classes and set(unique) <= set(known_classes):

@@ -106,7 +106,7 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _load(name: str, loader, **kwargs):
+def _load(name: str | os.PathLike, loader, **kwargs):
     """Call ``loader(name, ...)``: local folder or hub cache first, the network only if usable."""
     from huggingface_hub import constants
 
@@ -136,6 +136,7 @@ def load_tokenizer(path_or_name: str | os.PathLike):
     ``tokenizer_config.json`` names ``BertTokenizer`` loads through that class directly: the
     same tokenizer (and the same saved files), without ``AutoTokenizer``'s config classes,
     which import torch (about 1.7 s of the ``tokens`` stage's start-up)."""
+    loader_class: Any  # BertTokenizer or AutoTokenizer
     if _local_tokenizer_class(path_or_name) == "BertTokenizer":
         from transformers import BertTokenizer as loader_class
     else:
@@ -228,7 +229,9 @@ def _model_kwargs(config) -> dict[str, Any]:
     import inspect
 
     cls = _model_class(config)
-    kwargs = {"attn_implementation": "sdpa" if getattr(cls, "_supports_sdpa", False) else "eager"}
+    kwargs: dict[str, Any] = {
+        "attn_implementation": "sdpa" if getattr(cls, "_supports_sdpa", False) else "eager"
+    }
     if "add_pooling_layer" in inspect.signature(cls.__init__).parameters:
         kwargs["add_pooling_layer"] = False
     return kwargs

@@ -11,7 +11,7 @@ padding; ``frozen_states`` checks what a consumer is about to read.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -44,7 +44,7 @@ def encoder_states(
 
     encoder = encoder.to(device).eval()
     n, seq = input_ids.shape
-    d = int(encoder.config.hidden_size)
+    d = int(cast(Any, encoder).config.hidden_size)  # a Hugging Face model's config
     out = np.zeros((n, seq, d), dtype=np.float16)
     lengths = attention_mask.astype(bool).sum(1)
     order = np.argsort(-lengths, kind="stable")

@@ -6,6 +6,7 @@ transformers (``lttw predict``'s start-up)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,7 +29,7 @@ class WordPieceFile:
         self.pad_token_id = tokenizer.token_to_id(pad_token) or 0
 
     @classmethod
-    def load(cls, folder: str | Path) -> WordPieceFile | None:
+    def load(cls, folder: str | os.PathLike) -> WordPieceFile | None:
         """The folder's tokenizer, or None where it is not a BERT tokenizer with a
         ``tokenizer.json`` (load it with transformers then)."""
         from tokenizers import Tokenizer

@@ -84,7 +84,7 @@ def top_bottom_words(
     _check_ranking(ranking)
     in_vocab = [t for t in tokens if t in vocabulary_index]
     counts = Counter(in_vocab)
-    first = {}
+    first: dict[str, int] = {}
     for position, word in enumerate(in_vocab):
         first.setdefault(word, position)
 

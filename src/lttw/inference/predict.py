@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,7 +33,7 @@ def predict_cached_parts(
     rt = make_runtime(train_settings)
     model = load_classifier(model_dir, rt.device)
     if reads(model) == TEXTS:
-        parts = {part: inputs.part_texts(part) for part in EVAL_PARTS}
+        parts: dict[str, Any] = {part: inputs.part_texts(part) for part in EVAL_PARTS}
     else:  # the encoder's cached tokens, or word ids over the folder's own vocabulary
         words = saved_words(model_dir)
         max_len = None if words is None else read_json(Path(model_dir) / META)["max_len"]

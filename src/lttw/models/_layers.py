@@ -7,6 +7,7 @@ and 0 for padding, padding on the right.
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -107,7 +108,7 @@ def build_encoder(config_dict: dict, encoder: nn.Module | None = None) -> nn.Mod
 
 def hidden_size(encoder: nn.Module) -> int:
     """Width of ``last_hidden_state`` for any Hugging Face encoder."""
-    return int(encoder.config.hidden_size)
+    return int(cast(Any, encoder).config.hidden_size)  # a Hugging Face model's config
 
 
 def word_embedding_init(

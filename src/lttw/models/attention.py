@@ -17,7 +17,8 @@ Hugging Face's ``output_attentions``: (B, h, n_q, n) for ``mha``, (B, h, n_q, K)
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, cast
 
 import torch
 import torch.nn.functional as F
@@ -90,6 +91,7 @@ class _SelfAttention(nn.Module):
             scores = scores.masked_fill(~attn_mask, float("-inf"))
         weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
         if first_dropout:  # as SDPA's dropout of the (B, h, queries_of, n_k) weights draws it
+            assert queries_of is not None  # first_dropout implies it
             dropped = dropout_at_first(weights, p, True, queries_of, dim=2)
         else:
             dropped = F.dropout(weights, p)
@@ -195,7 +197,7 @@ def attention_ablation(kind: str | None) -> str | None:
     ablation of the paper's Linformer (None: the paper's model, or an unknown kind)."""
     if kind == "none":
         return "LTTW-L"  # no attention block: the fused [CLS] features go to the classifier
-    return getattr(ATTENTION_KINDS.get(kind), "ablation", None)
+    return getattr(ATTENTION_KINDS.get(kind) if kind is not None else None, "ablation", None)
 
 
 class AttentionBlock(nn.Module):
@@ -216,7 +218,7 @@ class AttentionBlock(nn.Module):
     ):
         super().__init__()
         if attention == "linformer":
-            self.attn = LinformerSelfAttention(
+            self.attn: _SelfAttention = LinformerSelfAttention(
                 d_model, heads, max_seq, linformer_k, share_kv, dropout
             )
         elif attention == "mha":
@@ -249,13 +251,15 @@ class AttentionBlock(nn.Module):
         h = self.norm1(x) if self.norm_first else x
         attended = self.attn(h, attention_mask, first_only, output_attentions)
         attended, weights = attended if output_attentions else (attended, None)
+        drop: Callable[[torch.Tensor], torch.Tensor]
+        ffn: Callable[[torch.Tensor], torch.Tensor]
         drop, ffn = self.drop, self.ffn
         if first_only:  # dropout drawn as for all n positions: the full path's random stream
             n, x = x.shape[1], x[:, :1]
             drop = lambda t: dropout_at_first(t, self.drop.p, self.training, n)  # noqa: E731
             ffn = lambda t: self.ffn[3](
                 dropout_at_first(  # noqa: E731
-                    self.ffn[1](self.ffn[0](t)), self.ffn[2].p, self.training, n
+                    self.ffn[1](self.ffn[0](t)), cast(nn.Dropout, self.ffn[2]).p, self.training, n
                 )
             )
         if self.norm_first:

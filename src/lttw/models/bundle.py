@@ -61,7 +61,7 @@ def write_model_folder(
         {
             "variant": m.variant,
             "max_len": m.max_len,
-            **(selection if with_factors else {}),
+            **(selection if with_factors and selection is not None else {}),
             "counts": settings.counts.model_dump(),
             "fold": fold,
             "seed": settings.seed,

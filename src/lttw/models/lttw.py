@@ -12,7 +12,7 @@ names and asks it for the width, the extra positions and the mask.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -100,7 +100,7 @@ class LTTWClassifier(Classifier):
         )
         # built right after the encoder: a seeded run draws the same initial weights as ever
         self.fusion = FUSION_REGISTRY[config.fusion](
-            self.encoder.config.hidden_size, config.factor_slots, config.rank
+            cast(Any, self.encoder).config.hidden_size, config.factor_slots, config.rank
         )
         width = self.width = self.fusion.width
         max_seq = config.max_len + self.fusion.extra_positions
@@ -139,7 +139,7 @@ class LTTWClassifier(Classifier):
             )
         if encoder_path is None:
             encoder_path = resolve_encoder(model.encoder)
-        slots, rank = factor_shape if uses_factors else (0, 0)
+        slots, rank = factor_shape if uses_factors and factor_shape is not None else (0, 0)
         config = LTTWConfig(
             n_labels=n_labels,
             encoder_config={},

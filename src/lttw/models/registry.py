@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import torch
 from torch import nn
@@ -90,7 +90,8 @@ class Classifier(nn.Module):
         frozen encoder (``train.freeze_encoder``; the encode stage) when given."""
         if encoder_states is not None:
             return encoder_states
-        return self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        encoder = cast(nn.Module, self.encoder)  # set by the subclasses that read an encoder
+        return encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
     def auxiliary_loss(self) -> torch.Tensor | None:
         """A term the training loop adds to the cross-entropy (None: nothing), e.g. LEAM's

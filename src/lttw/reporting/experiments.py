@@ -95,6 +95,7 @@ def runs_from_exp_show(doc: list, skip_workspace: bool = True) -> list[Run]:
         summary = file_data(metrics, SUMMARY)
         if summary is None:
             continue
+        assert metrics is not None  # file_data found the summary in it
         folds = [
             (match.group(1), fold_data)
             for path in metrics

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -113,7 +114,7 @@ def variant_label(variant: str, model: dict | None) -> str:
     from lttw.models.fusion import FUSION_REGISTRY
 
     model = model or {}
-    fusion = FUSION_REGISTRY.get(model.get("fusion"))
+    fusion = FUSION_REGISTRY.get(model.get("fusion") or "")  # None, "": no fusion registered
     return (
         (fusion.ablation if fusion else None)
         or attention_ablation(model.get("attention"))
@@ -191,7 +192,7 @@ def paired_test(reference: Run, other: Run) -> dict:
         return {"n": len(common), "test": None, "p": None, "why": "n/a (needs >= 2 common folds)"}
     a = np.array([reference.folds[f][PART]["f1_macro"] for f in common])
     b = np.array([other.folds[f][PART]["f1_macro"] for f in common])
-    out = {"n": len(common), "delta": float(np.mean(a - b)), "why": None}
+    out: dict[str, Any] = {"n": len(common), "delta": float(np.mean(a - b)), "why": None}
     if np.allclose(a, b):
         return {**out, "test": None, "p": None, "why": "n/a (identical per-fold F1)"}
     from scipy.stats import ttest_rel, wilcoxon

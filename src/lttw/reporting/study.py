@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -65,7 +65,7 @@ class Study:
         ]
         for texts in self.curve_texts:
             for v in self.curve_variants:
-                d = self.curve_dataset
+                d = cast(str, self.curve_dataset)  # a study's learning curve names its dataset
                 size = round(texts / share)
                 out.append(
                     Cell(

@@ -1,7 +1,7 @@
 """The paired study in ``lttw report``: one table of dataset x variant (held-out macro F1 mean ±
 std over folds, the gap to the reference variant with a paired t-test across folds and
 McNemar's exact test on the pooled held-out predictions), one verdict per dataset, and the
-learning curve (a table, ``learning_curve.csv`` for ``dvc plots`` and a PNG for the README).
+learning curve (a table, ``learning_curve.csv`` for ``dvc plots`` and a PNG for docs/results.md).
 
 Everything is read from the cells in ``evidence/runs`` (``reporting.cells``); cells not collected
 yet are listed as not run.
@@ -9,8 +9,10 @@ yet are listed as not run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -136,8 +138,9 @@ def _ahead_of_both(dataset: str, study: Study, results: dict[str, CellResult]) -
         for variant in study.variants
         if f"ev-{dataset}-{variant}" in results
     }
-    runner_up = max(("lttw", study.reference), key=mean.get)
-    best = max((v for v in mean if v not in ("lttw", study.reference)), key=mean.get, default=None)
+    score = cast(Callable[[str], float], mean.get)  # of variants in ``mean``
+    runner_up = max(("lttw", study.reference), key=score)
+    best = max((v for v in mean if v not in ("lttw", study.reference)), key=score, default=None)
     if best is None or mean[best] <= mean[runner_up]:
         return ""
     m = pooled_mcnemar(
@@ -200,7 +203,7 @@ def study_table(study: Study, results: dict[str, CellResult]) -> list[str]:
 
 def learning_curve(study: Study, results: dict[str, CellResult]) -> pd.DataFrame:
     """train_texts x variant: mean held-out macro F1 (NaN where not run)."""
-    rows = {}
+    rows: dict[int | None, dict[str, float]] = {}
     for result in results.values():
         cell = result.cell
         if cell.dataset != study.curve_dataset or cell.variant not in study.curve_variants:
@@ -277,7 +280,7 @@ def fill_readme(readme: str, study_file: Path, runs_dir: Path = RUNS_DIR) -> str
     head, start, rest = readme.partition(README_START)
     _, end, tail = rest.partition(README_END)
     if not (start and end):
-        raise UserError(f"the README has no {README_START} ... {README_END} block")
+        raise UserError(f"the page has no {README_START} ... {README_END} block")
     study = read_study(study_file)
     body = render_study(study, load_results(study, runs_dir))[2:]
     return head + start + "\n" + "\n".join(body) + "\n" + end + tail

@@ -88,6 +88,7 @@ class MicroBatcher:
     async def _gather(self) -> list[_Job]:
         """The next batch: the request carried over (or the first to arrive), then others
         until ``max_batch`` texts or ``max_wait_ms`` after the first one arrived."""
+        assert self._queue is not None  # set by start(), before the worker runs
         first = self._carry or await self._queue.get()
         self._carry = None
         jobs, size = [first], len(first.texts)

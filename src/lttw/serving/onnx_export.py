@@ -61,7 +61,7 @@ class ExportCheck:
             f" texts: same label on {self.same_labels:.2%}, max probability difference "
             f"{self.max_prob_diff:.2e}"
         )
-        if self.f1_torch is not None:
+        if self.f1_torch is not None and self.f1_onnx is not None:  # set together
             text += (
                 f", macro F1 {self.f1_onnx:.4f} (torch {self.f1_torch:.4f}, "
                 f"difference {self.f1_onnx - self.f1_torch:+.4f})"
@@ -209,7 +209,7 @@ def compare(
         check.f1_torch = classification_metrics(labels, want.argmax(1), p)["f1_macro"]
         check.f1_onnx = classification_metrics(labels, got.argmax(1), p)["f1_macro"]
     if int8:
-        if check.f1_torch is None:
+        if check.f1_torch is None or check.f1_onnx is None:  # set together
             raise UserError(
                 "an int8 export is checked by macro F1 on a labelled held-out "
                 "sample: pass --check-file F.parquet|F.csv (columns text, label)"

@@ -73,7 +73,8 @@ def read_word_vectors(
     words: list[str] = []
     rows: list[np.ndarray] = []
     seen: dict[str, int] = {}
-    count = dim = None
+    count: int | None = None
+    dim: int  # set with count, from the header line, before any vector line is read
     last = rows_read = 0
     for number, raw in _lines(path):
         last = number
@@ -136,7 +137,7 @@ def embedding_matrix(
     vectors: tuple[Sequence[str], np.ndarray],
     dim: int,
     random_state: int | None,
-    token_counts: Sequence[int] | None = None,
+    token_counts: Sequence[int] | np.ndarray | None = None,
     padding_index: int | None = None,
     compose_from_characters: bool = False,
 ) -> tuple[np.ndarray, dict]:
@@ -185,7 +186,10 @@ def embedding_matrix(
 
 
 def _coverage(
-    found: np.ndarray, composed: np.ndarray, counted: np.ndarray, token_counts: Sequence[int] | None
+    found: np.ndarray,
+    composed: np.ndarray,
+    counted: np.ndarray,
+    token_counts: Sequence[int] | np.ndarray | None,
 ) -> dict:
     n = int(counted.sum())
     coverage = {

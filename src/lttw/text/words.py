@@ -276,12 +276,12 @@ class SplittingQuality:
 def splitting_quality(texts: Iterable[str], splitter: WordSplitter) -> SplittingQuality:
     """Median words per text, the share of texts with <= 2 words and the distinct words."""
     vocabulary: set[str] = set()
-    lengths = []
+    counted: list[int] = []
     for text in texts:
         words = splitter(text)
-        lengths.append(len(words))
+        counted.append(len(words))
         vocabulary.update(words)
-    lengths = np.asarray(lengths, dtype=np.int64)
+    lengths = np.asarray(counted, dtype=np.int64)
     if lengths.size == 0:
         return SplittingQuality(0, 0.0, 0.0, 0)
     return SplittingQuality(

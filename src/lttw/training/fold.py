@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import time
+from typing import Any, cast
 
 from lttw import layout
 from lttw.data.fold_inputs import factor_shape, load_fold_inputs, load_tensors
@@ -164,7 +165,10 @@ def _train_on_tokens(settings, fold: int, inputs) -> dict:
     rt = make_runtime(settings.train)
     model_class = MODEL_REGISTRY[settings.model.variant]
     if words is not None:
-        model = model_class.from_words(settings.model, inputs.n_labels, words.size, weight)
+        # a word-vocabulary variant: its class has from_words (models._layers.EmbeddingBuilt)
+        model = cast(Any, model_class).from_words(
+            settings.model, inputs.n_labels, words.size, weight
+        )
     else:  # the tokens stage's extended encoder where it extended the vocabulary
         encoder_path = encoder_for_tokens(resolve_encoder(settings.model.encoder))
         model = model_class.from_settings(

@@ -21,6 +21,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +36,9 @@ from lttw.progress import progress
 from lttw.settings import TrainSettings
 from lttw.training.checkpoint import Checkpointer
 from lttw.training.live import log_epoch, log_steps, trim_history
+
+if TYPE_CHECKING:
+    from lttw.models.registry import Classifier
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +81,7 @@ def plan_epochs(n_train: int, cfg: TrainSettings) -> int:
 
 
 def _optimizer(model: nn.Module, cfg: TrainSettings, rt: Runtime) -> torch.optim.Optimizer:
-    raw = model.module if hasattr(model, "module") else model
+    raw = cast("Classifier", model.module if hasattr(model, "module") else model)  # DDP-wrapped
     groups = []
     for name, params in raw.parameter_groups().items():
         params = [p for p in params if p.requires_grad]
@@ -163,7 +167,7 @@ def _set_up(
     step_model = rt.wrap(model)
     optimizer = _optimizer(step_model, cfg, rt)
     if cfg.compile:  # the step runs compiled; checkpoints and the result use ``model`` itself
-        step_model = torch.compile(step_model)
+        step_model = cast(nn.Module, torch.compile(step_model))  # an OptimizedModule
     steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
     epochs = plan_epochs(len(train), cfg)
     total = steps_per_epoch * epochs
@@ -353,7 +357,8 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
             log_steps(
                 run.live,
                 state["step"],
-                {"train/loss": mean_loss, "train/lr": run.scheduler.get_last_lr()[0]},
+                # a float: train.lr and head_lr are floats, not tensors
+                {"train/loss": mean_loss, "train/lr": cast(float, run.scheduler.get_last_lr()[0])},
             )
         if run.ckpt.due():
             state.update(

@@ -1,0 +1,253 @@
+"""The benchmark scripts run (quick settings, on the CPU) and write what their READMEs say:
+the profile's phases come from the loop's own labelled ranges, and real token lengths give
+trimmed batches."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_profile_train_attributes_time_to_the_step_phases(tmp_path):
+    import profile_train
+
+    out = tmp_path / "profile.json"
+    result = profile_train.main(["--quick", "--steps", "1", "--out", str(out)])
+    assert json.loads(out.read_text()) == result
+    phases = result["ms_per_step_by_phase"]
+    assert {"forward", "backward", "optimizer", "clip_grad_norm", "batch"} <= set(phases)
+    assert phases["forward"] > 0 and phases["backward"] > 0 and phases["optimizer"] > 0
+    # nearly all op time lies inside the labelled phases
+    assert phases.get("other (outside the step's phases)", 0) < 0.05 * sum(phases.values())
+    assert result["forward_backward_ms_per_step_by_category"]["matmul"] > 0
+    assert set(result["forward_ms_per_step_cpu_inclusive"]) == {
+        "forward: encoder",
+        "forward: attention block 0",
+        "forward: classifier",
+    }
+
+
+def test_train_throughput_with_real_lengths_trims_batches(tmp_path):
+    import train_throughput
+
+    texts = tmp_path / "texts.parquet"
+    import pandas as pd
+
+    pd.DataFrame({"text": ["short text"] * 30 + ["a somewhat longer text " * 3] * 2}).to_parquet(
+        texts
+    )
+    result = train_throughput.main(
+        [
+            "--quick",
+            "--encoders",
+            "minilm",
+            "--variants",
+            "lttw",
+            "--precisions",
+            "fp32",
+            "--lengths-from",
+            str(texts),
+            "--out",
+            str(tmp_path / "t.json"),
+        ]
+    )
+    row = result["rows"][0]
+    assert row["lengths_from"] == str(texts)
+    assert 8 <= row["mean_batch_width"] < 32  # quick seq 32: most batches trim to 8
+    full = train_throughput.main(
+        [
+            "--quick",
+            "--encoders",
+            "minilm",
+            "--variants",
+            "lttw",
+            "--precisions",
+            "fp32",
+            "--out",
+            str(tmp_path / "f.json"),
+        ]
+    )
+    assert row["gflops_per_sample_fwd_bwd"] < full["rows"][0]["gflops_per_sample_fwd_bwd"]
+
+
+@pytest.mark.slow
+def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
+    """tools/run_stages.py (for machines without dvc) runs every stage of dvc.yaml in order
+    with -S overrides, and stops at the first failing stage."""
+    import subprocess
+
+    from support.tiny_project import make_tiny_project
+
+    project = make_tiny_project(tmp_path / "p", tiny_encoder_dir)
+    script = [sys.executable, str(BENCH.parent / "tools" / "run_stages.py")]
+    env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(
+        script + ["-S", "model.k=2", "-S", "folds.run=[1]"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    timings = json.loads((project / "bench/results/run_stages.json").read_text())
+    assert [r["stage"] for r in timings["stages"]] == [
+        "sample",
+        "folds",
+        "tokens",
+        "encode",
+        "counts@1",
+        "nmf@1",
+        "features@1",
+        "train@1",
+        "evaluate@1",
+        "summary",
+    ]
+    summary = json.loads((project / "metrics/summary.json").read_text())
+    assert summary["folds"] == [1] and 0 <= summary["test/f1_macro"]["mean"] <= 1
+    assert not list(project.glob("params-*.yaml"))  # its temporary params file is gone
+
+    # bench/stage_startup.py times a stage as DVC runs it, and says what it imported
+    import stage_startup
+
+    out = tmp_path / "startup.json"
+    result = stage_startup.main(
+        [
+            "--project",
+            str(project),
+            "--stage",
+            "nmf",
+            "--fold",
+            "1",
+            "--runs",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
+    assert json.loads(out.read_text()) == result
+    assert result["command"] == "python stages/nmf.py --fold 1" and result["median_s"] > 0
+    assert result["imported"]["transformers"] is False
+
+    bad = subprocess.run(
+        script + ["-S", "model.k=-1", "--only", "features"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "model.k" in bad.stderr
+    unknown = subprocess.run(
+        script + ["-S", "model.kk=1"], cwd=project, env=env, capture_output=True, text=True
+    )
+    assert unknown.returncode != 0 and "unknown parameter 'model.kk'" in unknown.stderr
+
+
+def test_gpu_sh_packs_minilm_in_fp16_that_loads_as_fp32(tmp_path):
+    """`bench/gpu.sh --pack-fp16 DIR`: a MiniLM copy small enough to carry (< 64 MiB) that
+    lttw loads as a float32 encoder giving the original's outputs to fp16 precision."""
+    import subprocess
+
+    from lttw.encoder.pretrained import DEFAULT_ENCODER, load_pretrained_encoder, resolve_encoder
+
+    original = Path(resolve_encoder(DEFAULT_ENCODER))
+    if not (original / "model.safetensors").is_file():
+        pytest.skip("the embedded MiniLM package is not installed")
+    packed = tmp_path / "minilm"
+    proc = subprocess.run(
+        ["bash", str(BENCH / "gpu.sh"), "--pack-fp16", str(packed)],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PYTHON": sys.executable},
+    )
+    assert proc.returncode == 0, proc.stderr
+    size = sum(f.stat().st_size for f in packed.iterdir())
+    assert size < 64 * 2**20 and (packed / "tokenizer.json").is_file()
+    ids = torch.tensor([[101, 7592, 2088, 102]])
+    outputs = []
+    for folder in (original, packed):
+        model = load_pretrained_encoder(folder).eval()
+        assert next(model.parameters()).dtype == torch.float32
+        with torch.no_grad():
+            outputs.append(model(input_ids=ids).last_hidden_state)
+    torch.testing.assert_close(outputs[1], outputs[0], atol=5e-3, rtol=5e-3)
+
+
+def test_serve_bench_reports_the_median_run_and_sums_failures():
+    from serve_throughput import median_run
+
+    def row(rate, failed=0, wrong=0):
+        return {
+            "texts_per_s": rate,
+            "failed": failed,
+            "labels_differing_from_batch_path": wrong,
+            "p99_ms": 1000 / rate,
+        }
+
+    runs = [row(123.5, wrong=1), row(87.2, failed=2), row(98.7)]
+    median = median_run(runs)
+    assert median["texts_per_s"] == 98.7 and median["p99_ms"] == 1000 / 98.7
+    assert median["runs_texts_per_s"] == [123.5, 87.2, 98.7]
+    assert median["failed_all_runs"] == 2 and median["labels_differing_all_runs"] == 1
+    assert median_run([row(2.0), row(1.0)])["texts_per_s"] == 1.0  # the lower middle one
+
+
+def test_machine_description_names_the_instruction_sets_that_set_the_speed(tmp_path):
+    """Two AMD EPYC machines of one name, with and without VNNI / bf16, tell apart."""
+    from machine import cpu_flags
+
+    info = tmp_path / "cpuinfo"
+    info.write_text(
+        "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx2 avx512f "
+        "avx512_vnni avx512_bf16 sha_ni\n",
+        encoding="utf-8",
+    )
+    assert cpu_flags(str(info)) == ["avx2", "avx512f", "avx512_vnni", "avx512_bf16"]
+    info.write_text("model name\t: AMD EPYC\nflags\t\t: fpu avx2 fma\n", encoding="utf-8")
+    assert cpu_flags(str(info)) == ["avx2"]
+    assert cpu_flags(str(tmp_path / "missing")) == []
+
+
+def test_predict_throughput_builds_and_measures_a_synthetic_lttw_folder(tmp_path, tiny_encoder_dir):
+    """--synthetic (the GPU runner's path): a model folder with latent factors that
+    `Predictor` loads (k, s and rank as numbers, as the pipeline records them), measured."""
+    from predict_throughput import main as predict_throughput
+
+    texts = tmp_path / "texts.txt"
+    texts.write_text(
+        "stocks rally as oil prices fall\nlate goal wins the final\n", encoding="utf-8"
+    )
+    out = tmp_path / "predict.json"
+    result = predict_throughput(
+        [
+            "--synthetic",
+            "--encoder",
+            str(tiny_encoder_dir),
+            "--quick",
+            "--max-len",
+            "32",
+            "--n",
+            "16",
+            "--texts",
+            str(texts),
+            "--out",
+            str(out),
+        ]
+    )
+    assert json.loads(out.read_text()) == result
+    (row,) = result["rows"]
+    assert row["texts_per_s"] > 0 and row["device"] == "cpu" and row["batch_size"] == 64

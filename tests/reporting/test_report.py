@@ -1,0 +1,300 @@
+"""`lttw report`: markdown from metrics files written here (no pipeline run needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from scipy.stats import ttest_rel, wilcoxon
+from typer.testing import CliRunner
+
+from lttw.cli import app
+from lttw.reporting import report
+
+
+def write_run(
+    folder: Path,
+    variant: str,
+    f1: dict[int, float],
+    dataset: str = "ag_news",
+    model: dict | None = None,
+    extra_folds: dict[int, float] | None = None,
+) -> Path:
+    """A run folder as the summary / evaluate stages write it; ``extra_folds`` are stale
+    fold files that the summary does not list."""
+    for fold, value in {**f1, **(extra_folds or {})}.items():
+        part = {
+            "precision_macro": value + 0.01,
+            "recall_macro": value - 0.01,
+            "f1_macro": value,
+            "accuracy": value,
+            "n": 400,
+        }
+        metrics = {
+            "fold": fold,
+            "variant": variant,
+            "seed": 42,
+            "fold_test": part,
+            "test": part,
+            "predict": part,
+            "time_per_epoch_s": 10.0 + fold,
+            "samples_per_s": 100.0,
+            "epochs_run": 2,
+            "device": "cpu",
+        }
+        (folder / "folds").mkdir(parents=True, exist_ok=True)
+        (folder / "folds" / f"fold_{fold}.json").write_text(json.dumps(metrics))
+    (folder / "summary.json").write_text(
+        json.dumps({"dataset": dataset, "variant": variant, "device": "cpu", "folds": sorted(f1)})
+    )
+    if model is not None:
+        (folder / "params.yaml").write_text(yaml.safe_dump({"model": model}))
+    return folder
+
+
+def invoke(tmp_path: Path, monkeypatch, *args: str, experiments: bool = False):
+    monkeypatch.chdir(tmp_path)
+    flag = [] if experiments else ["--no-experiments"]
+    result = CliRunner().invoke(app, ["report", "--out", "report.md", *flag, *args])
+    return result, (tmp_path / "report.md").read_text() if result.exit_code == 0 else ""
+
+
+def row(text: str, variant: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(f"| {variant} "))
+
+
+LTTW = {f: 0.90 + 0.01 * f for f in range(8)}
+ENCODER = {f: 0.88 + 0.005 * f + 0.002 * (f % 3) for f in range(8)}
+
+
+def test_two_variants_eight_folds_wilcoxon(tmp_path, monkeypatch):
+    a = write_run(tmp_path / "a", "lttw", LTTW)
+    b = write_run(tmp_path / "b", "encoder", ENCODER)
+    result, text = invoke(tmp_path, monkeypatch, "--runs", str(a), "--runs", str(b))
+    assert result.exit_code == 0, result.output
+    f1 = np.array(list(LTTW.values()))
+    precision = f"| 8 | {100 * (f1.mean() + 0.01):.2f} ± {100 * f1.std(ddof=1):.2f} |"
+    assert precision in row(text, "LTTW")
+    assert "93.73 / 93.71 / 93.70" in row(text, "LTTW")  # paper Table 4 beside it
+    assert "92.60 / 92.58 / 92.58" in row(text, "encoder")  # paper BERT
+    assert "| 13.50 | 100.0 | cpu |" in row(text, "LTTW")  # mean time per epoch, samples/s
+    p = wilcoxon(f1, np.array(list(ENCODER.values()))).pvalue
+    assert "| encoder | 8 | Wilcoxon signed-rank | " in text and f"{p:.4g} |" in text
+    assert "not run" in row(text, "LTTW-M") and "not run" in row(text, "tfidf_linear")
+    assert "## AG News" in text and "## SST-2" not in text  # sections only where runs are
+
+
+def test_few_folds_use_paired_t_test(tmp_path, monkeypatch):
+    three = {f: LTTW[f] for f in range(3)}
+    a = write_run(tmp_path / "a", "lttw", three)
+    b = write_run(tmp_path / "b", "leam", {f: ENCODER[f] for f in range(3)})
+    result, text = invoke(tmp_path, monkeypatch, "--runs", str(a), "--runs", str(b))
+    assert result.exit_code == 0, result.output
+    p = ttest_rel(list(three.values()), [ENCODER[f] for f in range(3)]).pvalue
+    assert "| leam | 3 | paired t-test | " in text and f"{p:.4g} |" in text
+
+
+def test_one_common_fold_is_not_tested(tmp_path, monkeypatch):
+    a = write_run(tmp_path / "a", "lttw", {0: 0.9, 1: 0.91})
+    b = write_run(tmp_path / "b", "encoder", {1: 0.88, 2: 0.87})
+    result, text = invoke(tmp_path, monkeypatch, "--runs", str(a), "--runs", str(b))
+    assert result.exit_code == 0, result.output
+    assert "| encoder | 1 | n/a (needs >= 2 common folds) |" in text
+
+
+def test_workspace_metrics_params_labels_and_stale_folds(tmp_path, monkeypatch):
+    # the workspace run is LTTW-Att by its params; fold 9 is a stale file the summary omits
+    write_run(tmp_path / "metrics", "lttw", {0: 0.9, 1: 0.92}, extra_folds={9: 0.1})
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"model": {"attention": "mha"}}))
+    m = write_run(tmp_path / "m", "lttw", {0: 0.85, 1: 0.86}, model={"fusion": "none"})
+    result, text = invoke(tmp_path, monkeypatch, "--runs", str(m))
+    assert result.exit_code == 0, result.output
+    assert "| 2 | " in row(text, "LTTW-Att") and "| 2 | " in row(text, "LTTW-M")
+    assert "not run" in row(text, "LTTW")
+    assert "| LTTW-Att | 0 | n/a (LTTW not run) |" in text
+
+
+def test_runs_of_one_variant_merge_their_folds(tmp_path):
+    first = report.load_run(write_run(tmp_path / "a", "lttw", {0: 0.9, 1: 0.8}))
+    second = report.load_run(write_run(tmp_path / "b", "lttw", {1: 0.1, 2: 0.7}))
+    merged = report.merge_runs([first, second])[("ag_news", "LTTW")]
+    assert sorted(merged.folds) == [0, 1, 2]
+    assert merged.folds[1]["test"]["f1_macro"] == pytest.approx(0.8)  # first one wins
+
+
+def test_identical_scores_have_no_p_value(tmp_path):
+    a = report.load_run(write_run(tmp_path / "a", "lttw", LTTW))
+    b = report.load_run(write_run(tmp_path / "b", "encoder", LTTW))
+    assert report.paired_test(a, b)["why"] == "n/a (identical per-fold F1)"
+
+
+@pytest.mark.parametrize(
+    "model,label",
+    [
+        (None, "LTTW"),
+        ({"fusion": "none"}, "LTTW-M"),
+        ({"attention": "none"}, "LTTW-L"),
+        ({"attention": "mha"}, "LTTW-Att"),
+    ],
+)
+def test_variant_labels(model, label):
+    assert report.variant_label("lttw", model) == label
+    assert report.variant_label("leam", model) == "leam"
+
+
+def test_no_metrics_is_one_line_error(tmp_path, monkeypatch):
+    result, _ = invoke(tmp_path, monkeypatch)
+    assert result.exit_code == 2
+    assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+# ------------------------------------------------------------------ DVC experiments
+
+
+def exp_data(
+    variant: str, f1: dict[int, float], model: dict | None = None, dataset: str = "ag_news"
+) -> dict:
+    """One row's `data` as `dvc exp show --json` gives it: metrics and params per file."""
+    metrics = {
+        "metrics/summary.json": {
+            "data": {"dataset": dataset, "variant": variant, "folds": sorted(f1)}
+        }
+    }
+    for fold, value in f1.items():
+        part = {"precision_macro": value, "recall_macro": value, "f1_macro": value}
+        metrics[f"metrics/folds/fold_{fold}.json"] = {
+            "data": {
+                "fold": fold,
+                "test": part,
+                "time_per_epoch_s": 1.0,
+                "samples_per_s": 9.0,
+                "device": "cpu",
+            }
+        }
+    params = {"model": {"variant": variant, "k": 16, **(model or {})}}
+    return {"metrics": metrics, "params": {"params.yaml": {"data": params}}}
+
+
+def exp_show_document() -> list:
+    """A recorded `dvc exp show --json`: the workspace (= the last experiment applied), the
+    baseline commit (LTTW) and six experiments, one failed (no metrics), one running."""
+
+    def exp(name: str, data: dict) -> dict:
+        return {
+            "revs": [{"rev": f"{name:0<40}", "name": name, "data": data}],
+            "name": name,
+            "executor": None,
+        }
+
+    m = exp_data("lttw", {0: 0.85}, {"fusion": "none"})
+    return [
+        {"rev": "workspace", "name": None, "data": m, "error": None, "experiments": None},
+        {
+            "rev": "a" * 40,
+            "name": "main",
+            "data": exp_data("lttw", {0: 0.90}),
+            "error": None,
+            "experiments": [
+                exp("lttw-m", m),
+                exp("enc", exp_data("encoder", {0: 0.88})),
+                exp("k32", exp_data("lttw", {0: 0.91}, {"k": 32})),
+                exp("leam-sst2", exp_data("leam", {0: 0.70}, dataset="sst2")),
+                exp("broken", {"status": "Failed", "metrics": {}, "params": {}}),
+                # still running: dvc shows the workspace's metrics under its name
+                {
+                    **exp("running", exp_data("encoder", {0: 0.50})),
+                    "executor": {"state": "running", "name": "dvc-task", "local": {}},
+                },
+            ],
+        },
+    ]
+
+
+def test_runs_from_a_recorded_exp_show_document():
+    from lttw.reporting.experiments import runs_from_exp_show
+
+    runs = runs_from_exp_show(exp_show_document())
+    assert [(r.dataset, r.variant, r.sources[0]) for r in runs] == [
+        ("ag_news", "LTTW", "dvc commit main"),
+        ("ag_news", "LTTW-M", "dvc exp lttw-m"),
+        ("ag_news", "encoder", "dvc exp enc"),
+        ("ag_news", "LTTW", "dvc exp k32"),
+        ("sst2", "leam", "dvc exp leam-sst2"),
+    ]
+
+
+def test_report_lists_every_experiment(tmp_path, monkeypatch):
+    """Issue 17.5: after several `dvc exp run`, every variant that ran has its row; a second
+    LTTW run on the same fold is named after its experiment; sections only for datasets
+    that have runs; the workspace (the last experiment applied) counts once."""
+    from lttw.reporting import experiments
+
+    workspace = exp_show_document()[0]["data"]
+    for name, entry in workspace["metrics"].items():  # the files dvc read them from
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(json.dumps(entry["data"]))
+    (tmp_path / "params.yaml").write_text(
+        yaml.safe_dump(workspace["params"]["params.yaml"]["data"])
+    )
+    monkeypatch.setattr(experiments, "exp_show_json", lambda *a, **k: exp_show_document())
+    result, text = invoke(tmp_path, monkeypatch, experiments=True)
+    assert result.exit_code == 0, result.output
+    assert "| 1 | 90.00 |" in row(text, "LTTW") and "| 1 | 85.00 |" in row(text, "LTTW-M")
+    assert "| 1 | 88.00 |" in row(text, "encoder")
+    assert "| 1 | 91.00 |" in row(text, "LTTW [dvc exp k32]")
+    assert "not run" in row(text, "LTTW-Att")
+    assert [line for line in text.splitlines() if line.startswith("## ")] == [
+        "## AG News",
+        "## SST-2",
+    ]
+    assert "| 1 | 70.00 |" in row(text.split("## SST-2")[1], "leam")
+    assert "`dvc exp enc`" in text and "`dvc exp lttw-m`" not in text  # = the workspace
+
+
+STAGE = """
+import json, pathlib, yaml
+p = yaml.safe_load(open("params.yaml"))
+f1 = {"lttw": 0.9, "encoder": 0.8}[p["model"]["variant"]]
+pathlib.Path("metrics/folds").mkdir(parents=True, exist_ok=True)
+json.dump({"dataset": "ag_news", "variant": p["model"]["variant"], "folds": [0]},
+          open("metrics/summary.json", "w"))
+json.dump({"fold": 0, "test": {"f1_macro": f1, "precision_macro": f1, "recall_macro": f1}},
+          open("metrics/folds/fold_0.json", "w"))
+"""
+
+
+@pytest.mark.slow
+def test_report_reads_real_dvc_experiments(tmp_path):
+    """A real `dvc exp run` in a two-file DVC project whose one stage writes the metrics
+    files: `lttw report` lists the baseline and the experiment."""
+    from support.tiny_project import git_commit, lttw, run
+
+    (tmp_path / "stage.py").write_text(STAGE)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"model": {"variant": "lttw"}}))
+    (tmp_path / "dvc.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "stages": {
+                    "evaluate": {
+                        "cmd": "python stage.py",
+                        "deps": ["stage.py"],
+                        "params": ["model.variant"],
+                        "metrics": [{"metrics/summary.json": {"cache": False}}, "metrics/folds"],
+                    }
+                }
+            }
+        )
+    )
+    run(["git", "init", "-q"], tmp_path)
+    run(["dvc", "init", "-q"], tmp_path)
+    run(["dvc", "repro", "-q"], tmp_path)
+    git_commit(tmp_path, "baseline")
+    run(["dvc", "exp", "run", "-q", "-n", "enc", "-S", "model.variant=encoder"], tmp_path)
+    out = lttw(["report", "--out", "report.md"], tmp_path).output
+    text = (tmp_path / "report.md").read_text()
+    assert "wrote report.md" in out
+    assert "| 1 | 90.00 |" in row(text, "LTTW") and "| 1 | 80.00 |" in row(text, "encoder")

@@ -1,0 +1,34 @@
+"""A model folder built around the tiny random BERT, laid out as the train stage writes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+WEIGHTS = "model.safetensors"
+
+
+def build_model_folder(folder: Path, encoder_dir: Path) -> Path:
+    """An `encoder` classifier folder (no factors) around the tiny random BERT, laid out as
+    the train stage writes it: config.json, model.safetensors, labels.json, lttw.json,
+    tokenizer/."""
+    import torch
+
+    from lttw.encoder.pretrained import load_tokenizer, save_tokenizer
+    from lttw.models._layers import pretrained_encoder
+    from lttw.models.bundle import TOKENIZER, write_model_folder
+    from lttw.models.encoder_head import EncoderClassifier, EncoderHeadConfig
+    from lttw.models.registry import save_model
+    from lttw.settings import ModelSettings, Settings
+
+    torch.manual_seed(0)
+    encoder, config = pretrained_encoder(str(encoder_dir))
+    save_model(
+        EncoderClassifier(EncoderHeadConfig(n_labels=2, encoder_config=config), encoder=encoder),
+        folder,
+    )
+    settings = Settings(
+        model=ModelSettings(variant="encoder", encoder=str(encoder_dir), max_len=32)
+    )
+    write_model_folder(folder, ["neg", "pos"], settings, fold=0)
+    save_tokenizer(load_tokenizer(encoder_dir), folder / TOKENIZER)
+    return folder

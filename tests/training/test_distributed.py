@@ -1,0 +1,136 @@
+"""DistributedDataParallel on the CPU: 2 processes (gloo) give the same training run as 1.
+
+Both processes join through ``lttw.device.make_runtime`` exactly as under ``torchrun`` (the env
+variables MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK). The global batch is the
+same in both runs (8 rows: 4 per rank). With 45 train rows every epoch ends with a partial
+batch of 5 rows, split 3 / 2: a plain mean of the per-rank mean losses would differ from the
+single-process loss there. With 41 rows the last batch has 1 row: rank 1 has none of its own
+and must still join the gradient all-reduce (with zero weight).
+
+Tolerance: the 2-process gradient is a sum of 2 partial sums (all-reduce) instead of one sum,
+so it differs from the 1-process gradient by float32 rounding only; after 12 AdamW steps the
+weights must agree to 1e-4 (max abs difference), the validation F1 exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from safetensors.torch import load_file, save_file
+from support.training_data import (  # noqa: E402
+    CPU,
+    TRAIN,
+    VAL,
+    assert_same_weights,
+    build_model,
+    train_settings,
+)
+
+from lttw.data.batching import Batchable  # noqa: E402
+from lttw.training.loop import train_classifier  # noqa: E402
+
+WORLD = 2
+TOLERANCE = 1e-4
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def head(data: Batchable, n: int) -> Batchable:
+    return Batchable(data.input_ids[:n], data.attention_mask[:n], data.factors[:n], data.labels[:n])
+
+
+def _worker(rank: int, port: int, encoder_dir: str, out_dir: str, n_train: int) -> None:
+    """One DDP process: the env torchrun would set, then the pipeline's own runtime + loop."""
+    os.environ.update(
+        {
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "WORLD_SIZE": str(WORLD),
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+        }
+    )
+    from lttw.device import make_runtime
+
+    cfg = train_settings(distributed="auto", num_threads=1)
+    rt = make_runtime(cfg)
+    assert rt.ddp and rt.world_size == WORLD and rt.rank == rank
+    assert dist.get_backend() == "gloo"
+    model = build_model(encoder_dir)
+    result = train_classifier(
+        model,
+        head(TRAIN, n_train),
+        VAL,
+        cfg,
+        seed=7,
+        rt=rt,
+        checkpoint_dir=Path(out_dir) / "ckpt",
+        fingerprint="ddp",
+    )
+    if rt.is_main:
+        save_file(
+            {k: v.contiguous() for k, v in model.state_dict().items()},
+            str(Path(out_dir) / "weights.safetensors"),
+        )
+        (Path(out_dir) / "result.json").write_text(
+            json.dumps(
+                {
+                    "f1": result.best_val_f1,
+                    "best_epoch": result.best_epoch,
+                    "steps": result.steps,
+                    "world_size": rt.world_size,
+                }
+            )
+        )
+    rt.barrier()
+    rt.close()
+
+
+@pytest.mark.parametrize("n_train", [45, 41])
+def test_two_gloo_processes_match_one_process(tiny_encoder_dir, tmp_path, n_train):
+    # fork, not spawn: the children inherit the imported torch / transformers / lttw instead of
+    # importing them again (~10 s on 2 cores). They run 1 intra-op thread (train.num_threads),
+    # so no OpenMP pool is used after the fork.
+    mp.start_processes(
+        _worker,
+        args=(free_port(), str(tiny_encoder_dir), str(tmp_path), n_train),
+        nprocs=WORLD,
+        join=True,
+        start_method="fork",
+    )
+    ddp = json.loads((tmp_path / "result.json").read_text())
+    ddp_model = build_model(tiny_encoder_dir)
+    ddp_model.load_state_dict(load_file(str(tmp_path / "weights.safetensors")))
+
+    single = build_model(tiny_encoder_dir)
+    result = train_classifier(
+        single,
+        head(TRAIN, n_train),
+        VAL,
+        train_settings(),
+        seed=7,
+        rt=CPU,
+        checkpoint_dir=tmp_path / "single",
+        fingerprint="single",
+    )
+
+    assert ddp["world_size"] == WORLD
+    assert ddp["steps"] == result.steps == 12  # 2 epochs of ceil(n_train / 8) = 6 steps
+    assert_same_weights(ddp_model, single, atol=TOLERANCE)
+    assert ddp["best_epoch"] == result.best_epoch
+    assert ddp["f1"] == pytest.approx(result.best_val_f1, abs=1e-9)
+    # and the run moved the weights far more than the tolerance (the check is not vacuous)
+    with pytest.raises(AssertionError):
+        assert_same_weights(build_model(tiny_encoder_dir), single, atol=100 * TOLERANCE)
