@@ -159,3 +159,17 @@ def test_list_status_and_report_read_the_cells(tmp_path, monkeypatch):
     text = (tmp_path / "report.md").read_text()
     assert "| LTTW-M | 3 | paired t-test |" in text  # the paired test against LTTW
     assert "| LTTW | 3 | 91.00 ± 1.00 |" in text
+
+
+def test_the_direct_runner_needs_neither_dvc_nor_typer():
+    """The GPU machine has neither: the runner's modules import none of them (a fresh
+    process, so nothing else has imported them first)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, lttw.reporting.grid_window; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'dvc', 'dvclive', 'typer'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
