@@ -1,6 +1,8 @@
 """Stage `evaluate`: macro precision / recall / F1 and accuracy of one fold's model on the
 fold's test part and on the held-out test and predict samples; per-class report, confusion
-matrix (a dvc plot) and predictions."""
+matrix (a dvc plot) and predictions. The model runs at the precision its folder states
+(lttw.json ``precision``: fp32, whatever train.bf16 says), as ``lttw predict`` runs it, so
+the metrics' labels are the ones ``lttw predict`` gives."""
 
 import logging
 

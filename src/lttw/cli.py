@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -147,6 +146,18 @@ def predict(
         bool, typer.Option("--no-text", help="leave the text column out of --out")
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="replace --out if it exists")] = False,
+    max_chars: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="characters per text, as `lttw serve --max-text-chars`: a longer text "
+            "(or --file line / row) is an error naming it, or cut with --truncate; a .txt "
+            "line is read in pieces of at most this many characters",
+        ),
+    ] = 10_000,
+    truncate: Annotated[
+        bool, typer.Option("--truncate", help="cut texts longer than --max-chars instead")
+    ] = False,
     batch_size: Annotated[int, typer.Option(min=1, help="texts per forward pass")] = 64,
     device: Annotated[Device, typer.Option(help="where the model runs")] = "cpu",
     params: Params = Path("params.yaml"),
@@ -157,6 +168,11 @@ def predict(
         raise UserError("give either TEXT arguments or --file PATH (one of the two)")
     if file is not None and out is None:
         raise UserError("--file needs --out F.csv|F.parquet (or --out - for CSV on stdout)")
+    from lttw.inference.text_lines import LineCap
+
+    cap = LineCap(max_chars, truncate)
+    if texts:
+        texts = [cap.apply(t, f"TEXT {i}") for i, t in enumerate(texts, 1)]
     if out is None:  # texts to the terminal: no tables library needed (start-up time)
         assert texts is not None  # no --file (checked above): TEXT arguments
         predictor = _load(model, params, device, onnx=True)
@@ -173,11 +189,13 @@ def predict(
     bp.check_paths(file, out, force)
     predictor = _load(model, params, device, onnx=True)
     if file is not None:
-        source = bp.open_source(file, text_column)
+        source = bp.open_source(file, text_column, cap)
         frames = bp.predict_chunks(predictor, source, batch_size, with_text=not no_text)
         rows = bp.write_frames(frames, out)
         if out != bp.STDOUT:
             typer.echo(f"wrote {rows} predictions to {out}", err=True)
+        if cap.cut:
+            typer.echo(f"cut {cap.cut} texts to --max-chars {max_chars}", err=True)
         return
     assert texts is not None  # no --file: TEXT arguments
     frame = bp.prediction_frame(
@@ -319,15 +337,18 @@ def export(
     ] = 0.005,
     params: Params = Path("params.yaml"),
 ) -> None:
-    """Copy a model folder (config, weights, tokenizer, labels, lttw.json, factors/, and its
-    pipeline metrics as metrics.json) into a self-contained folder, atomically, and check
-    that it loads and predicts identically. With --onnx / --int8 also export the classifier
-    to ONNX and check it against torch on held-out texts (fp32: the same label on every
-    text; int8: macro F1 within --max-f1-drop); nothing is written when a check fails."""
+    """Copy a model folder (the files its loader reads: config, weights, tokenizer, labels,
+    lttw.json, factors/, and its pipeline metrics as metrics.json; nothing else) into a
+    self-contained folder, atomically, with the sha256 of every file in its lttw.json
+    (`lttw verify`), and check that it loads and predicts identically. With --onnx /
+    --int8 also export the classifier to ONNX and check it against torch on held-out texts
+    (fp32: the same label on every text; int8: macro F1 within --max-f1-drop); nothing is
+    written when a check fails."""
     import numpy as np
 
     from lttw.inference.predict import Predictor
     from lttw.io import atomic_dir, write_json
+    from lttw.models.folder_files import copy_loader_files, record_checksums
     from lttw.serving.info import METRICS_FILE, folder_metrics
 
     source = _model_dir(model, params)
@@ -350,7 +371,14 @@ def export(
         raise FileNotFoundError(2, "file not found", str(check_file))
     probe = ["lttw export check", "a second, longer probe text for the exported model"]
     with atomic_dir(out) as tmp:
-        shutil.copytree(source, tmp, dirs_exist_ok=True)  # follows links: self-contained
+        left_out = copy_loader_files(source, tmp)  # follows links: self-contained
+        if left_out:
+            typer.echo(
+                f"left out {len(left_out)} files the loader does not read: "
+                + ", ".join(left_out[:10])
+                + (" ..." if len(left_out) > 10 else ""),
+                err=True,
+            )
         copy = Predictor.load(tmp)
         if not np.allclose(copy.predict_proba(probe), original.predict_proba(probe), atol=1e-6):
             raise UserError(f"{out}: the exported model predicts differently from {source}")
@@ -369,10 +397,46 @@ def export(
                 max_f1_drop,
                 say=lambda line: typer.echo(line, err=True),
             )
+        record_checksums(tmp)  # last: the sha256 of every file of the export
     typer.echo(
         f"exported {source} to {out} (loads and predicts identically"
         + (f"; ONNX {'int8' if int8 else 'fp32'} checked)" if onnx or int8 else ")")
     )
+
+
+@app.command(epilog=_examples("lttw verify models/fold_0", "lttw verify exported/lttw-ag-news"))
+def verify(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="a model folder")],
+) -> None:
+    """Check a model folder's files against the sha256 checksums recorded in its lttw.json
+    when it was written (by the train stage or `lttw export`). Exit 0: every file matches;
+    2: a file is missing, changed or unrecorded (one `error:` line each); 1: no checksums
+    recorded (a folder written before lttw recorded them; `lttw export` writes a copy that
+    has them)."""
+    from lttw.models.bundle import META, read_model_meta
+    from lttw.models.folder_files import verify as check_files
+
+    if not (folder / META).is_file():
+        raise UserError(f"{folder}: not a trained model folder (no {META})")
+    meta, _ = read_model_meta(folder)
+    found = check_files(folder, meta)
+    for problem in found.problems:
+        typer.echo(f"error: {problem}", err=True)
+    if found.problems:
+        raise typer.Exit(EXIT_USER_ERROR)
+    ignored = (
+        f"; {len(found.ignored)} files the loader does not read, not checked: "
+        + ", ".join(found.ignored[:10])
+        if found.ignored
+        else ""
+    )
+    if not found.recorded:
+        typer.echo(
+            f"{folder}: no checksums recorded (written before lttw recorded them); the "
+            f"files it needs are present{ignored}"
+        )
+        raise typer.Exit(1)
+    typer.echo(f"{folder}: {found.checked} files match their recorded sha256{ignored}")
 
 
 @app.command(

@@ -155,6 +155,11 @@ def test_a_damaged_onnx_file_is_one_line(fp32_dir, tmp_path):
     folder = tmp_path / "damaged"
     shutil.copytree(fp32_dir[0], folder)
     (folder / "model.onnx").write_bytes(b"not a protobuf")
+    # the export recorded its sha256: the changed file is named before it is read
+    assert_user_error(invoke("predict", "--model", folder, "hello"), "model.onnx", "changed since")
+    meta = json.loads((folder / "lttw.json").read_text())
+    del meta["sha256"]  # as a folder written before checksums were recorded
+    (folder / "lttw.json").write_text(json.dumps(meta))
     assert_user_error(
         invoke("predict", "--model", folder, "hello"), "model.onnx", "not a loadable ONNX model"
     )

@@ -2,8 +2,12 @@
 chunk, and write its rows before the next chunk is read, so memory stays bounded by
 ``CHUNK_ROWS`` however large the input is.
 
-Inputs:  ``.txt`` (one text per line), ``.csv`` / ``.tsv`` (a text column; read with
-         ``pandas.read_csv(chunksize=)``), ``.parquet`` / ``.pq`` (``ParquetFile.iter_batches``).
+Inputs:  ``.txt`` (one text per line, each read in bounded pieces: ``text_lines``),
+         ``.csv`` / ``.tsv`` (a text column; read with ``pandas.read_csv(chunksize=)`` after
+         a bounded scan that refuses a line of more than ``csv_line_bytes`` bytes),
+         ``.parquet`` / ``.pq`` (``ParquetFile.iter_batches``). Every text is held to a
+         ``LineCap`` (``--max-chars``, default 10,000 like the server): refused with its
+         line / row number, or cut with ``--truncate``.
 Outputs: ``.csv`` / ``.tsv`` or ``.parquet`` / ``.pq``, written to a temporary file beside the
          target and renamed into place at the end; ``-`` writes CSV to stdout.
 Columns: text (unless left out), label (class name), prob (its probability), prob_<class>.
@@ -11,6 +15,8 @@ Columns: text (unless left out), label (class name), prob (its probability), pro
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -21,6 +27,7 @@ import pandas as pd
 
 from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES, csv_separator
 from lttw.errors import DataError, UserError
+from lttw.inference.text_lines import LineCap, bounded_lines, check_csv_lines
 from lttw.io import atomic_path
 
 #: rows read, predicted and written at a time (tests make it small)
@@ -47,9 +54,7 @@ def check_paths(file: Path | None, out: str | None, force: bool = False) -> None
     """Fail fast, before a model is loaded, on a missing input, an unknown file type, an
     output folder that does not exist, or an output file that exists (unless ``force``)."""
     if file is not None:
-        _kind(file, "input")
-        if not file.is_file():
-            raise FileNotFoundError(2, "file not found", str(file))
+        check_input_file(file)
     if out is not None and out != STDOUT:
         _kind(out, "output")
         target = Path(out)
@@ -60,6 +65,33 @@ def check_paths(file: Path | None, out: str | None, force: bool = False) -> None
             raise UserError(f"{out}: is a folder; --out names a file")
         if target.exists() and not force:
             raise UserError(f"{out}: exists; pass --force to replace it")
+
+
+_NOT_FILES = {
+    stat.S_ISDIR: "a folder",
+    stat.S_ISFIFO: "a named pipe (FIFO)",
+    stat.S_ISSOCK: "a socket",
+    stat.S_ISCHR: "a character device",
+    stat.S_ISBLK: "a block device",
+}
+
+
+def check_input_file(file: Path) -> None:
+    """A readable regular file of a known type; else an error that says what ``file`` is
+    (missing, a folder, a FIFO, unreadable, an unknown type). A FIFO is refused: the file is
+    read twice (its lines counted for the progress bar, then predicted)."""
+    try:
+        mode = file.stat().st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(2, "file not found", str(file)) from None
+    except OSError as err:
+        raise UserError(f"{file}: cannot be read ({err.strerror or err})") from None
+    for test, what in _NOT_FILES.items():
+        if test(mode):
+            raise UserError(f"{file}: is {what}, not a regular file; --file reads a file")
+    if not os.access(file, os.R_OK):
+        raise UserError(f"{file}: cannot be read (permission denied)")
+    _kind(file, "input")
 
 
 def pick_text_column(columns: list[str], requested: str | None, where: str) -> str:
@@ -86,22 +118,21 @@ class TextSource:
     chunks: Callable[[], Iterator[list[str]]]
 
 
-def _txt_chunks(path: Path) -> Iterator[list[str]]:
-    chunk, line_no = [], 0
-    try:
-        with open(path, encoding="utf-8-sig") as handle:
-            for line_no, line in enumerate(handle, 1):
-                chunk.append(line.rstrip("\r\n"))
-                if len(chunk) >= CHUNK_ROWS:
-                    yield chunk
-                    chunk = []
-    except UnicodeDecodeError as err:
-        raise DataError(
-            f"{path}: not valid UTF-8 after line {line_no} ({err.reason}); "
-            "re-save the file as UTF-8"
-        ) from None
+def _txt_chunks(path: Path, cap: LineCap) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    with open(path, "rb") as handle:
+        for text in bounded_lines(handle, path, cap):
+            chunk.append(text)
+            if len(chunk) >= CHUNK_ROWS:
+                yield chunk
+                chunk = []
     if chunk:
         yield chunk
+
+
+def _capped(texts: list[str], first_row: int, path: Path, cap: LineCap) -> list[str]:
+    """``texts`` (rows ``first_row``.. of ``path``, 1-based) held to ``cap``."""
+    return [cap.apply(t, f"{path} row {first_row + i}") for i, t in enumerate(texts)]
 
 
 def _count_lines(path: Path) -> int:
@@ -113,7 +144,8 @@ def _count_lines(path: Path) -> int:
     return lines + (last != b"\n")
 
 
-def _csv_chunks(path: Path, column: str, sep: str) -> Iterator[list[str]]:
+def _csv_chunks(path: Path, column: str, sep: str, cap: LineCap) -> Iterator[list[str]]:
+    row = 1
     try:
         reader = pd.read_csv(
             path,
@@ -126,7 +158,8 @@ def _csv_chunks(path: Path, column: str, sep: str) -> Iterator[list[str]]:
         )
         with reader:
             for frame in reader:
-                yield frame[column].tolist()
+                yield _capped(frame[column].tolist(), row, path, cap)
+                row += len(frame)
     except UnicodeDecodeError as err:
         raise DataError(
             f"{path}: not valid UTF-8 ({err.reason}); re-save the file as UTF-8"
@@ -135,18 +168,25 @@ def _csv_chunks(path: Path, column: str, sep: str) -> Iterator[list[str]]:
         raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
 
 
-def _parquet_chunks(parquet, column: str) -> Iterator[list[str]]:
+def _parquet_chunks(parquet, column: str, path: Path, cap: LineCap) -> Iterator[list[str]]:
+    row = 1
     for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, columns=[column]):
-        yield ["" if t is None else str(t) for t in batch.column(0).to_pylist()]
+        texts = ["" if t is None else str(t) for t in batch.column(0).to_pylist()]
+        yield _capped(texts, row, path, cap)
+        row += len(texts)
 
 
-def open_source(path: Path, text_column: str | None = None) -> TextSource:
-    """Open a text file for chunked reading (see the module docstring for the formats)."""
+def open_source(
+    path: Path, text_column: str | None = None, cap: LineCap | None = None
+) -> TextSource:
+    """Open a text file for chunked reading (see the module docstring for the formats);
+    every text held to ``cap`` (default: 10,000 characters, longer ones refused)."""
+    cap = cap or LineCap()
     kind = _kind(path, "input")
     if kind == "txt":
         if text_column is not None:
             raise UserError("--text-column applies to CSV and parquet files, not .txt")
-        return TextSource(path, _count_lines(path), lambda: _txt_chunks(path))
+        return TextSource(path, _count_lines(path), lambda: _txt_chunks(path, cap))
     if kind == "parquet":
         import pyarrow.parquet as pq
 
@@ -155,14 +195,17 @@ def open_source(path: Path, text_column: str | None = None) -> TextSource:
         except Exception as err:  # pyarrow raises several types for a damaged file
             raise DataError(f"{path}: not a readable parquet file ({err})") from None
         column = pick_text_column(parquet.schema_arrow.names, text_column, str(path))
-        return TextSource(path, parquet.metadata.num_rows, lambda: _parquet_chunks(parquet, column))
+        return TextSource(
+            path, parquet.metadata.num_rows, lambda: _parquet_chunks(parquet, column, path, cap)
+        )
     sep = csv_separator(path)
+    check_csv_lines(path, cap)  # before pandas reads any line whole, the header included
     try:
         header = pd.read_csv(path, sep=sep, nrows=0, encoding="utf-8-sig").columns
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise DataError(f"{path}: not a readable CSV file ({err})") from None
     column = pick_text_column([str(c) for c in header], text_column, str(path))
-    return TextSource(path, None, lambda: _csv_chunks(path, column, sep))
+    return TextSource(path, None, lambda: _csv_chunks(path, column, sep, cap))
 
 
 def prediction_frame(

@@ -1,5 +1,8 @@
 """Class probabilities from a trained model folder: on the pipeline's cached tensors
-(evaluate stage) or on raw texts (``lttw predict``)."""
+(evaluate stage) or on raw texts (``lttw predict``, ``explain``, ``serve``). Both check the
+folder first (``models.folder_files``: files present, recorded checksums) and both run at
+the precision the folder states (``models.bundle.PRECISION``: fp32, whatever train.bf16
+says), so the pipeline's metrics and ``lttw predict`` give each text the same label."""
 
 from __future__ import annotations
 
@@ -21,22 +24,52 @@ def model_variant(model_dir: str | Path) -> str:
     return read_json(Path(model_dir) / META)["variant"]
 
 
+def inference_runtime(folder: str | Path, meta: dict, device: str = "cpu", threads: int = 0):
+    """The ``Runtime`` every prediction from ``folder`` runs in: ``device`` at the folder's
+    precision (fp32: no bf16 autocast, and TF32 matrix products off on CUDA)."""
+    from lttw.device import make_runtime
+    from lttw.models.bundle import inference_precision
+
+    inference_precision(folder, meta)
+    settings = TrainSettings.model_validate(
+        {"device": device, "bf16": False, "num_threads": threads}
+    )
+    runtime = make_runtime(settings)
+    if runtime.device.type == "cuda":
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    return runtime
+
+
+def checked_meta(folder: str | Path) -> dict:
+    """lttw.json of ``folder``, after checking its files (``folder_files.check_folder``)."""
+    from lttw.models.bundle import read_model_meta
+    from lttw.models.folder_files import check_folder
+
+    meta, _ = read_model_meta(folder)
+    check_folder(folder, meta)
+    return meta
+
+
 def predict_cached_parts(
     model_dir: str | Path, inputs: FoldInputs, fold: int, train_settings: TrainSettings
 ) -> dict[str, np.ndarray]:
     """Probabilities (n, p) for the fold's test part and the held-out test / predict samples
     ((0, p) for an empty one), from the texts or the cached tensors, as the model reads
-    (with ``train.freeze_encoder``: the encode stage's states, not the encoder)."""
+    (with ``train.freeze_encoder``: the encode stage's states, not the encoder), at the
+    folder's precision (``inference_runtime``), after checking its files."""
     from lttw.data.fold_inputs import EVAL_PARTS, load_tensors
-    from lttw.device import make_runtime
 
-    rt = make_runtime(train_settings)
+    meta = checked_meta(model_dir)
+    rt = inference_runtime(model_dir, meta, train_settings.device, train_settings.num_threads)
     model = load_classifier(model_dir, rt.device)
     if reads(model) == TEXTS:
         parts: dict[str, Any] = {part: inputs.part_texts(part) for part in EVAL_PARTS}
     else:  # the encoder's cached tokens, or word ids over the folder's own vocabulary
         words = saved_words(model_dir)
-        max_len = None if words is None else read_json(Path(model_dir) / META)["max_len"]
+        max_len = None if words is None else meta["max_len"]
         parts = load_tensors(
             inputs, fold, words, max_len, frozen_encoder=train_settings.freeze_encoder
         )
@@ -115,15 +148,23 @@ class Predictor:
 
     @classmethod
     def _load_checked(cls, folder: Path, device: str, load_model) -> Predictor:
-        from lttw.models.bundle import FACTORS, TOKENIZER, check_tokenizer_folder, read_model_meta
+        from lttw.models.bundle import (
+            FACTORS,
+            TOKENIZER,
+            check_tokenizer_folder,
+            inference_precision,
+            read_model_meta,
+        )
+        from lttw.models.folder_files import check_folder
 
         meta, classes = read_model_meta(folder)
+        check_folder(folder, meta)  # files present and as recorded, before any is read
+        inference_precision(folder, meta)
         if (folder / TOKENIZER).is_dir():
             check_tokenizer_folder(folder)  # before the weights: fail fast, no remote code
         model = load_model(folder)
         if reads(model) == TEXTS:
             return cls(folder, meta, classes, model)
-        from lttw.device import make_runtime
         from lttw.encoder.pretrained import load_saved_tokenizer
 
         lookup = None
@@ -133,7 +174,7 @@ class Predictor:
             lookup = FactorLookup.load(
                 folder / FACTORS, folder / FACTORS, model_words(folder, meta)
             )
-        runtime = make_runtime(TrainSettings(device=device, bf16=False))
+        runtime = inference_runtime(folder, meta, device)
         words = saved_words(folder)
         tokenizer = None if words is not None else load_saved_tokenizer(folder / TOKENIZER)
         return cls(

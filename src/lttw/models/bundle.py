@@ -6,7 +6,9 @@ words/                           vocabulary.json + words.json: the words a model
                                  model.vocab: words embeds, and their splitting rule
 labels.json                      class names in label-id order
 lttw.json                        what prediction needs: variant, max_len, k, s, ranking,
-                                 the word tokenisation rule, fold, seed
+                                 the word tokenisation rule, fold, seed, the inference
+                                 precision, and the sha256 of every other file
+                                 (``folder_files``)
 factors/                         the fold's vocabulary, word counts and NMF factors
                                  (only where latent factors are fused)
 """
@@ -25,6 +27,10 @@ LABELS = "labels.json"
 META = "lttw.json"
 FACTORS = "factors"
 TOKENIZER = "tokenizer"
+#: how every prediction from a model folder runs (the evaluate stage, ``lttw predict``,
+#: ``explain``, ``serve``): float32 weights and activations, no bf16 autocast and no TF32,
+#: on every device, so one model gives one answer; recorded in lttw.json as ``precision``
+PRECISION = "fp32"
 
 
 def write_model_folder(
@@ -67,6 +73,7 @@ def write_model_folder(
             "seed": settings.seed,
             "encoder": m.encoder,
             "with_factors": with_factors,
+            "precision": PRECISION,
             **({"vocab": "words"} if word_vocabulary is not None else {}),
             **({"frozen_encoder": True} if settings.train.freeze_encoder else {}),
             **({"words": words.record()} if words is not None else {}),
@@ -133,6 +140,18 @@ def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
             "distinct class names; the file is damaged"
         )
     return meta, classes
+
+
+def inference_precision(folder: str | Path, meta: dict) -> str:
+    """The precision lttw.json states (a folder written before it was recorded: fp32, as
+    ``lttw predict`` always ran it); any other value than ``PRECISION`` raises a UserError."""
+    precision = meta.get("precision", PRECISION)
+    if precision != PRECISION:
+        raise UserError(
+            f"{Path(folder) / META}: precision {precision!r} is not one this lttw runs "
+            f"(only {PRECISION!r}); the file is damaged or from a newer lttw"
+        )
+    return precision
 
 
 def check_tokenizer_folder(folder: str | Path) -> None:

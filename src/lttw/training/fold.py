@@ -17,6 +17,7 @@ from lttw.data.fold_inputs import factor_shape, load_fold_inputs, load_tensors
 from lttw.evaluation.metrics import classification_metrics
 from lttw.io import atomic_dir, read_arrays_metadata, write_json
 from lttw.models.bundle import write_model_folder
+from lttw.models.folder_files import record_checksums
 from lttw.models.trained import TEXTS, predict_proba, save_classifier, variant_reads
 from lttw.settings import check_batch_size
 from lttw.text.words import read_rule
@@ -82,6 +83,7 @@ def _write_outputs(
             selection=factor_selection(fold),
             **folder_extras,
         )
+        record_checksums(tmp)  # last: the sha256 of every file the loader reads
     # timings vary run to run: kept out of the model folder so that its hash (and with it
     # the evaluate stage) only changes when the weights do
     write_json(layout.train_metrics(fold), summary)

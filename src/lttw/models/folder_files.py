@@ -1,0 +1,201 @@
+"""The files of a model folder: which ones the loader reads, which it needs, and their
+sha256 checksums.
+
+``lttw.json`` records ``sha256``, ``{relative path: hex digest}`` for every file the loader
+reads (all but ``lttw.json`` itself, which is parsed and checked key by key instead). The
+train stage records them when it writes ``models/fold_N``, ``lttw export`` when it writes its
+copy. On load (``check_folder``) every recorded file must be there with its recorded digest,
+and every file the loader would read must be recorded; the first that is not raises a
+one-line ``UserError`` naming it. A folder written before checksums were recorded (no
+``sha256`` key) loads as before, after the check that the files it needs are present;
+``lttw verify`` reports it as "no checksums recorded".
+
+The checksums catch a file changed or truncated in place (a disk or copy error, an edit by
+hand) whatever its size and time say; they are not a signature: whoever can write the
+folder can rewrite ``lttw.json`` too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lttw.errors import UserError
+from lttw.io import read_json, write_json
+from lttw.models.bundle import FACTORS, LABELS, META, TOKENIZER, WORDS
+
+CHECKSUMS = "sha256"
+#: the top-level files a loader reads: the classifier (torch, or tfidf's extra vocabulary),
+#: what prediction needs, and what ``lttw export --onnx`` / ``lttw serve`` add (model.onnx
+#: and onnx.json: ``serving.onnx_runtime``; metrics.json: ``serving.info``)
+TOP_LEVEL = (
+    "config.json",
+    "model.safetensors",
+    "vocabulary.json",
+    LABELS,
+    META,
+    "model.onnx",
+    "onnx.json",
+    "metrics.json",
+)
+#: sub-folders the loader reads, and the kinds of file it reads in them (never pickles,
+#: torch checkpoints or code: a stray pytorch_model.bin is not a file of the model)
+SUBFOLDERS = (TOKENIZER, WORDS, FACTORS)
+SUBFOLDER_SUFFIXES = (".json", ".safetensors", ".txt", ".model")
+_CHUNK = 1 << 20
+
+
+def loader_files(folder: str | Path) -> list[str]:
+    """The files of ``folder`` that loading it reads, as sorted relative POSIX paths
+    (regular files only; a link counts as the file it points to)."""
+    folder = Path(folder)
+    found = [name for name in TOP_LEVEL if (folder / name).is_file()]
+    for sub in SUBFOLDERS:
+        if (folder / sub).is_dir():
+            found += [
+                f"{sub}/{p.name}"
+                for p in (folder / sub).iterdir()
+                if p.is_file() and p.suffix in SUBFOLDER_SUFFIXES
+            ]
+    return sorted(found)
+
+
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def record_checksums(folder: str | Path) -> dict[str, str]:
+    """Write the sha256 of every file the loader reads into ``folder``'s lttw.json (the
+    last step of writing a model folder); returns them."""
+    folder = Path(folder)
+    sums = {name: file_sha256(folder / name) for name in loader_files(folder) if name != META}
+    meta = read_json(folder / META)
+    meta[CHECKSUMS] = sums
+    write_json(folder / META, meta)
+    return sums
+
+
+def required_files(folder: Path, meta: dict) -> dict[str, str]:
+    """What loading ``folder`` cannot do without, whatever is recorded, and what each file
+    is: labels, config and weights (and tfidf's vocabulary), the tokenizer's tokenizer.json
+    and config, the word vocabulary, the factor files."""
+    needed = {LABELS: "class names", "config.json": "model config"}
+    if not (folder / "model.onnx").is_file():
+        needed["model.safetensors"] = "model weights"
+    if meta.get("variant") == "tfidf_linear":
+        needed["vocabulary.json"] = "tf-idf vocabulary"
+    if (folder / TOKENIZER).is_dir():
+        needed[f"{TOKENIZER}/tokenizer.json"] = "tokenizer vocabulary"
+        needed[f"{TOKENIZER}/tokenizer_config.json"] = "tokenizer config"
+    if (folder / WORDS).is_dir():
+        needed[f"{WORDS}/vocabulary.json"] = "word vocabulary"
+    if meta.get("with_factors"):
+        needed[f"{FACTORS}/vocabulary.json"] = "factor vocabulary"
+        needed[f"{FACTORS}/word_label_counts.safetensors"] = "word-label counts"
+        needed[f"{FACTORS}/latent_factors.safetensors"] = "latent factors"
+    return needed
+
+
+@dataclass
+class FolderCheck:
+    """What ``verify`` found: ``recorded`` (checksums present), files checked, problems
+    (each one line naming a file), and files present that the loader does not read."""
+
+    folder: Path
+    recorded: bool
+    checked: int = 0
+    problems: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+
+
+def unread_files(folder: str | Path, read: set[str] | None = None) -> list[str]:
+    """Files of ``folder`` that loading it does not read (``read``: default
+    ``loader_files``), e.g. a stray ``pytorch_model.bin``; sorted relative paths."""
+    folder = Path(folder)
+    read = set(loader_files(folder)) if read is None else read
+    return sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and p.relative_to(folder).as_posix() not in read
+    )
+
+
+def copy_loader_files(source: str | Path, dest: str | Path) -> list[str]:
+    """Copy the files loading ``source`` reads into ``dest`` (links followed, nothing else
+    copied), without its recorded checksums (``record_checksums`` writes the copy's);
+    returns the files left out (``unread_files``)."""
+    source, dest = Path(source), Path(dest)
+    for name in loader_files(source):
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source / name, dest / name)
+    meta = read_json(dest / META)
+    if isinstance(meta, dict) and meta.pop(CHECKSUMS, None) is not None:
+        write_json(dest / META, meta)
+    return unread_files(source)
+
+
+def verify(folder: str | Path, meta: dict | None = None, first_only: bool = False) -> FolderCheck:
+    """Check ``folder`` against its recorded checksums (and for the files it needs)."""
+    folder = Path(folder)
+    meta = read_json(folder / META) if meta is None else meta
+    sums = meta.get(CHECKSUMS) if isinstance(meta, dict) else None
+    check = FolderCheck(folder, recorded=sums is not None)
+    meta_path = folder / META
+    if sums is not None and not (
+        isinstance(sums, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in sums.items())
+    ):
+        check.problems.append(f"{meta_path}: {CHECKSUMS!r} is not a map of file to digest")
+        return check
+    sums = sums or {}
+    for name, what in required_files(folder, meta).items():
+        if not (folder / name).is_file() and name not in sums:
+            check.problems.append(
+                f"{folder / name}: missing (no {what} here); the model folder is incomplete "
+                "(copy it again whole, or retrain)"
+            )
+            if first_only:
+                return check
+    for name, want in sorted(sums.items()):
+        path = folder / name
+        if ".." in Path(name).parts or Path(name).is_absolute():
+            check.problems.append(f"{meta_path}: checksum for a path outside the folder: {name}")
+        elif not path.is_file():
+            check.problems.append(
+                f"{path}: missing (its sha256 is recorded in {meta_path}); "
+                "the model folder is incomplete"
+            )
+        elif file_sha256(path) != want:
+            check.problems.append(
+                f"{path}: changed since the model folder was written (sha256 differs from "
+                f"the one recorded in {meta_path}); restore the file or retrain"
+            )
+        check.checked += 1
+        if first_only and check.problems:
+            return check
+    if check.recorded:
+        for name in loader_files(folder):
+            if name != META and name not in sums:
+                check.problems.append(
+                    f"{folder / name}: not among the checksums recorded in {meta_path}; "
+                    "added after the folder was written (remove it, or re-export the folder)"
+                )
+                if first_only:
+                    return check
+    check.ignored = unread_files(folder, set(loader_files(folder)) | set(sums))
+    return check
+
+
+def check_folder(folder: str | Path, meta: dict) -> None:
+    """Raise a one-line ``UserError`` for the first missing, changed or unrecorded file of
+    ``folder`` (what ``Predictor.load`` and the evaluate stage call before reading it)."""
+    found = verify(folder, meta, first_only=True)
+    if found.problems:
+        raise UserError(found.problems[0])

@@ -1,0 +1,158 @@
+"""Model folder integrity (issue 41, items 2, 7, 8's export, 9's folder side): the sha256
+of every file recorded in lttw.json, checked on load and by `lttw verify`; a file changed in
+place with its size and time kept is caught, naming it; a missing file is an error, never a
+silently wrong answer; `lttw export` copies only what the loader reads; a folder states its
+precision. Through the real command (typer's CliRunner) on the tiny model folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from support.serving_models import shared_lttw_folder
+from typer.testing import CliRunner
+
+from lttw import cli
+
+WEIGHTS = "model.safetensors"
+STRAY = ["model.pt", "pytorch_model.bin", "tokenizer/pytorch_model.bin", "notes/readme.md"]
+
+
+def invoke(*args) -> object:
+    return CliRunner().invoke(cli.app, [str(a) for a in args])
+
+
+def error_line(result, *needles: str) -> str:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert lines and lines[-1].startswith("error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[-1], lines[-1]
+    return lines[-1]
+
+
+@pytest.fixture(scope="module")
+def old_folder(tmp_path_factory, tiny_encoder_dir) -> Path:
+    """A folder as written before checksums were recorded (no sha256 in lttw.json), with
+    stray files the loader does not read."""
+    source = shared_lttw_folder(tmp_path_factory, tiny_encoder_dir)
+    folder = tmp_path_factory.mktemp("old") / "model"
+    shutil.copytree(source, folder)
+    for name in STRAY:
+        (folder / name).parent.mkdir(exist_ok=True)
+        (folder / name).write_bytes(b"not read by the loader")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def exported(old_folder, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("export") / "model"
+    result = invoke("export", "--model", old_folder, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "left out 4 files the loader does not read" in result.stderr
+    return out
+
+
+def copy_of(folder: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "model"
+    shutil.copytree(folder, dest)
+    return dest
+
+
+def test_export_copies_only_what_the_loader_reads_and_records_every_file(exported):
+    files = sorted(p.relative_to(exported).as_posix() for p in exported.rglob("*") if p.is_file())
+    assert not set(STRAY) & set(files)
+    meta = json.loads((exported / "lttw.json").read_text())
+    assert sorted(meta["sha256"]) == [f for f in files if f != "lttw.json"]
+    assert meta["precision"] == "fp32"
+    result = invoke("verify", exported)
+    assert result.exit_code == 0, result.output
+    assert f"{len(files) - 1} files match their recorded sha256" in result.stdout
+
+
+def test_a_file_changed_in_place_with_size_and_time_kept_is_caught(exported, tmp_path):
+    folder = copy_of(exported, tmp_path)
+    before = invoke("predict", "stocks rally as oil prices fall", "--model", folder)
+    assert before.exit_code == 0, before.output
+    factors = folder / "factors" / "latent_factors.safetensors"
+    stat = factors.stat()
+    data = bytearray(factors.read_bytes())
+    data[-5] ^= 0x01  # one bit of one factor
+    factors.write_bytes(bytes(data))
+    os.utime(factors, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert factors.stat().st_size == stat.st_size
+    for command in (["predict", "hi"], ["explain", "hi"]):
+        error_line(invoke(*command, "--model", folder), str(factors), "changed since")
+    error_line(invoke("verify", folder), str(factors), "sha256")
+
+
+def test_a_recorded_file_missing_or_an_unrecorded_one_added_is_an_error(exported, tmp_path):
+    folder = copy_of(exported, tmp_path)
+    (folder / "tokenizer" / "tokenizer.json").unlink()
+    error_line(
+        invoke("explain", "stocks rally", "--model", folder),
+        str(folder / "tokenizer" / "tokenizer.json"),
+        "missing",
+    )
+    folder = copy_of(exported, tmp_path / "2")
+    (folder / "tokenizer" / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+    error_line(
+        invoke("predict", "hi", "--model", folder),
+        str(folder / "tokenizer" / "vocab.txt"),
+        "not among the checksums",
+    )
+    error_line(invoke("verify", folder), "vocab.txt")
+
+
+def test_a_folder_without_checksums_loads_and_verify_says_so(old_folder):
+    result = invoke("predict", "stocks rally", "--model", old_folder)
+    assert result.exit_code == 0, result.output
+    result = invoke("verify", old_folder)
+    assert result.exit_code == 1, result.output
+    assert "no checksums recorded" in result.stdout
+    assert "pytorch_model.bin" in result.stdout  # listed as not read, not checked
+
+
+@pytest.mark.parametrize(
+    "missing",
+    [
+        "tokenizer/tokenizer.json",
+        "tokenizer/tokenizer_config.json",
+        "factors/latent_factors.safetensors",
+        "factors/vocabulary.json",
+        "labels.json",
+        WEIGHTS,
+    ],
+)
+def test_a_needed_file_missing_from_an_old_folder_is_an_error(old_folder, tmp_path, missing):
+    """The issue's reproduction: without tokenizer/tokenizer.json every word became [UNK]
+    and the command exited 0."""
+    folder = copy_of(old_folder, tmp_path)
+    (folder / missing).unlink()
+    for command in (["explain", "stocks rally as oil prices fall"], ["predict", "hi"]):
+        error_line(invoke(*command, "--model", folder), str(folder / missing))
+
+
+def test_a_precision_this_lttw_does_not_run_is_refused(exported, tmp_path):
+    folder = copy_of(exported, tmp_path)
+    meta_path = folder / "lttw.json"
+    meta = json.loads(meta_path.read_text())
+    meta["precision"] = "bf16"
+    meta_path.write_text(json.dumps(meta))
+    error_line(invoke("predict", "hi", "--model", folder), "lttw.json", "precision 'bf16'")
+
+
+def test_inference_runs_fp32_where_training_had_bf16(exported, monkeypatch):
+    """The one precision rule: no bf16 autocast at inference, even where the CPU has bf16
+    and the settings ask for it (as the evaluate stage's train.bf16 did)."""
+    import lttw.device
+    from lttw.inference.predict import Predictor, inference_runtime
+
+    monkeypatch.setattr(lttw.device, "cpu_supports_bf16", lambda: True)
+    meta = json.loads((exported / "lttw.json").read_text())
+    assert not inference_runtime(exported, meta, "cpu").bf16
+    assert not Predictor.load(exported).runtime.bf16
