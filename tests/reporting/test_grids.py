@@ -84,7 +84,7 @@ def test_a_bad_grid_file_is_one_clear_error(tmp_path, text, message):
 @pytest.mark.parametrize(
     "cells, message",
     [
-        ("{a: {set: {model.kk: 3}}}", "cell g-a: model.kk: unknown parameter"),
+        ("{a: {set: {model.kk: 3}}}", "cell g-a: unknown parameter 'model.kk'"),
         ("{a: {set: {modell.k: 3}}}", "'modell' is not a parameter group"),
         ("{a: {set: {model.k: -3}}}", "model.k"),
         ("{a: {set: {model.variant: bert}}}", "model.variant"),
@@ -148,7 +148,7 @@ def test_list_status_and_report_read_the_cells(tmp_path, monkeypatch):
         window.output
     )
     bad = CliRunner().invoke(app, ["exp", "run", "g", "--direct", "-S", "model.kk=1"])
-    assert bad.exit_code == 2 and "model.kk: unknown parameter" in bad.output
+    assert bad.exit_code == 2 and "-S: unknown parameter 'model.kk'" in bad.output
 
     grid = load_grid(grids / "g.yaml")
     assert [r.name for r in cell_runs(grid, runs)] == ["g-lttw", "g-lttw-m"]

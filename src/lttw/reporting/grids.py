@@ -211,16 +211,16 @@ def find_grid(name: str, folder: str | Path = GRIDS_DIR, n_folds: int = 10) -> G
     return load_grid(path, n_folds)
 
 
-def set_param(params: dict, key: str, value: Any, where: str = "-S") -> None:
+def set_param(params: dict, key: str, value: Any, where: str = "-S:") -> None:
     """``params[a][b] = value`` for ``key`` ``a.b``; an unknown parameter is an error."""
     node = params
     *parents, leaf = key.split(".")
     for part in parents:
         if not isinstance(node.get(part), dict):
-            raise UserError(f"{where} {key}: {part!r} is not a parameter group")
+            raise UserError(f"{where} {part!r} in {key!r} is not a parameter group")
         node = node[part]
     if leaf not in node:
-        raise UserError(f"{where} {key}: unknown parameter (not in params.yaml)")
+        raise UserError(f"{where} unknown parameter {key!r} (not in params.yaml)")
     node[leaf] = value
 
 
