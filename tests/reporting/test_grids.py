@@ -85,7 +85,7 @@ def test_a_bad_grid_file_is_one_clear_error(tmp_path, text, message):
     "cells, message",
     [
         ("{a: {set: {model.kk: 3}}}", "cell g-a: unknown parameter 'model.kk'"),
-        ("{a: {set: {modell.k: 3}}}", "'modell' is not a parameter group"),
+        ("{a: {set: {modell.k: 3}}}", "'modell' in 'modell.k' is not a parameter group"),
         ("{a: {set: {model.k: -3}}}", "model.k"),
         ("{a: {set: {model.variant: bert}}}", "model.variant"),
     ],
