@@ -97,6 +97,8 @@ class DirectRunner:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             self.env.setdefault(var, threads)
         self.rev = self._rev()
+        self._running: set[subprocess.Popen] = set()
+        self._interrupted = False  # Ctrl-C: stop what runs, start nothing
 
     def _rev(self) -> str | None:
         try:
@@ -120,7 +122,7 @@ class DirectRunner:
 
     def _run(self, stage: Stage, cwd: Path, params_file: Path, clock: Clock) -> str:
         """Run one stage in ``cwd``: "ok", "failed" or "stopped" (the budget ran out)."""
-        if clock.up():
+        if clock.up() or self._interrupted:
             return "stopped"
         argv = shlex.split(stage.cmd)
         if argv[0] in ("python", "python3"):
@@ -138,12 +140,17 @@ class DirectRunner:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+            self._running.add(proc)
             try:
                 rc = proc.wait(timeout=clock.left())
             except subprocess.TimeoutExpired:
                 _stop(proc)
                 log.write(f"# {stage.name}: stopped at the budget\n".encode())
                 return "stopped"
+            finally:
+                self._running.discard(proc)
+        if self._interrupted:
+            return "stopped"
         return "ok" if rc == 0 else "failed"
 
     def _link_stages(self, folder: Path) -> None:
@@ -289,9 +296,17 @@ class DirectRunner:
             self.log(f"{cell.name}: {state}")
             return cell.name, state
 
-        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+        pool = ThreadPoolExecutor(max_workers=self.jobs)
+        try:
             for name, state in pool.map(one, plans):
                 {"done": out.done, "failed": out.failed}.get(state, out.left).append(name)
+        except KeyboardInterrupt:  # stop the running stages too, not only the main thread
+            self._interrupted = True
+            for proc in list(self._running):
+                _stop(proc)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         return out
 
 
