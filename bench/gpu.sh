@@ -3,6 +3,9 @@
 # GPU machine that has torch + transformers but no dvc, writing bench/results/*.json. See bench/README.md.
 #
 #   bench/gpu.sh [--encoder DIR] [--model DIR] [--peak-tflops X] [train|train-eager|train-compile|attention|predict|profile ...]
+#   bench/gpu.sh grid NAME [--jobs N] [--budget SECONDS] [--only CELL] [-S key=value ...]
+#                                # a grid of experiments/ (e.g. paper) in this window, without
+#                                # dvc: cells to evidence/runs/ (and $OUT); rerun to resume
 #   bench/gpu.sh --pack DIR      # on a machine with the embedded MiniLM: write a light copy
 #                                # (config.json + tokenizer files, ~0.7 MB) to DIR, to carry over
 #   bench/gpu.sh --pack-fp16 DIR # the same plus its weights in fp16 (~44 MB; loaded as fp32),
@@ -24,7 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ENCODER="" MODEL="" PEAK=() PARTS=() PACK="" PACK_WEIGHTS=0
+ENCODER="" MODEL="" PEAK=() PARTS=() PACK="" PACK_WEIGHTS=0 GRID=0 GRID_ARGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --encoder) ENCODER="$2"; shift 2 ;;
@@ -32,7 +35,8 @@ while [ $# -gt 0 ]; do
     --peak-tflops) PEAK=(--peak-tflops "$2"); shift 2 ;;
     --pack) PACK="$2"; shift 2 ;;
     --pack-fp16) PACK="$2"; PACK_WEIGHTS=1; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    grid) GRID=1; shift; GRID_ARGS=("$@"); break ;;
     train|train-eager|train-compile|attention|predict|profile) PARTS+=("$1"); shift ;;
     *) echo "gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -89,6 +93,18 @@ if [ -n "$missing" ]; then
   exit 3
 fi
 "$PY" -c "import lttw.training.loop, lttw.inference.predict, lttw.models.attention" || { echo "gpu.sh: cannot import lttw" >&2; exit 3; }
+if [ "$GRID" = 1 ]; then
+  # the grid's cells, several at a time on this device, stopped cleanly at --budget; each
+  # finished cell is written whole to evidence/runs/<cell>/ and copied to $OUT (with the
+  # folds of stopped cells, evidence/runs/.partial/), so the next window resumes from them
+  rc=0
+  "$PY" -m lttw.reporting.grid_window ${GRID_ARGS[@]+"${GRID_ARGS[@]}"} || rc=$?
+  if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ] && [ -d evidence/runs ]; then
+    mkdir -p "$OUT/runs" && cp -r evidence/runs/. "$OUT/runs/"
+    cp data/grid/last_window.json "$OUT/" 2>/dev/null || true
+  fi
+  exit $rc
+fi
 QUICK=()
 if [ "${LTTW_BENCH_QUICK:-0}" = 1 ]; then  # dry run of this script on a CPU (quick settings)
   QUICK=(--quick)

@@ -8,7 +8,8 @@ runs. Prints each stage's wall time and writes them to bench/results/run_stages.
         -S train.batch_size=128 -S 'folds.run=[0,1]'             # e.g. part of the paper profile
     python tools/run_stages.py --only train,evaluate,summary     # stages whose inputs exist
 
-With dvc installed, use ``dvc repro`` / ``dvc exp run``: they cache and track what ran.
+With dvc installed, use ``dvc repro`` / ``dvc exp run``: they cache and track what ran. A
+whole grid of runs, several at a time, within a time budget: ``lttw exp run NAME --direct``.
 """
 
 from __future__ import annotations
@@ -28,38 +29,26 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # lttw from this checkout when it is not installed
 
+from lttw.errors import UserError  # noqa: E402
 from lttw.io import write_json  # noqa: E402
+from lttw.reporting.grids import apply_assignment  # noqa: E402
+from lttw.reporting.stage_plan import expand_stages  # noqa: E402
 
 
 def apply_override(params: dict, assignment: str) -> None:
     """``a.b.c=value`` (value parsed as YAML, as dvc does) into the nested ``params``."""
-    key, sep, raw = assignment.partition("=")
-    if not sep or not key:
-        raise SystemExit(f"-S {assignment!r}: expected key=value, e.g. -S model.k=20")
-    node = params
-    *parents, leaf = key.split(".")
-    for part in parents:
-        if not isinstance(node.get(part), dict):
-            raise SystemExit(f"-S {assignment!r}: {part!r} is not a parameter group")
-        node = node[part]
-    if leaf not in node:
-        raise SystemExit(f"-S {assignment!r}: unknown parameter {key!r}")
-    node[leaf] = yaml.safe_load(raw)
+    try:
+        apply_assignment(params, assignment)
+    except UserError as err:
+        raise SystemExit(str(err)) from None
 
 
 def stage_commands(dvc_yaml: dict, params: dict) -> list[tuple[str, str]]:
     """(name, command) of every stage in file order; ``foreach: ${folds.run}`` expanded."""
-    out = []
-    for name, spec in dvc_yaml["stages"].items():
-        if "foreach" not in spec:
-            out.append((name, spec["cmd"]))
-            continue
-        source = spec["foreach"]
-        if source != "${folds.run}":
-            raise SystemExit(f"stage {name}: foreach {source!r} is not supported here")
-        for item in params["folds"]["run"]:
-            out.append((f"{name}@{item}", spec["do"]["cmd"].replace("${item}", str(item))))
-    return out
+    try:
+        return [(s.name, s.cmd) for s in expand_stages(dvc_yaml, params)]
+    except UserError as err:
+        raise SystemExit(str(err)) from None
 
 
 def main(argv=None) -> int:

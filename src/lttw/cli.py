@@ -1,6 +1,6 @@
 """The ``lttw`` command line: what DVC does not do (predict, explain, check data, export,
-report, sweeps). A thin layer: each command parses its options and calls the library
-(``batch_predict``, ``explain``, ``datacheck``, ``report``, ``sweeps``).
+report, experiment grids). A thin layer: each command parses its options and calls the library
+(``batch_predict``, ``explain``, ``datacheck``, ``reporting``).
 
 User errors print one line ``error: ...`` on stderr, from one place (``_Group.invoke``),
 with an exit code that says whose fault it was (docs/your-own-data.md):
@@ -88,7 +88,7 @@ def _typer(help_text: str) -> typer.Typer:
 
 
 app = _typer(
-    "LTTW text classifier: predict, explain, check data, export, report, sweep. "
+    "LTTW text classifier: predict, explain, check data, export, report, exp. "
     "Training and evaluation run through DVC (`dvc repro`)."
 )
 data_app = _typer("Check a dataset, list the known ones.")
@@ -797,6 +797,36 @@ def serve(
     run_server(predictor, host, port, limits, name, access_log, access=access)
 
 
+Cells = Annotated[
+    Path, typer.Option("--cells", help="the grids' cells, one folder each (evidence/runs)")
+]
+Grids = Annotated[Path, typer.Option("--grids", help="the grid files' folder (experiments)")]
+
+
+def _write_report(
+    out: Path,
+    runs: list[Path],
+    experiments: bool,
+    all_commits: bool,
+    grids: Path,
+    cells: Path,
+    params: Path,
+) -> None:
+    from lttw.io import atomic_path
+    from lttw.reporting.experiments import experiment_runs
+    from lttw.reporting.grid_report import build_report
+    from lttw.settings import read_settings
+
+    exps = experiment_runs(".", all_commits) if experiments else []
+    n_folds = read_settings(params).folds.n_folds if params.is_file() else 10
+    text, written = build_report(layout.METRICS_DIR, params, runs, exps, grids, cells, n_folds)
+    for path in written:
+        typer.echo(f"wrote {path}")
+    with atomic_path(out) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {out}")
+
+
 @app.command(
     epilog=_examples(
         "lttw report",
@@ -825,94 +855,200 @@ def report(
             help="the experiments of every commit, not only the current one's",
         ),
     ] = False,
-    study: Annotated[
-        Path,
-        typer.Option(
-            help="the paired study's file; its collected cells (runs/ beside it) open the report, "
-            "and its learning curve is written beside it (CSV, PNG)"
-        ),
-    ] = Path("evidence/study.yaml"),
+    grids: Grids = Path("experiments"),
+    cells: Cells = Path("evidence/runs"),
     params: Params = Path("params.yaml"),
 ) -> None:
-    """Write a markdown report: the paired study (evidence/study.yaml, where present), then
-    the metrics of the workspace (metrics/), of every DVC experiment and of extra run
-    folders: macro P / R / F1 per dataset and variant next to the paper's, and paired tests;
-    then each paper sweep that has experiments (`lttw sweep`) as the paper's table."""
-    from lttw.io import atomic_path
-    from lttw.reporting.experiments import experiment_runs
-    from lttw.reporting.report import collect_runs, render
-    from lttw.reporting.sweep_report import sweep_sections
-
-    exps = experiment_runs(".", all_commits) if experiments else []
-    text = render(collect_runs(layout.METRICS_DIR, params, list(runs or []), exps))
-    if study.is_file():
-        from lttw.reporting.study_report import with_study
-
-        text, written = with_study(text, study)
-        for path in written:
-            typer.echo(f"wrote {path}")
-    text += "".join(f"{line}\n" for line in sweep_sections(exps))
-    with atomic_path(out) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {out}")
+    """Write a markdown report: the metrics of the workspace (metrics/), of every DVC
+    experiment and of extra run folders (macro P / R / F1 per dataset and variant next to
+    the paper's, and paired tests); the paired study (experiments/study.yaml); every other
+    grid that has cells (evidence/runs); the sweeps (Tables 6-8) as the paper's tables."""
+    _write_report(out, list(runs or []), experiments, all_commits, grids, cells, params)
 
 
-@app.command(
-    epilog=_examples(
-        "lttw sweep table7",
-        "lttw sweep table8-K --frozen -S 'folds.run=[0,1,2,3,4]'",
-        "lttw sweep table7 --only k10s10 --only k5s5 --no-run && dvc queue start",
-    )
+exp_app = _typer(
+    "Experiment grids (experiments/*.yaml): list them, run one through DVC's queue or "
+    "directly (no dvc: a GPU window), see each cell's state, collect, report."
 )
-def sweep(
-    name: Annotated[
-        str,
-        typer.Argument(
-            help="table6 | table7 | table8-depth | table8-K | "
-            "table8-batch | table8-lr (the paper's Tables 6-8)"
-        ),
-    ],
+app.add_typer(exp_app, name="exp")
+
+
+def _grid(name: str, grids: Path, params: Path, frozen: bool = False, extra: tuple = ()):
+    """The grid ``name``, every cell (with ``extra``) validated against ``params``."""
+    from lttw.reporting.grids import find_grid, full_params, validate_grid
+
+    base = full_params(params)
+    grid = find_grid(name, grids, int(base["folds"]["n_folds"]))
+    validate_grid(grid, base, extra)
+    return grid.frozen() if frozen else grid
+
+
+@exp_app.command("list", epilog=_examples("lttw exp list"))
+def exp_list(grids: Grids = Path("experiments"), cells: Cells = Path("evidence/runs")) -> None:
+    """Each grid: its name, cells written / cells, and the first sentence of its description."""
+    from lttw.reporting.cells import progress
+    from lttw.reporting.grid_report import load_grids
+
+    for grid in load_grids(grids):
+        done = sum(s == "done" for s in progress(list(grid.cells), cells).values())
+        first = grid.description.split(". ")[0].rstrip(".")
+        typer.echo(f"{grid.name:14s} {done:3d}/{len(grid.cells):<3d} {first[:90]}")
+
+
+@exp_app.command(
+    "run",
+    epilog=_examples(
+        "lttw exp run ablations",
+        "lttw exp run table7 --frozen --only k10s10 --only k5s5 --queue && dvc queue start",
+        "lttw exp run paper --direct --jobs 3 --budget 540 -S model.encoder=.carry/minilm",
+    ),
+)
+def exp_run(
+    name: Annotated[str, typer.Argument(help="a grid (lttw exp list) or a grid file")],
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="only this cell (its key); repeatable")
+    ] = None,
+    assignments: Annotated[
+        list[str] | None,
+        typer.Option("-S", "--set-param", help="another parameter for every cell, as dvc's -S"),
+    ] = None,
     frozen: Annotated[
         bool,
         typer.Option(
-            "--frozen",
-            help="train.freeze_encoder: true (the encoder's states cached once; only "
-            "the new layers train: fast, and not the paper's model)",
+            "--frozen", help="train.freeze_encoder: true, cells NAME-frozen (not the paper's model)"
         ),
     ] = False,
-    assignments: Annotated[
-        list[str] | None,
+    queue: Annotated[
+        bool, typer.Option("--queue", help="DVC: only queue the cells (`dvc queue start` later)")
+    ] = False,
+    direct: Annotated[
+        bool,
         typer.Option(
-            "-S", "--set-param", help="another parameter for every setting, as dvc's -S; repeatable"
+            "--direct", help="run the stages without dvc (default where dvc is not installed)"
         ),
+    ] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="cells at a time (direct)")] = 1,
+    budget: Annotated[
+        float | None, typer.Option("--budget", help="direct: stop cleanly after SECONDS")
     ] = None,
-    only: Annotated[
-        list[str] | None,
-        typer.Option("--only", help="only this setting (its key, e.g. k10s10); repeatable"),
-    ] = None,
-    run: Annotated[
-        bool, typer.Option(help="run the queue (`dvc exp run --run-all`) after queueing")
-    ] = True,
+    grids: Grids = Path("experiments"),
+    cells: Cells = Path("evidence/runs"),
     params: Params = Path("params.yaml"),
 ) -> None:
-    """Queue one DVC experiment per setting of a paper sweep (`dvc exp run --queue -n
-    NAME-KEY[-frozen] -S ...`, all on this commit's samples, folds and factors) and run
-    them; then `lttw report` renders the sweep next to the paper's table."""
-    import os
+    """Run a grid's cells not written yet: through DVC's queue (one `dvc exp run --queue -n
+    CELL -S ...` each, then `dvc exp run --run-all` and `lttw exp collect`), or directly
+    (`--direct`: the stage scripts, --jobs at a time, within --budget; rerun to resume).
+    The cells land in evidence/runs/<cell>/; `lttw report` renders them."""
+    import importlib.util
 
-    from lttw.reporting.sweeps import run_commands, sweep_commands
+    extra = list(assignments or [])
+    grid = _grid(name, grids, params, frozen, tuple(extra))
+    if direct or importlib.util.find_spec("dvc") is None:
+        if queue:
+            raise UserError("--queue needs dvc; --direct runs the cells now")
+        from lttw.reporting.grid_window import describe, run_window
+
+        outcome = run_window(
+            str(grid.path),
+            jobs,
+            budget,
+            only,
+            extra,
+            frozen,
+            runs_dir=cells.resolve(),
+            log=lambda line: typer.echo(line),
+        )
+        typer.echo(describe(outcome))
+        if outcome.failed:
+            raise typer.Exit(1)
+        return
+    from lttw.reporting.grid_queue import (
+        absolute_root,
+        collect_grids,
+        plan_queue,
+        queued_or_done,
+        run_commands,
+    )
+    from lttw.reporting.study import collected
     from lttw.settings import read_settings
 
-    # as written when absolute (the same parameter value: `sample` stays cached); else made
-    # absolute without resolving symbolic links, which would change it just the same
-    root = read_settings(params).data.root
-    root = root if os.path.isabs(root) else os.path.abspath(root)
-    commands = sweep_commands(name, frozen, list(assignments or []), only, run, root)
-    run_commands(commands)
-    typer.echo(
-        f"{len(commands) - run} experiments of {name} "
-        + ("ran; `lttw report` renders them" if run else "queued")
+    root = absolute_root(read_settings(params).data.root)
+    commands, skipped = plan_queue(
+        grid.select(only), root, extra, collected(cells), queued_or_done()
     )
+    if skipped:
+        typer.echo(f"skipped (collected, queued or run before): {', '.join(skipped)}")
+    run_commands(commands)
+    if queue:
+        typer.echo(f"queued {len(commands)} cell(s); run them with `dvc queue start`")
+        return
+    if commands:
+        run_commands([[*commands[0][:3], "exp", "run", "--run-all"]])
+    written = collect_grids([grid], cells)
+    typer.echo(f"ran {len(commands)} cell(s); collected {', '.join(written) or 'none new'}")
+
+
+@exp_app.command("status", epilog=_examples("lttw exp status", "lttw exp status study"))
+def exp_status(
+    name: Annotated[str | None, typer.Argument(help="a grid; default: all")] = None,
+    grids: Grids = Path("experiments"),
+    cells: Cells = Path("evidence/runs"),
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Each cell: collected, queued or finished (collect), n/m folds (a stopped direct run),
+    or not run."""
+    import importlib.util
+
+    from lttw.reporting.grid_queue import cell_states, queued_or_done
+    from lttw.reporting.grid_report import load_grids
+
+    chosen = [_grid(name, grids, params)] if name else load_grids(grids)
+    known = queued_or_done() if importlib.util.find_spec("dvc") else set()
+    for grid in chosen:
+        typer.echo(f"# {grid.name}")
+        for cell, state in cell_states(grid, cells, known).items():
+            typer.echo(f"{cell:32s} {state}")
+
+
+@exp_app.command("collect", epilog=_examples("lttw exp collect", "lttw exp collect study"))
+def exp_collect(
+    name: Annotated[str | None, typer.Argument(help="a grid; default: all")] = None,
+    grids: Grids = Path("experiments"),
+    cells: Cells = Path("evidence/runs"),
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Copy the grids' finished DVC experiments (any commit) into evidence/runs/<cell>/:
+    metrics, parameters and held-out predictions, committed with the code."""
+    from lttw.reporting.grid_queue import collect_grids
+    from lttw.reporting.grid_report import load_grids
+
+    chosen = [_grid(name, grids, params)] if name else load_grids(grids)
+    written = collect_grids(chosen, cells)
+    typer.echo(f"collected {len(written)} cell(s): {', '.join(written) or 'none new'}")
+
+
+@exp_app.command(
+    "report", epilog=_examples("lttw exp report", "lttw exp report --readme README.md")
+)
+def exp_report(
+    out: Annotated[Path, typer.Option("--out", "-o", help="markdown file")] = layout.REPORT_MD,
+    readme: Annotated[
+        Path | None,
+        typer.Option(help="also rewrite this file's <!-- study:start/end --> block"),
+    ] = None,
+    grids: Grids = Path("experiments"),
+    cells: Cells = Path("evidence/runs"),
+    params: Params = Path("params.yaml"),
+) -> None:
+    """`lttw report` from the cells alone (no DVC experiments read); `--readme`: the
+    paired study's block of a README rewritten from its cells."""
+    _write_report(out, [], False, False, grids, cells, params)
+    if readme is not None:
+        from lttw.reporting.study_report import fill_readme
+
+        text = fill_readme(readme.read_text(encoding="utf-8"), grids / "study.yaml", cells)
+        readme.write_text(text, encoding="utf-8")
+        typer.echo(f"{readme}: the study's block rewritten from {cells}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Issue 27: the paired study (evidence/study.yaml): its cells as queued DVC experiments, the
+"""Issue 27: the paired study (experiments/study.yaml): its cells as queued DVC experiments, the
 collected cells' folders, and `lttw report`'s table, verdicts and learning curve."""
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from support.tiny_project import REPO
 from lttw.errors import UserError
 from lttw.io import write_json, write_parquet
 from lttw.reporting import study_collect
-from lttw.reporting.study import collected, queue_command, read_study
+from lttw.reporting.grid_queue import queue_command
+from lttw.reporting.grids import load_grid
+from lttw.reporting.study import collected, read_study
 from lttw.reporting.study_report import (
     fill_readme,
     learning_curve,
@@ -35,7 +37,8 @@ def assignments(command: list[str]) -> dict[str, str]:
 
 
 def test_the_study_file_names_valid_cells_queued_on_absolute_data():
-    study = read_study(REPO / "evidence" / "study.yaml")
+    study_path = REPO / "experiments" / "study.yaml"
+    study = read_study(study_path)
     cells = study.cells()
     names = [c.name for c in cells]
     assert (
@@ -53,7 +56,8 @@ def test_the_study_file_names_valid_cells_queued_on_absolute_data():
     curve = {c.name: c for c in cells}["ev-ag_news-n500-lttw"]
     assert curve.train_texts == 500 and curve.params["data.train_size"] == 625  # 8:1:1
     for cell in cells:  # every assignment is a valid parameter, as dvc writes it
-        command = queue_command(cell, "/abs/datasets")
+        grid_cell = next(c for c in load_grid(study_path).cells if c.name == cell.name)
+        command = queue_command(grid_cell, "/abs/datasets")
         assert command[command.index("-n") + 1] == cell.name
         raw: dict = {}
         for dotted, value in assignments(command).items():
@@ -172,7 +176,7 @@ def test_the_report_opens_with_the_study_table_tests_and_curve(tmp_path):
         "ev-ag_news-tfidf_linear",
     }
 
-    text, written = with_study(REPORT, study_file)
+    text, written = with_study(REPORT, study_file, runs)
     assert text.startswith("# LTTW results\n\nintro\n\n## Where the latent factors help")
     assert text.index("## Where") < text.index("## AG News")
     rows = {
@@ -245,7 +249,7 @@ def test_a_lead_within_noise_is_left_to_the_table(tmp_path):
         [0.95, 0.95, 0.95],
         predictions(labels, [0]),
     )
-    text, _ = with_study(REPORT, study_file)
+    text, _ = with_study(REPORT, study_file, runs)
     assert "- AG News: LTTW +1.17 points" in text and "ahead of both" not in text
 
 
@@ -325,26 +329,31 @@ def test_collect_keeps_the_newest_run_of_a_cell_and_skips_what_it_has(tmp_path, 
 
 @pytest.mark.slow
 def test_cells_run_through_the_queue_are_collected_and_reported(tmp_path, tiny_repro):
-    from support.tiny_project import lttw, run, run_queue
+    from support.tiny_project import lttw, run_queue
 
     project = tiny_repro.copy(tmp_path / "project")
-    (project / "tools").mkdir()
-    shutil.copy2(REPO / "tools" / "evidence.py", project / "tools")
-    (project / "evidence").mkdir()
-    (project / "evidence" / "study.yaml").write_text(
+    (project / "experiments").mkdir()
+    (project / "experiments" / "study.yaml").write_text(
         "folds: [0]\ndatasets: {ag_news: {}}\n"
         "variants: {lttw: {}, tfidf_linear: {model.variant: tfidf_linear}}\n"
         "reference: tfidf_linear\n"
     )
-    evidence = [sys.executable, "tools/evidence.py"]
-    out = run([*evidence, "queue"], project)
+    out = lttw(["exp", "run", "study", "--queue"], project).output
     assert "queued 2 cell(s)" in out
-    assert run([*evidence, "queue"], project).count("queued or finished") == 2  # not twice
+    again = lttw(["exp", "run", "study", "--queue"], project).output
+    assert (
+        "skipped (collected, queued or run before): ev-ag_news-lttw, ev-ag_news-tfidf_linear"
+        in again
+    )
+    assert "queued 0 cell(s)" in again  # not twice
+    status = lttw(["exp", "status", "study"], project).output
+    assert status.count("queued or finished (lttw exp collect)") == 2
     run_queue([sys.executable, "-m", "dvc", "exp", "run", "--run-all"], project)
-    out = run([*evidence, "collect"], project)
+    out = lttw(["exp", "collect", "study"], project).output
     assert "collected 2 cell(s): ev-ag_news-lttw, ev-ag_news-tfidf_linear" in out
+    assert lttw(["exp", "status", "study"], project).output.count("collected") == 2
     results = load_results(
-        read_study(project / "evidence" / "study.yaml"), project / "evidence" / "runs"
+        read_study(project / "experiments" / "study.yaml"), project / "evidence" / "runs"
     )
     cell = results["ev-ag_news-lttw"]
     committed = yaml.safe_load((tiny_repro.root / "metrics/folds/fold_0.json").read_text())
@@ -352,14 +361,17 @@ def test_cells_run_through_the_queue_are_collected_and_reported(tmp_path, tiny_r
     assert len(cell.predictions) == committed["test"]["n"]
     lttw(["report", "--out", "report.md"], project)
     text = (project / "report.md").read_text()
-    assert "2 of 2 cells of `evidence/study.yaml` collected" in text
-    assert learning_curve(read_study(project / "evidence" / "study.yaml"), results).empty
+    assert "2 of 2 cells of `experiments/study.yaml` collected" in text
+    assert learning_curve(read_study(project / "experiments" / "study.yaml"), results).empty
 
 
 def test_the_readme_shows_the_collected_study():
-    """docs/results.md's study block is what `python tools/evidence.py readme` renders from
-    the committed evidence/runs: rerun it after collecting cells."""
+    """docs/results.md's study block is what `lttw exp report --readme docs/results.md`
+    renders from the committed evidence/runs: rerun it after collecting cells."""
     readme = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
-    assert fill_readme(readme, REPO / "evidence" / "study.yaml") == readme
+    assert (
+        fill_readme(readme, REPO / "experiments" / "study.yaml", REPO / "evidence" / "runs")
+        == readme
+    )
     with pytest.raises(UserError, match="no <!-- study:start -->"):
-        fill_readme("# no block", REPO / "evidence" / "study.yaml")
+        fill_readme("# no block", REPO / "experiments" / "study.yaml")

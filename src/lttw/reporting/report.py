@@ -314,9 +314,6 @@ def _order(variant: str) -> tuple[int, str]:
 
 def render(runs: list[Run]) -> str:
     """The report as markdown."""
-    merged = merge_runs(runs)
-    ran = {d for d, _ in merged}  # a section per dataset that has runs, the paper's first
-    datasets = [d for d in dict.fromkeys([*PAPER, *sorted(ran)]) if d in ran]
     sources = sorted({s for run in runs for s in run.sources})
     lines = [
         "# LTTW results",
@@ -329,9 +326,19 @@ def render(runs: list[Run]) -> str:
         "(LTTW, BERT, BERT-CNN) and Table 5 (the ablations; all times per epoch). "
         "`encoder` is the paper's BERT row with the encoder in `model.encoder`.",
     ]
+    return "\n".join(lines + dataset_tables(runs)) + "\n"
+
+
+def dataset_tables(runs: list[Run], level: str = "##") -> list[str]:
+    """A table per dataset (its variants next to the paper's, then the paired tests), the
+    paper's datasets first; ``level``: the headings' markdown level."""
+    merged = merge_runs(runs)
+    ran = {d for d, _ in merged}
+    datasets = [d for d in dict.fromkeys([*PAPER, *sorted(ran)]) if d in ran]
+    lines: list[str] = []
     for dataset in datasets:
         present = {v: r for (d, v), r in merged.items() if d == dataset}
-        lines += ["", f"## {DATASET_NAMES.get(dataset, dataset)}", ""]
+        lines += ["", f"{level} {DATASET_NAMES.get(dataset, dataset)}", ""]
         lines += [
             "| variant | folds | P | R | F1 | time/epoch (s) | samples/s | device | "
             "paper P / R / F1 |",
@@ -341,7 +348,7 @@ def render(runs: list[Run]) -> str:
             lines.append(_row(dataset, variant, present.get(variant)))
         lines += _samples_and_final(present)
         lines += _tests(merged, dataset)
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def collect_runs(

@@ -1,5 +1,5 @@
-"""The paired study (``evidence/study.yaml``): which cells it has, how each is queued as a DVC
-experiment, and which have been collected into ``evidence/runs/<cell>/``.
+"""The paired study (``experiments/study.yaml``): which cells it has, and which have been
+collected into ``evidence/runs/<cell>/`` (``lttw exp run study`` runs them).
 
 A *cell* is one dataset and one variant (``ev-ag_news-lttw``), or one point of the learning
 curve (``ev-ag_news-n500-lttw``: 500 training texts per fold). Every cell runs the study's
@@ -10,8 +10,6 @@ held-out predictions pair up.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -19,7 +17,6 @@ from typing import Any, cast
 import yaml
 
 from lttw.errors import UserError
-from lttw.reporting.sweeps import param_value
 
 PREFIX = "ev-"
 
@@ -99,7 +96,7 @@ def read_study(path: str | Path) -> Study:
     """The study file, checked: a clear one-line error names what is wrong."""
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"{path}: no study file (see evidence/study.yaml)")
+        raise UserError(f"{path}: no study file (see experiments/study.yaml)")
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
@@ -124,7 +121,7 @@ def read_study(path: str | Path) -> Study:
         raise UserError(f"{path}: learning_curve.variants {unknown} are not study variants")
     return Study(
         list(folds),
-        dict(_mapping(raw, "common", path)),
+        dict(_mapping(raw, "set", path) or _mapping(raw, "common", path)),
         datasets,
         variants,
         reference,
@@ -138,29 +135,3 @@ def collected(runs_dir: str | Path) -> set[str]:
     """Names of the cells whose results are in ``runs_dir`` (a folder with summary.json)."""
     runs_dir = Path(runs_dir)
     return {p.parent.name for p in runs_dir.glob("*/summary.json")} if runs_dir.is_dir() else set()
-
-
-def queue_command(cell: Cell, data_root: str, extra: Sequence[str] = ()) -> list[str]:
-    """``dvc exp run --queue -n CELL -S ...`` for one cell. Queued experiments run in a copy
-    of the repository, where a relative ``data.root`` does not resolve: ``data_root`` is
-    absolute."""
-    assignments = [
-        f"{k}={param_value(v) if not isinstance(v, list) else _list(v)}"
-        for k, v in cell.params.items()
-    ]
-    assignments += [f"data.root={data_root}", *extra]
-    return [
-        sys.executable,
-        "-m",
-        "dvc",
-        "exp",
-        "run",
-        "--queue",
-        "-n",
-        cell.name,
-        *(arg for a in assignments for arg in ("-S", a)),
-    ]
-
-
-def _list(values: list) -> str:
-    return "[" + ",".join(param_value(v) for v in values) + "]"

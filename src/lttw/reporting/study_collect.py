@@ -1,24 +1,23 @@
-"""Copy the study's finished DVC experiments into ``evidence/runs/<cell>/``, so that the study
-is committed with the code and ``lttw report`` rebuilds it on any machine without training.
+"""Copy a grid's finished DVC experiments into ``evidence/runs/<cell>/`` (``lttw exp collect``),
+so that the results are committed with the code and ``lttw report`` rebuilds them on any
+machine without training.
 
-A cell's folder holds what the experiment wrote to Git (``summary.json``, ``folds/fold_<i>.json``,
-``params.yaml``), its held-out test predictions per fold (``test_predictions.parquet``:
-fold, row, label, pred; read from DVC's cache at the experiment's revision) for McNemar's test, and
-``cell.json`` (the experiment's name, revision, time, and training seconds summed over folds).
-Where a cell ran more than once (e.g. on two commits), the newest run is kept.
+A cell's folder (``reporting.cells``) holds what the experiment wrote to Git (``summary.json``,
+``folds/fold_<i>.json``, ``params.yaml``), its held-out test predictions per fold (read from
+DVC's cache at the experiment's revision) and ``cell.json``. Where a cell ran more than once
+(e.g. on two commits), the newest run is kept.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 import pandas as pd
 
 from lttw.errors import UserError
-from lttw.io import atomic_dir, write_json, write_parquet
+from lttw.reporting.cells import write_cell_folder
 from lttw.reporting.experiments import FOLD_FILE, SUMMARY, exp_rows, experiment_name, file_data
 from lttw.reporting.report import Run
 from lttw.reporting.sweep_report import dvc_predictions
@@ -61,34 +60,22 @@ def _test_predictions(name: str, rev: str, folds: list[int]) -> pd.DataFrame:
 
 def write_cell(folder: Path, name: str, rev: str, data: dict) -> None:
     """One cell's folder from its experiment (``data``: its ``dvc exp show`` data)."""
-    import yaml
-
     metrics = data.get("metrics") or {}
-    summary = cast(dict, file_data(metrics, SUMMARY))  # finished_experiments: it has one
+    summary = file_data(metrics, SUMMARY) or {}
     folds = {
         int(m.group(1).removeprefix("fold_")): fold_data
         for path in metrics
         if (m := FOLD_FILE.search(path)) and (fold_data := file_data(metrics, path)) is not None
     }
     folds = {f: m for f, m in folds.items() if f in summary.get("folds", folds)}
-    predictions = _test_predictions(name, rev, sorted(folds))
-    train_s = sum(m.get("time_per_epoch_s", 0) * m.get("epochs_run", 0) for m in folds.values())
-    params = file_data(data.get("params"), "params.yaml") or {}
-    with atomic_dir(folder) as tmp:
-        write_json(tmp / "summary.json", summary)
-        for fold, fold_metrics in folds.items():
-            write_json(tmp / "folds" / f"fold_{fold}.json", fold_metrics)
-        (tmp / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-        write_parquet(tmp / "test_predictions.parquet", predictions)
-        write_json(
-            tmp / "cell.json",
-            {
-                "experiment": name,
-                "rev": rev,
-                "finished": data.get("timestamp"),
-                "train_s": round(train_s, 1),
-            },
-        )
+    write_cell_folder(
+        folder,
+        summary,
+        folds,
+        file_data(data.get("params"), "params.yaml") or {},
+        _test_predictions(name, rev, sorted(folds)),
+        {"experiment": name, "rev": rev, "finished": data.get("timestamp")},
+    )
 
 
 def collect(doc: list, names: set[str], runs_dir: Path) -> list[str]:

@@ -3,7 +3,7 @@ std over folds, the gap to the reference variant with a paired t-test across fol
 McNemar's exact test on the pooled held-out predictions), one verdict per dataset, and the
 learning curve (a table, ``learning_curve.csv`` for ``dvc plots`` and a PNG for docs/results.md).
 
-Everything is read from the collected cells (``reporting.study_collect``); cells not collected
+Everything is read from the cells in ``evidence/runs`` (``reporting.cells``); cells not collected
 yet are listed as not run.
 """
 
@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from lttw.reporting.cells import RUNS_DIR
 from lttw.reporting.report import DATASET_NAMES, Run, load_run, paired_test
 from lttw.reporting.study import Cell, Study, read_study, train_share
 from lttw.reporting.sweep_report import mcnemar
@@ -231,7 +232,7 @@ def render_study(study: Study, results: dict[str, CellResult]) -> list[str]:
     lines = [
         "## Where the latent factors help (the paired study)",
         "",
-        f"{len(results)} of {n_cells} cells of `evidence/study.yaml` collected "
+        f"{len(results)} of {n_cells} cells of `experiments/study.yaml` collected "
         f"(folds {study.folds}; every cell of a dataset on the same samples and folds). "
         f"Held-out test macro F1: mean ± sample std over folds. Δ: mean paired gap to "
         f"`{study.reference}`; the paired t-test runs across folds, McNemar's exact test "
@@ -270,9 +271,10 @@ def render_study(study: Study, results: dict[str, CellResult]) -> list[str]:
 README_START, README_END = "<!-- study:start -->", "<!-- study:end -->"
 
 
-def fill_readme(readme: str, study_file: Path) -> str:
+def fill_readme(readme: str, study_file: Path, runs_dir: Path = RUNS_DIR) -> str:
     """``readme`` with the study's table, verdicts and learning curve (``render_study`` without
-    its heading) between the ``<!-- study:start -->`` / ``<!-- study:end -->`` markers."""
+    its heading) between the ``<!-- study:start -->`` / ``<!-- study:end -->`` markers;
+    the cells read from ``runs_dir``."""
     from lttw.errors import UserError
 
     head, start, rest = readme.partition(README_START)
@@ -280,7 +282,7 @@ def fill_readme(readme: str, study_file: Path) -> str:
     if not (start and end):
         raise UserError(f"the page has no {README_START} ... {README_END} block")
     study = read_study(study_file)
-    body = render_study(study, load_results(study, study_file.parent / "runs"))[2:]
+    body = render_study(study, load_results(study, runs_dir))[2:]
     return head + start + "\n" + "\n".join(body) + "\n" + end + tail
 
 
@@ -316,13 +318,13 @@ def write_curve(curve: pd.DataFrame, folder: Path) -> list[Path]:
     return [*written, folder / "learning_curve.png"]
 
 
-def with_study(report: str, study_file: Path) -> tuple[str, list[Path]]:
-    """The report with the study's section after its title and introduction, and the
-    learning-curve files written beside the study file."""
+def with_study(report: str, study_file: Path, runs_dir: Path = RUNS_DIR) -> tuple[str, list[Path]]:
+    """The report with the study's section after its title and introduction (the cells read
+    from ``runs_dir``), and the learning-curve files written beside ``runs_dir``."""
     study = read_study(study_file)
-    results = load_results(study, study_file.parent / "runs")
+    results = load_results(study, runs_dir)
     written = []
     if study.curve_dataset and results:
-        written = write_curve(learning_curve(study, results), study_file.parent)
+        written = write_curve(learning_curve(study, results), Path(runs_dir).parent)
     head, sep, rest = report.partition("\n## ")
     return head + "\n" + "\n".join(render_study(study, results)) + "\n" + sep + rest, written

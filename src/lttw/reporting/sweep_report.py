@@ -1,13 +1,13 @@
-"""``lttw report``'s sweep sections: each paper sweep (``reporting.sweeps``) that has DVC
-experiments, as the paper's table: macro P / R / F1 on the held-out test sample per setting
+"""``lttw report``'s sweep sections: each sweep grid (``experiments/table*.yaml``, a grid with a
+``column``) that has cells or DVC experiments, as the paper's table: macro P / R / F1 on the held-out test sample per setting
 (mean ± sample std over the folds that ran), the paper's row beside it, and a paired test of
 each setting against the paper's chosen one.
 
 The paired test: over the common folds' held-out test F1 where there are >= 2 (Wilcoxon
 signed-rank with >= 6, else the paired t-test, as for the variants); with one fold, McNemar's
 exact test on the held-out test texts (the same texts for every setting), from each
-experiment's ``data/eval/fold_<i>/predictions.parquet`` read from DVC's cache at the
-experiment's revision. Fine-tuned and frozen-encoder (``train.freeze_encoder``) runs get
+cell's ``test_predictions.parquet``, or an experiment's ``data/eval/fold_<i>/predictions.parquet``
+read from DVC's cache at its revision. Fine-tuned and frozen-encoder (``train.freeze_encoder``) runs get
 separate tables: a frozen encoder is not the paper's model.
 """
 
@@ -18,13 +18,28 @@ from collections.abc import Callable
 
 import numpy as np
 
+from lttw.reporting.grids import Grid
 from lttw.reporting.report import DATASET_NAMES, PART, Run, _pct, paired_test
-from lttw.reporting.sweeps import SWEEPS, Sweep
 
 log = logging.getLogger(__name__)
 
 #: (run, fold) -> the held-out test sample's (labels, predictions), or None
 Predictions = Callable[[Run, int], "tuple[np.ndarray, np.ndarray] | None"]
+
+
+def cell_predictions(run: Run, fold: int):
+    """A cell's (``reporting.cells``) held-out labels and predictions of ``fold`` where the
+    run was read from a cell folder, else ``dvc_predictions``."""
+    from pathlib import Path
+
+    path = Path(run.sources[0]) / "test_predictions.parquet" if run.sources else None
+    if path is None or not path.is_file():
+        return dvc_predictions(run, fold)
+    import pandas as pd
+
+    frame = pd.read_parquet(path)
+    frame = frame[frame["fold"] == fold]
+    return frame["label"].to_numpy(), frame["pred"].to_numpy()
 
 
 def dvc_predictions(run: Run, fold: int):
@@ -94,8 +109,12 @@ def _datasets(rows: dict[str, Run | None]) -> str:
     return ", ".join(names)
 
 
+def _paper(values: tuple[float, float, float] | None) -> str:
+    return " / ".join(f"{v:.2f}" for v in values) if values else "–"
+
+
 def sweep_table(
-    sweep: Sweep, frozen: bool, rows: dict[str, Run | None], predictions: Predictions
+    grid: Grid, frozen: bool, rows: dict[str, Run | None], predictions: Predictions
 ) -> list[str]:
     mode = (
         "frozen encoder (`train.freeze_encoder`: only the new layers trained; not the "
@@ -103,24 +122,24 @@ def sweep_table(
         if frozen
         else "fine-tuned encoder"
     )
-    chosen = sweep.setting(sweep.chosen)
-    reference = rows.get(sweep.chosen)
+    chosen = grid.cell(str(grid.reference))
+    reference = rows.get(chosen.key)
+    pattern = f"{chosen.name.removesuffix(chosen.key)}KEY" + ("-frozen" if frozen else "")
     lines = [
         "",
-        f"### {sweep.title}: {mode}",
+        f"### {grid.title or grid.name}: {mode}",
         "",
-        f"Experiments `{sweep.experiment('KEY', frozen)}` on {_datasets(rows)}; paired test "
-        f"against {sweep.column} = {chosen.label} (the paper's choice), two-sided.",
+        f"Cells `{pattern}` on {_datasets(rows)}; paired test "
+        f"against {grid.column} = {chosen.label} (the paper's choice), two-sided.",
         "",
-        f"| {sweep.column} | folds | P | R | F1 | paper P / R / F1 | ΔF1 (points) | "
-        "test | p-value |",
+        f"| {grid.column} | folds | P | R | F1 | paper P / R / F1 | ΔF1 (points) | test | p-value |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for setting in sweep.settings:
-        run = rows.get(setting.key)
-        paper = " / ".join(f"{v:.2f}" for v in setting.paper)
+    for cell in grid.cells:
+        run = rows.get(cell.key)
+        paper = _paper(cell.paper)
         if run is None:
-            lines.append(f"| {setting.label} | not run | | | | {paper} | | | |")
+            lines.append(f"| {cell.label} | not run | | | | {paper} | | | |")
             continue
         cells = [
             str(len(run.folds)),
@@ -129,7 +148,7 @@ def sweep_table(
             _pct(run.values("f1_macro")),
             paper,
         ]
-        if setting.key == sweep.chosen:
+        if cell.key == chosen.key:
             cells += ["", "reference", ""]
         elif reference is None:
             cells += ["", f"n/a ({chosen.label} not run)", ""]
@@ -140,28 +159,34 @@ def sweep_table(
                 t["test"] or t["why"],
                 f"{t['p']:.3g}" if t["p"] is not None else "",
             ]
-        lines.append(f"| {setting.label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {cell.label} | " + " | ".join(cells) + " |")
     return lines
 
 
-def sweep_sections(experiments: list[Run], predictions: Predictions = dvc_predictions) -> list[str]:
-    """Markdown lines of every sweep with at least one experiment (none: no lines)."""
-    by_name = {run.name: run for run in experiments if run.name}
+def sweep_sections(
+    grids: list[Grid], runs: list[Run], predictions: Predictions = cell_predictions
+) -> list[str]:
+    """Markdown lines of every sweep grid with at least one run (``runs``: cells and
+    experiments, matched by name; none: no lines)."""
+    by_name: dict[str, Run] = {}
+    for run in runs:
+        if run.name:
+            by_name.setdefault(run.name, run)
     lines: list[str] = []
-    for sweep in SWEEPS.values():
-        for frozen in (False, True):
-            rows = {s.key: by_name.get(sweep.experiment(s.key, frozen)) for s in sweep.settings}
+    for grid in (g for g in grids if g.is_sweep):
+        for frozen, view in ((False, grid), (True, grid.frozen())):
+            rows = {c.key: by_name.get(c.name) for c in view.cells}
             if any(rows.values()):
-                lines += sweep_table(sweep, frozen, rows, predictions)
+                lines += sweep_table(grid, frozen, rows, predictions)
     if lines:
         lines = [
             "",
             "## Sweeps (paper section 4.3)",
             "",
             "Macro P / R / F1 in % on the held-out test sample, mean ± sample std over "
-            "the folds that ran (one fold: no ±), from the experiments `lttw sweep` "
-            "queued. The paired test with one fold is McNemar's exact test on the "
-            "held-out test texts; its discordant counts are the texts only the reference "
-            "/ only the setting classifies right.",
+            "the folds that ran (one fold: no ±), from the sweep grids' cells "
+            "(`lttw exp run table7`). The paired test with one fold is McNemar's exact test "
+            "on the held-out test texts; its discordant counts are the texts only the "
+            "reference / only the setting classifies right.",
         ] + lines
     return lines

@@ -1,0 +1,118 @@
+"""A finished cell's folder, ``evidence/runs/<cell>/``, the one format every backend writes
+(``lttw exp collect`` from DVC's experiments, the direct runner from its work folders) and
+``lttw report`` reads: ``summary.json``, ``folds/fold_<i>.json``, ``params.yaml``, the
+held-out test predictions (``test_predictions.parquet``: fold, row, label, pred) for
+McNemar's test, and ``cell.json`` (the experiment's name, revision, time, training seconds
+summed over folds). A folder is written whole or not at all.
+
+A cell the direct runner stopped keeps its finished folds in ``.partial/<cell>/fold_<i>/``
+(``FOLD_FILES`` and a ``complete`` mark), from which a later window on another machine
+resumes it; they go when the cell is written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from lttw.io import atomic_dir, write_json, write_parquet
+from lttw.reporting.report import PART
+
+RUNS_DIR = Path("evidence/runs")
+#: what a finished fold leaves in a work folder (format with fold=), all a resume needs
+FOLD_FILES = (
+    "metrics/folds/fold_{fold}.json",
+    "metrics/train/fold_{fold}.json",
+    "data/eval/fold_{fold}/predictions.parquet",
+)
+
+
+def partial_dir(runs_dir: Path, cell: str, fold: int) -> Path:
+    return runs_dir / ".partial" / cell / f"fold_{fold}"
+
+
+def save_fold(runs_dir: Path, cell: str, work: Path, fold: int) -> None:
+    """Keep a finished fold's files from a cell's work folder, atomically."""
+    saved = partial_dir(runs_dir, cell, fold)
+    tmp = saved.with_name(f".{saved.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    for pattern in FOLD_FILES:
+        rel = pattern.format(fold=fold)
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(work / rel, tmp / rel)
+    (tmp / "complete").touch()
+    shutil.rmtree(saved, ignore_errors=True)
+    os.replace(tmp, saved)
+
+
+def restore_fold(runs_dir: Path, cell: str, work: Path, fold: int) -> bool:
+    """Copy a saved fold back into a work folder; False where none was saved whole."""
+    saved = partial_dir(runs_dir, cell, fold)
+    if not (saved / "complete").is_file():
+        return False
+    for pattern in FOLD_FILES:
+        rel = pattern.format(fold=fold)
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(saved / rel, work / rel)
+    return True
+
+
+def progress(cells: list, runs_dir: Path) -> dict[str, str]:
+    """cell name -> "done", "n/m folds" (a stopped cell's saved folds) or "not run", for
+    grid cells (``grids.GridCell``)."""
+    out = {}
+    for cell in cells:
+        if (runs_dir / cell.name / "summary.json").is_file():
+            out[cell.name] = "done"
+            continue
+        partial = runs_dir / ".partial" / cell.name
+        saved = len(list(partial.glob("fold_*/complete"))) if partial.is_dir() else 0
+        folds = cell.params.get("folds.run")
+        out[cell.name] = f"{saved}/{len(folds) if folds else '?'} folds" if saved else "not run"
+    return out
+
+
+def test_predictions(fold: int, frame: pd.DataFrame) -> pd.DataFrame:
+    """The evaluate stage's predictions of one fold (``data/eval/fold_<i>``) reduced to the
+    held-out test sample's rows: fold, row, label, pred."""
+    test = frame[frame["part"] == PART]
+    return pd.DataFrame(
+        {
+            "fold": fold,
+            "row": np.arange(len(test)),
+            "label": test["label"].to_numpy(),
+            "pred": test["pred"].to_numpy(),
+        }
+    )
+
+
+def train_seconds(folds: dict[int, dict]) -> float:
+    """Training time summed over folds (time per epoch x epochs run)."""
+    return round(
+        sum(m.get("time_per_epoch_s", 0) * m.get("epochs_run", 0) for m in folds.values()), 1
+    )
+
+
+def write_cell_folder(
+    folder: Path,
+    summary: dict,
+    folds: dict[int, dict],
+    params: dict,
+    predictions: pd.DataFrame,
+    meta: dict,
+) -> None:
+    """Write one cell's folder atomically (``meta``: cell.json's experiment, rev, finished;
+    train_s is added)."""
+    import yaml
+
+    with atomic_dir(folder) as tmp:
+        write_json(tmp / "summary.json", summary)
+        for fold, fold_metrics in sorted(folds.items()):
+            write_json(tmp / "folds" / f"fold_{fold}.json", fold_metrics)
+        (tmp / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+        write_parquet(tmp / "test_predictions.parquet", predictions)
+        write_json(tmp / "cell.json", {**meta, "train_s": train_seconds(folds)})

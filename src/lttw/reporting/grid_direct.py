@@ -1,0 +1,338 @@
+"""Run a grid's cells without dvc (a GPU machine with torch but no dvc): the stage scripts
+of ``dvc.yaml`` in order, several cells at a time (``jobs``), within a time budget, resumable.
+
+Layout under the work folder (``data/grid/``, git-ignored):
+
+- ``shared/<stage>-<key>/``: the outputs of a stage that cells share (sample, folds,
+  tokens, encode, counts, nmf), built once per key (``stage_plan.stage_keys``: its
+  parameters and upstream stages) in a temporary folder renamed when the stage finished;
+- ``cells/<cell>/``: a cell's own folder, where its stages run: links to the shared
+  outputs, its ``params.yaml``, a ``.done/<stage>`` mark per finished stage and ``log.txt``.
+
+Each fold a cell finishes is also saved under ``<runs>/.partial/<cell>/fold_<i>/`` (its
+metrics and held-out predictions), so that a later window on a fresh machine (no work
+folder) resumes the cell from its finished folds. A finished cell is written whole to
+``<runs>/<cell>/`` (``reporting.cells``) and its work folder removed. At the budget, the
+running stages are stopped (a stopped training resumes from its checkpoint) and nothing
+else starts; cells already in ``<runs>/`` are skipped, so rerunning the same command resumes.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from lttw.errors import UserError
+from lttw.io import read_json, write_json
+from lttw.reporting.cells import restore_fold, save_fold, test_predictions, write_cell_folder
+from lttw.reporting.grids import GridCell, cell_params
+from lttw.reporting.stage_plan import Stage, expand_stages, stage_keys
+
+SHARED = frozenset({"sample", "folds", "tokens", "encode", "counts", "nmf"})
+WORK_DIR = Path("data/grid")
+FOLD_STAGES = ("counts", "nmf", "features", "train", "evaluate")
+STOP_GRACE_S = 20
+
+
+@dataclass
+class Clock:
+    """The budget's deadline (None: no budget)."""
+
+    deadline: float | None
+
+    def left(self) -> float | None:
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    def up(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def starting(self) -> None:
+        """A stage is about to start (a test's clock counts them)."""
+
+
+@dataclass
+class Outcome:
+    """What a window did: cells written, skipped (written before), failed, left to do."""
+
+    done: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+
+
+def _absolute_paths(params: dict, repo: Path) -> None:
+    """data.root, model.encoder and model.word_vectors relative to the checkout, made
+    absolute (the stages run in other folders); names like ``org/model`` stay."""
+    for group, key in (("data", "root"), ("model", "encoder"), ("model", "word_vectors")):
+        value = params.get(group, {}).get(key)
+        if isinstance(value, str) and value and not os.path.isabs(value):
+            if (repo / value).exists():
+                params[group][key] = os.path.abspath(repo / value)
+
+
+class DirectRunner:
+    """Runs cells of one checkout (``repo``) into ``runs_dir``; see the module docstring."""
+
+    def __init__(self, repo: Path, runs_dir: Path, work_dir: Path, jobs: int = 1, log=print):
+        self.repo, self.runs_dir, self.work = repo.resolve(), runs_dir.resolve(), work_dir.resolve()
+        self.jobs, self.log = max(1, jobs), log
+        self.base = yaml.safe_load((self.repo / "params.yaml").read_text(encoding="utf-8"))
+        self.dvc_yaml = yaml.safe_load((self.repo / "dvc.yaml").read_text(encoding="utf-8"))
+        self.env = dict(os.environ)
+        src = str(self.repo / "src")
+        self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, self.env.get("PYTHONPATH")]))
+        threads = str(max(1, (os.cpu_count() or 1) // self.jobs))
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            self.env.setdefault(var, threads)
+        self.rev = self._rev()
+        self._running: set[subprocess.Popen] = set()
+        self._interrupted = False  # Ctrl-C: stop what runs, start nothing
+
+    def _rev(self) -> str | None:
+        try:
+            proc = subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=self.repo, capture_output=True, text=True
+            )
+        except OSError:
+            return None
+        return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+    def plan(self, cell: GridCell, extra: list[str]) -> tuple[dict, list[Stage], dict[str, str]]:
+        params = cell_params(self.base, cell, extra)
+        _absolute_paths(params, self.repo)
+        from lttw.settings import settings_from_dict
+
+        settings_from_dict(copy.deepcopy(params), source=f"cell {cell.name}")
+        stages = expand_stages(self.dvc_yaml, params)
+        return params, stages, stage_keys(stages, params)
+
+    # --- running one stage -------------------------------------------------------------
+
+    def _run(self, stage: Stage, cwd: Path, params_file: Path, clock: Clock) -> str:
+        """Run one stage in ``cwd``: "ok", "failed" or "stopped" (the budget ran out)."""
+        if clock.up() or self._interrupted:
+            return "stopped"
+        argv = shlex.split(stage.cmd)
+        if argv[0] in ("python", "python3"):
+            argv[0] = sys.executable
+        argv += ["--params", str(params_file)]
+        clock.starting()
+        with open(cwd / "log.txt", "ab") as log:
+            log.write(f"# {stage.name}: {stage.cmd}\n".encode())
+            log.flush()
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            self._running.add(proc)
+            try:
+                rc = proc.wait(timeout=clock.left())
+            except subprocess.TimeoutExpired:
+                _stop(proc)
+                log.write(f"# {stage.name}: stopped at the budget\n".encode())
+                return "stopped"
+            finally:
+                self._running.discard(proc)
+        if self._interrupted:
+            return "stopped"
+        return "ok" if rc == 0 else "failed"
+
+    def _link_stages(self, folder: Path) -> None:
+        link = folder / "stages"
+        if not link.is_symlink():
+            link.symlink_to(self.repo / "stages")
+
+    # --- shared stages -----------------------------------------------------------------
+
+    def _shared_dir(self, stage: Stage, key: str) -> Path:
+        return self.work / "shared" / f"{stage.name.replace('@', '-')}-{key}"
+
+    def _link_outputs(self, folder: Path, stage: Stage, key: str) -> None:
+        source = self._shared_dir(stage, key)
+        for out in stage.outs:
+            target, origin = folder / out, source / out
+            if target.is_symlink() or not origin.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(origin.resolve())
+
+    def build_shared(self, plans: list[tuple], clock: Clock) -> bool:
+        """Build every shared stage the cells need, once each, in pipeline order; False
+        where the budget ran out (or a stage failed: the error is raised)."""
+        for _, params, stages, keys in plans:
+            for stage in stages:
+                if stage.base not in SHARED or self._shared_dir(stage, keys[stage.name]).is_dir():
+                    continue
+                target = self._shared_dir(stage, keys[stage.name])
+                tmp = target.with_name(f".{target.name}.tmp")
+                shutil.rmtree(tmp, ignore_errors=True)
+                tmp.mkdir(parents=True)
+                self._link_stages(tmp)
+                for before in stages[: stages.index(stage)]:
+                    if before.base in SHARED:
+                        self._link_outputs(tmp, before, keys[before.name])
+                params_file = tmp / "params.yaml"
+                params_file.write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+                self.log(f"shared {stage.name} ({keys[stage.name][:7]})")
+                state = self._run(stage, tmp, params_file, clock)
+                if state == "stopped":
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    return False
+                if state == "failed":
+                    raise UserError(f"shared stage {stage.name} failed; its log: {tmp / 'log.txt'}")
+                os.replace(tmp, target)
+        return True
+
+    # --- one cell ----------------------------------------------------------------------
+
+    def _restore_folds(self, cell: GridCell, folder: Path, stages: list[Stage]) -> list[int]:
+        """Folds a previous window finished (``.partial``): their files back into ``folder``,
+        their stages marked done; the folds restored."""
+        done, restored = folder / ".done", []
+        for stage in stages:
+            if stage.base != "evaluate" or (done / stage.name).exists():
+                continue
+            fold = int(stage.name.split("@")[1])
+            if restore_fold(self.runs_dir, cell.name, folder, fold):
+                for base in FOLD_STAGES:
+                    (done / f"{base}@{fold}").touch()
+                restored.append(fold)
+        return restored
+
+    def run_cell(
+        self, cell: GridCell, params: dict, stages: list[Stage], keys: dict, clock: Clock
+    ) -> str:
+        """Run a cell's own stages and write its folder: "done", "failed" or "stopped"."""
+        folder = self.work / "cells" / cell.name
+        params_file = folder / "params.yaml"
+        text = yaml.safe_dump(params, sort_keys=False)
+        if params_file.is_file() and params_file.read_text(encoding="utf-8") != text:
+            shutil.rmtree(folder)  # another setting ran here before: start afresh
+        (folder / ".done").mkdir(parents=True, exist_ok=True)
+        params_file.write_text(text, encoding="utf-8")
+        self._link_stages(folder)
+        for stage in stages:
+            if stage.base in SHARED:
+                self._link_outputs(folder, stage, keys[stage.name])
+        restored = self._restore_folds(cell, folder, stages)
+        if restored:
+            self.log(f"{cell.name}: fold(s) {', '.join(map(str, restored))} from a previous window")
+        for stage in _fold_major([s for s in stages if s.base not in SHARED]):
+            if (folder / ".done" / stage.name).exists():
+                continue
+            state = self._run(stage, folder, params_file, clock)
+            if state != "ok":
+                if state == "failed":
+                    self.log(f"{cell.name}: {stage.name} failed; its log: {folder / 'log.txt'}")
+                return state
+            (folder / ".done" / stage.name).touch()
+            if stage.base == "evaluate":
+                save_fold(self.runs_dir, cell.name, folder, int(stage.name.split("@")[1]))
+        self._write(cell, folder, params)
+        shutil.rmtree(self.runs_dir / ".partial" / cell.name, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        return "done"
+
+    def _write(self, cell: GridCell, folder: Path, params: dict) -> None:
+        summary = read_json(folder / "metrics" / "summary.json")
+        folds = {f: read_json(folder / f"metrics/folds/fold_{f}.json") for f in summary["folds"]}
+        predictions = pd.concat(
+            [
+                test_predictions(
+                    f, pd.read_parquet(folder / f"data/eval/fold_{f}/predictions.parquet")
+                )
+                for f in sorted(folds)
+            ],
+            ignore_index=True,
+        )
+        meta = {
+            "experiment": cell.name,
+            "rev": self.rev,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "backend": "direct",
+        }
+        write_cell_folder(self.runs_dir / cell.name, summary, folds, params, predictions, meta)
+
+    # --- a grid ------------------------------------------------------------------------
+
+    def run(self, cells: list[GridCell], extra: list[str], clock: Clock) -> Outcome:
+        """Run ``cells`` (those not written yet) until they are done or ``clock`` is up."""
+        out = Outcome()
+        plans: list[tuple[GridCell, dict, list[Stage], dict[str, str]]] = []
+        for cell in cells:
+            if (self.runs_dir / cell.name / "summary.json").is_file():
+                out.skipped.append(cell.name)
+            else:
+                params, stages, keys = self.plan(cell, extra)
+                plans.append((cell, params, stages, keys))
+        if not plans:
+            return out
+        if not self.build_shared(plans, clock):
+            out.left = [p[0].name for p in plans]
+            return out
+
+        def one(plan) -> tuple[str, str]:
+            cell = plan[0]
+            if clock.up():
+                return cell.name, "stopped"
+            self.log(f"{cell.name}: started")
+            state = self.run_cell(cell, plan[1], plan[2], plan[3], clock)
+            self.log(f"{cell.name}: {state}")
+            return cell.name, state
+
+        pool = ThreadPoolExecutor(max_workers=self.jobs)
+        try:
+            for name, state in pool.map(one, plans):
+                {"done": out.done, "failed": out.failed}.get(state, out.left).append(name)
+        except KeyboardInterrupt:  # stop the running stages too, not only the main thread
+            self._interrupted = True
+            for proc in list(self._running):
+                _stop(proc)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return out
+
+
+def _fold_major(stages: list[Stage]) -> list[Stage]:
+    """A cell's own stages fold by fold (features, train, evaluate of fold 0, then of fold
+    1, ...), the rest (summary) last: a stopped cell leaves whole folds behind."""
+
+    def order(stage: Stage) -> tuple[float, int]:
+        fold = stage.name.partition("@")[2]
+        return (int(fold) if fold else float("inf"), stages.index(stage))
+
+    return sorted(stages, key=order)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the stage's process group, SIGKILL after a grace period."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
+def write_window(path: Path, outcome: Outcome, seconds: float) -> None:
+    """A window's account (JSON): what it wrote, skipped, failed and left."""
+    write_json(path, {**outcome.__dict__, "wall_s": round(seconds, 1)})

@@ -1,0 +1,115 @@
+"""A grid through DVC's queue (``lttw exp run NAME [--queue]``, ``lttw exp status``,
+``lttw exp collect``): one ``dvc exp run --queue -n CELL -S ...`` per cell not collected,
+queued or run yet, then (without ``--queue``) ``dvc exp run --run-all``; finished experiments
+are collected into ``evidence/runs/<cell>/`` (``reporting.study_collect``).
+
+Every experiment starts from the same commit, so the samples, folds, tokens, counts and NMF
+are DVC's cached ones where a cell does not change what they read. Queued experiments run in
+a copy of the repository (``.dvc/tmp/exps``), where a relative ``data.root`` does not
+resolve: every cell gets it as an absolute path.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from lttw.errors import UserError
+from lttw.reporting.cells import progress
+from lttw.reporting.grids import Grid, GridCell, param_value
+
+DVC = [sys.executable, "-m", "dvc"]
+
+
+def queue_command(cell: GridCell, data_root: str, extra: Sequence[str] = ()) -> list[str]:
+    """``dvc exp run --queue -n CELL -S ...`` for one cell (``data_root``: absolute, unless
+    ``extra`` sets data.root)."""
+    assignments = [f"{k}={param_value(v)}" for k, v in cell.params.items()]
+    if not any(a.startswith("data.root=") for a in extra):
+        assignments.append(f"data.root={data_root}")
+    assignments += list(extra)
+    return [
+        *DVC,
+        "exp",
+        "run",
+        "--queue",
+        "-n",
+        cell.name,
+        *(arg for a in assignments for arg in ("-S", a)),
+    ]
+
+
+def absolute_root(root: str) -> str:
+    """data.root as written when absolute (the same parameter value: ``sample`` stays
+    cached); else made absolute without resolving symbolic links."""
+    return root if os.path.isabs(root) else os.path.abspath(root)
+
+
+def existing_experiments(cwd: str | Path = ".") -> set[str]:
+    """Names of the current commit's experiments (none where dvc cannot tell)."""
+    proc = subprocess.run(
+        [*DVC, "exp", "list", "--name-only"], cwd=cwd, capture_output=True, text=True
+    )
+    return set(proc.stdout.split()) if proc.returncode == 0 else set()
+
+
+def queued_or_done(cwd: str | Path = ".") -> set[str]:
+    """Names of this commit's experiments and of the queue's queued or running tasks."""
+    names = existing_experiments(cwd)
+    proc = subprocess.run([*DVC, "queue", "status"], cwd=cwd, capture_output=True, text=True)
+    for line in proc.stdout.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 3 and fields[-1] in ("Queued", "Running"):
+            names.add(fields[1])
+    return names
+
+
+def run_commands(commands: list[list[str]], cwd: str | Path = ".") -> None:
+    """Run each command in turn (its output passes through); stop at the first failure."""
+    for command in commands:
+        shown = " ".join(command[2:] if command[0] == sys.executable else command)
+        print(f"$ {shown}", flush=True)
+        if subprocess.run(command, cwd=cwd).returncode != 0:
+            raise UserError(f"`{shown}` failed (its output is above)")
+
+
+def plan_queue(
+    cells: list[GridCell], data_root: str, extra: list[str], collected: set[str], known: set[str]
+) -> tuple[list[list[str]], list[str]]:
+    """The queue commands of the cells neither collected nor known to dvc (queued, running
+    or finished), and the names skipped."""
+    commands, skipped = [], []
+    for cell in cells:
+        if cell.name in collected or cell.name in known:
+            skipped.append(cell.name)
+        else:
+            commands.append(queue_command(cell, data_root, extra))
+    return commands, skipped
+
+
+def cell_states(grid: Grid, runs_dir: Path, known: set[str]) -> dict[str, str]:
+    """cell -> collected / queued or finished (collect) / n/m folds (direct) / not run."""
+    states = {}
+    for name, state in progress(list(grid.cells), runs_dir).items():
+        if state == "done":
+            states[name] = "collected"
+        elif name in known:
+            states[name] = "queued or finished (lttw exp collect)"
+        else:
+            states[name] = state
+    return states
+
+
+def collect_grids(grids: list[Grid], runs_dir: Path, repo: str | Path = ".") -> list[str]:
+    """Every finished experiment of ``grids``' cells (any commit; a sweep's ``--frozen``
+    cells too) into ``runs_dir``; the names written."""
+    from lttw.reporting.experiments import exp_show_json
+    from lttw.reporting.study_collect import collect
+
+    doc = exp_show_json(repo, all_commits=True) or []
+    names = {c.name for g in grids for c in g.cells}
+    names |= {c.name for g in grids if g.is_sweep for c in g.frozen().cells}  # --frozen runs
+    return collect(doc, names, runs_dir)

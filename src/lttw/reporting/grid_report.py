@@ -1,0 +1,87 @@
+"""``lttw report`` (and ``lttw exp report``): the whole report from what exists. In order:
+
+- the workspace's run (``metrics/``), the DVC experiments of the current commit and extra
+  run folders, a table per dataset next to the paper's, with paired tests (``report``);
+- the paired study (``experiments/study.yaml``) from its cells (``study_report``);
+- every other grid of ``experiments/`` that has cells in ``evidence/runs``, a section each
+  with the same per-dataset tables and paired tests;
+- the sweep grids (Tables 6-8) as the paper's tables, from cells or experiments
+  (``sweep_report``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lttw.errors import UserError
+from lttw.reporting.cells import RUNS_DIR
+from lttw.reporting.grids import GRIDS_DIR, Grid, grid_paths, load_grid
+from lttw.reporting.report import Run, collect_runs, dataset_tables, load_run, render
+from lttw.reporting.sweep_report import sweep_sections
+
+
+def load_grids(folder: Path = GRIDS_DIR, n_folds: int = 10) -> list[Grid]:
+    """Every grid of ``folder`` (none where it does not exist)."""
+    return [load_grid(path, n_folds) for path in grid_paths(folder)]
+
+
+def cell_runs(grid: Grid, runs_dir: Path) -> list[Run]:
+    """The grid's written cells as runs named after their cells."""
+    runs = []
+    for cell in [*grid.cells, *(grid.frozen().cells if grid.is_sweep else ())]:
+        folder = runs_dir / cell.name
+        if (folder / "summary.json").is_file():
+            run = load_run(folder)
+            run.name = cell.name
+            runs.append(run)
+    return runs
+
+
+def grid_sections(grids: list[Grid], runs_dir: Path) -> list[str]:
+    """A section per plain grid (neither the study nor a sweep) that has cells."""
+    lines: list[str] = []
+    for grid in grids:
+        if grid.study is not None or grid.is_sweep:
+            continue
+        runs = cell_runs(grid, runs_dir)
+        if not runs:
+            continue
+        first = grid.description.split(". ")[0].rstrip(".")
+        lines += [
+            "",
+            f"## Grid `{grid.name}` ({len(runs)} of {len(grid.cells)} cells)",
+            "",
+            f"{first}. From `{runs_dir}/<cell>/` (`lttw exp run {grid.name}`).",
+        ]
+        lines += dataset_tables(runs, level="###")
+    return lines
+
+
+def build_report(
+    workspace: Path,
+    params: Path,
+    extra: list[Path],
+    experiments: list[Run],
+    grids_dir: Path = GRIDS_DIR,
+    runs_dir: Path = RUNS_DIR,
+    n_folds: int = 10,
+) -> tuple[str, list[Path]]:
+    """The report's markdown and the files it wrote beside it (the learning curve)."""
+    grids = load_grids(grids_dir, n_folds) if Path(grids_dir).is_dir() else []
+    cells = {g.name: cell_runs(g, runs_dir) for g in grids}
+    try:
+        text = render(collect_runs(workspace, params, extra, experiments))
+    except UserError:
+        if not any(cells.values()):
+            raise
+        text = render([])  # only cells: the title and introduction
+    written: list[Path] = []
+    study = next((g for g in grids if g.study is not None), None)
+    if study is not None:
+        from lttw.reporting.study_report import with_study
+
+        text, written = with_study(text, study.path, runs_dir)
+    text += "".join(f"{line}\n" for line in grid_sections(grids, runs_dir))
+    sweep_runs = [*(run for g in grids if g.is_sweep for run in cells[g.name]), *experiments]
+    text += "".join(f"{line}\n" for line in sweep_sections(grids, sweep_runs))
+    return text, written

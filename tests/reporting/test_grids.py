@@ -1,0 +1,175 @@
+"""The grid files of experiments/: each loads and every cell's parameters are valid settings;
+a bad file is one clear error; `lttw exp list` and `lttw exp status` read them; `lttw report`
+renders a plain grid's cells as its own section."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from lttw.cli import app
+from lttw.errors import UserError
+from lttw.reporting import grid_queue
+from lttw.reporting.grid_report import cell_runs, grid_sections, load_grids
+from lttw.reporting.grids import full_params, load_grid, validate_grid
+
+REPO = Path(__file__).resolve().parents[2]
+GRIDS = REPO / "experiments"
+EXPECTED = {
+    "paper",
+    "ablations",
+    "baselines",
+    "chinese",
+    "study",
+    "table6",
+    "table7",
+    "table8-depth",
+    "table8-K",
+    "table8-batch",
+    "table8-lr",
+}
+
+
+def test_every_grid_loads_and_its_cells_are_valid_settings():
+    base = full_params(REPO / "params.yaml")
+    grids = {g.name: g for g in load_grids(GRIDS, base["folds"]["n_folds"])}
+    assert set(grids) == EXPECTED
+    names = [c.name for g in grids.values() for c in g.cells]
+    assert len(names) == len(set(names))  # one result folder per cell, across grids
+    for grid in grids.values():
+        assert grid.description and grid.cells
+        validate_grid(grid, base)
+    # the grids the Makefile ran before, as they were
+    paper = grids["paper"]
+    assert paper.cell("lttw").params["folds.run"] == list(range(10))
+    assert paper.cell("lttw").params["train.lr"] == 2e-5
+    assert paper.cell("lttw-att").params["model.attention"] == "mha"
+    assert {c.name for c in grids["ablations"].cells} == {"lttw", "lttw-m", "lttw-l", "lttw-att"}
+    from lttw.settings import BASELINES
+
+    assert [c.name for c in grids["baselines"].cells] == list(BASELINES)
+    zh = {c.name: c.params for c in grids["chinese"].cells}
+    assert len(zh) == 13 and zh["zh3k-tfidf_linear"]["data.train_size"] == 3000
+    assert zh["zh-lttw-rank5"]["nmf.rank"] == 5 and zh["zh-lttw"]["data.dataset"] == "thucnews"
+    assert len(grids["study"].cells) == 22 and grids["study"].cells[0].name == "ev-ag_news-lttw"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("cells: [a\n", "not YAML"),
+        ("- a\n", "a mapping of description"),
+        ("cells: {a: {}}\n", "needs a description"),
+        ("description: d\ncells: {}\n", "needs 1 to 500 cells"),
+        ("description: d\nsweep: 1\ncells: {a: {}}\n", "unknown key\\(s\\) sweep"),
+        ("description: d\ncells: {a: {sett: {}}}\n", "cells.a: unknown key\\(s\\) sett"),
+        ("description: d\ncells: {a: {paper: [1, 2]}}\n", "paper must be \\[P, R, F1\\]"),
+        ("description: d\nreference: b\ncells: {a: {}}\n", "reference 'b' is not one"),
+        ("description: d\ncolumn: x\ncells: {a: {}}\n", "needs a reference cell"),
+        ("description: d\nfolds: [-1]\ncells: {a: {}}\n", "folds must be"),
+        ("description: d\ncells: {a: {name: x}, b: {name: x}}\n", "two cells share a name"),
+    ],
+)
+def test_a_bad_grid_file_is_one_clear_error(tmp_path, text, message):
+    path = tmp_path / "g.yaml"
+    path.write_text(text)
+    with pytest.raises(UserError, match=message):
+        load_grid(path)
+
+
+@pytest.mark.parametrize(
+    "cells, message",
+    [
+        ("{a: {set: {model.kk: 3}}}", "cell g-a: unknown parameter 'model.kk'"),
+        ("{a: {set: {modell.k: 3}}}", "'modell' in 'modell.k' is not a parameter group"),
+        ("{a: {set: {model.k: -3}}}", "model.k"),
+        ("{a: {set: {model.variant: bert}}}", "model.variant"),
+    ],
+)
+def test_an_invalid_parameter_names_the_grid_cell_and_parameter(tmp_path, cells, message):
+    path = tmp_path / "g.yaml"
+    path.write_text(f"description: d\ncells: {cells}\n")
+    with pytest.raises(UserError, match=message) as err:
+        validate_grid(load_grid(path), full_params(REPO / "params.yaml"))
+    assert str(err.value).startswith(str(path)) and "\n" not in str(err.value)
+
+
+def write_cell(runs: Path, name: str, variant: str, f1: list[float], model: dict) -> None:
+    folder = runs / name
+    (folder / "folds").mkdir(parents=True)
+    for fold, value in enumerate(f1):
+        part = {"f1_macro": value, "precision_macro": value, "recall_macro": value}
+        (folder / "folds" / f"fold_{fold}.json").write_text(
+            json.dumps({"fold": fold, "test": part, "device": "cuda"})
+        )
+    (folder / "summary.json").write_text(
+        json.dumps({"dataset": "ag_news", "variant": variant, "folds": list(range(len(f1)))})
+    )
+    (folder / "params.yaml").write_text(yaml.safe_dump({"model": model}))
+
+
+def test_list_status_and_report_read_the_cells(tmp_path, monkeypatch):
+    grids = tmp_path / "experiments"
+    grids.mkdir()
+    (grids / "g.yaml").write_text(
+        "description: Two rows. More words.\nreference: lttw\nfolds: [0, 1, 2]\n"
+        "cells:\n  lttw: {}\n  lttw-m: {set: {model.fusion: none}}\n  enc: {set: {model.variant: encoder}}\n"
+    )
+    runs = tmp_path / "evidence" / "runs"
+    lttw = {"fusion": "concat", "attention": "linformer"}
+    write_cell(runs, "g-lttw", "lttw", [0.9, 0.91, 0.92], lttw)
+    write_cell(runs, "g-lttw-m", "lttw", [0.88, 0.885, 0.9], {**lttw, "fusion": "none"})
+    partial = runs / ".partial" / "g-enc" / "fold_0"
+    partial.mkdir(parents=True)
+    (partial / "complete").touch()
+    (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(grid_queue, "queued_or_done", lambda: set())
+
+    listed = CliRunner().invoke(app, ["exp", "list"])
+    assert listed.exit_code == 0, listed.output
+    assert listed.output.split() == ["g", "2/3", "Two", "rows"]
+    status = CliRunner().invoke(app, ["exp", "status", "g"])
+    assert status.exit_code == 0, status.output
+    lines = dict(line.split(None, 1) for line in status.output.splitlines()[1:])
+    assert lines == {"g-lttw": "collected", "g-lttw-m": "collected", "g-enc": "1/3 folds"}
+    unknown = CliRunner().invoke(app, ["exp", "status", "nope"])
+    assert unknown.exit_code == 2 and "unknown grid 'nope'; the grids in" in unknown.output
+
+    # the direct runner with no time: validates, skips the written cells, starts nothing
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    window = CliRunner().invoke(app, ["exp", "run", "g", "--direct", "--budget", "0"])
+    assert window.exit_code == 0, window.output
+    assert "0 cell(s) written; 2 written before; 0 failed; 1 left (g-enc: rerun to resume)" in (
+        window.output
+    )
+    bad = CliRunner().invoke(app, ["exp", "run", "g", "--direct", "-S", "model.kk=1"])
+    assert bad.exit_code == 2 and "-S: unknown parameter 'model.kk'" in bad.output
+
+    grid = load_grid(grids / "g.yaml")
+    assert [r.name for r in cell_runs(grid, runs)] == ["g-lttw", "g-lttw-m"]
+    section = "\n".join(grid_sections([grid], runs))
+    assert "## Grid `g` (2 of 3 cells)" in section and "### AG News" in section
+    report = CliRunner().invoke(app, ["exp", "report", "--out", "report.md"])
+    assert report.exit_code == 0, report.output
+    text = (tmp_path / "report.md").read_text()
+    assert "| LTTW-M | 3 | paired t-test |" in text  # the paired test against LTTW
+    assert "| LTTW | 3 | 91.00 ± 1.00 |" in text
+
+
+def test_the_direct_runner_needs_neither_dvc_nor_typer():
+    """The GPU machine has neither: the runner's modules import none of them (a fresh
+    process, so nothing else has imported them first)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, lttw.reporting.grid_window; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'dvc', 'dvclive', 'typer'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
