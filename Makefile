@@ -1,7 +1,8 @@
 # `make install`: the virtual environment with the package and its test tools.
 # `make repro`:   the pipeline on params.yaml (`dvc repro`).
-# `make test`:    the test suite; `make lint`: ruff (lint + format check) and mypy, the rules
-#                 in pyproject.toml; `make docs`: the docs site (mkdocs build --strict).
+# `make test`:    lint, types, the docs site, then the test suite; `make lint`: ruff (lint +
+#                 format check) and mypy, the rules in pyproject.toml; `make docs`: the docs
+#                 site (mkdocs build --strict).
 # `make exp NAME=paper`: one experiment grid of experiments/ (`lttw exp list` names them).
 PYTHON ?= python3
 VENV   ?= .venv
@@ -21,8 +22,11 @@ $(BIN)/lttw: pyproject.toml
 repro: install
 	. $(BIN)/activate && dvc repro
 
+# the README's test command (CI runs it): lint, types and the docs site first, then pytest
 test: install
-	. $(BIN)/activate && HF_HUB_OFFLINE=1 python -m pytest -q -n 2 --dist loadgroup
+	. $(BIN)/activate && ruff check . && ruff format --check . && mypy \
+	 && NO_MKDOCS_2_WARNING=1 mkdocs build --strict \
+	 && HF_HUB_OFFLINE=1 python -m pytest -q -n 2 --dist loadgroup
 
 lint: install
 	. $(BIN)/activate && ruff check . && ruff format --check . && mypy
