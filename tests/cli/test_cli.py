@@ -258,6 +258,7 @@ def model_with(project: Path, tmp: Path, **changes) -> Path:
     """A copy of the trained model folder whose classifier is rebuilt (random head) with
     changed LTTW config values, e.g. attention='mha'."""
     from lttw.models import registry
+    from lttw.models.folder_files import record_checksums
     from lttw.models.lttw import LTTWClassifier, LTTWConfig
 
     folder = tmp / "_".join(f"{k}-{v}" for k, v in changes.items())
@@ -265,6 +266,7 @@ def model_with(project: Path, tmp: Path, **changes) -> Path:
     _, config = registry.read_model_config(folder)
     torch.manual_seed(0)
     registry.save_model(LTTWClassifier(LTTWConfig(**{**config, **changes})), folder)
+    record_checksums(folder)  # a model folder written anew, as training writes one
     return folder
 
 
