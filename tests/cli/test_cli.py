@@ -368,6 +368,7 @@ def test_explain_without_attention_and_rich_output(project, tmp_path):
 def test_explain_a_baseline_without_factors_or_attention(project, tmp_path):
     from lttw.models import registry
     from lttw.models.encoder_head import EncoderClassifier, EncoderHeadConfig
+    from lttw.models.folder_files import record_checksums
 
     folder = tmp_path / "encoder"
     shutil.copytree(project / "models" / "fold_0", folder)
@@ -383,6 +384,7 @@ def test_explain_a_baseline_without_factors_or_attention(project, tmp_path):
         ),
         folder,
     )
+    record_checksums(folder)  # a model folder written anew, as training writes one
     doc = explain_json(project, TEXT, "--model", folder)
     assert doc["variant"] == "encoder" and doc["factors"] is None
     assert doc["attention"]["kind"] == "unavailable" and "encoder" in doc["attention"]["note"]

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import signal
 import socket
-import subprocess
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,15 +19,15 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from support.live_server import (  # noqa: F401
+from support.live_server import (
     BOUND_S,
     Gate,
     assert_json_error,
+    lttw_serve,  # noqa: F401
     serving,
     until,  # noqa: F401
 )
 from support.serving_models import shared_lttw_folder
-from support.tiny_project import env
 
 from lttw.serving.batcher import MicroBatcher
 from lttw.serving.limits import Limits
@@ -268,23 +265,7 @@ def model_dir(tmp_path_factory, tiny_encoder_dir) -> Path:
 def test_json_bombs_and_aborted_uploads_through_lttw_serve(model_dir):
     """`lttw serve` itself: bodies nested 100,000 deep and a top_k of 5,000 digits get a
     one-line JSON 400; 20 uploads abandoned half-way log one line each, no traceback."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lttw.cli", "serve", "--model", str(model_dir), "--port", "0"],
-        env=env(),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    watchdog = threading.Timer(4 * BOUND_S, proc.kill)  # a hung server fails, never blocks
-    watchdog.start()
-    try:
-        lines = []
-        for line in proc.stderr:  # bounded: the process ends or prints its address
-            lines.append(line)
-            found = re.search(r"running on http://127\.0\.0\.1:(\d+)", line)
-            if found:
-                break
-        assert found, "".join(lines)
-        port = int(found[1])
+    with lttw_serve(model_dir) as (proc, port, lines):
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=BOUND_S) as http:
             for body, words in (
                 (b"[" * 100_000 + b"]" * 100_000, "nested too deep"),
@@ -303,11 +284,6 @@ def test_json_bombs_and_aborted_uploads_through_lttw_serve(model_dir):
             until(lambda: http.get("/health").status_code == 200, "still up")
         proc.send_signal(signal.SIGTERM)
         rest = proc.communicate(timeout=BOUND_S)[1]
-    finally:
-        watchdog.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert "Traceback" not in rest and "Exception in ASGI" not in rest, rest
     assert rest.count("client left during its upload") <= 20, rest
     assert len(rest.splitlines()) <= 20 + 10, rest  # one line per abort, a few of its own

@@ -5,19 +5,14 @@ local path, and `lttw serve` refusing a non-loopback address without --allowed-h
 
 from __future__ import annotations
 
-import re
 import signal
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import httpx
 import pytest
 from support.cli_runner import assert_user_error, invoke
-from support.live_server import BOUND_S, Gate, assert_json_error, serving
+from support.live_server import BOUND_S, Gate, assert_json_error, lttw_serve, serving
 from support.serving_models import shared_lttw_folder
-from support.tiny_project import env
 
 from lttw.serving.info import encoder_name
 from lttw.serving.security import LOOPBACK_HOSTS, Access, host_allowed
@@ -91,33 +86,13 @@ def model_dir(tmp_path_factory, tiny_encoder_dir) -> Path:
 
 
 def test_lttw_serve_token_from_the_environment_and_info_without_paths(model_dir):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lttw.cli", "serve", "--model", str(model_dir), "--port", "0"],
-        env={**env(), "LTTW_API_KEY": "from-the-env"},
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    watchdog = threading.Timer(4 * BOUND_S, proc.kill)  # a hung server fails, never blocks
-    watchdog.start()
-    try:
-        lines = []
-        for line in proc.stderr:  # bounded: the process ends or prints its address
-            lines.append(line)
-            found = re.search(r"running on http://127\.0\.0\.1:(\d+)", line)
-            if found:
-                break
-        assert found, "".join(lines)
-        with httpx.Client(base_url=f"http://127.0.0.1:{found[1]}", timeout=BOUND_S) as http:
+    with lttw_serve(model_dir, {"LTTW_API_KEY": "from-the-env"}) as (proc, port, lines):
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=BOUND_S) as http:
             assert_json_error(http.get("/info"), 401, "API key")
             info = http.get("/info", headers={"authorization": "Bearer from-the-env"})
             assert_json_error(http.get("/info", headers={"host": "evil.example"}), 400, "Host")
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=BOUND_S)
-    finally:
-        watchdog.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert info.status_code == 200, info.text
     doc = info.json()
     assert doc["access"] == {

@@ -7,11 +7,8 @@ Nothing here depends on timing: waits are bounded, and assertions are on answers
 from __future__ import annotations
 
 import asyncio
-import re
 import signal
 import socket
-import subprocess
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -23,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from support.cli_runner import invoke
+from support.live_server import lttw_serve
 from support.serving_models import CLASSES, shared_lttw_folder
-from support.tiny_project import env
 
 from lttw.inference.predict import Predictor
 from lttw.serving.batcher import MicroBatcher
@@ -290,31 +287,11 @@ def test_shutdown_finishes_the_request_in_flight(tmp_path):
 
 
 def test_lttw_serve_exits_cleanly_on_sigterm(model_dir):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lttw.cli", "serve", "--model", str(model_dir), "--port", "0"],
-        env=env(),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    watchdog = threading.Timer(4 * BOUND_S, proc.kill)  # a hung server fails, never blocks
-    watchdog.start()
-    try:
-        lines = []
-        for line in proc.stderr:  # bounded: the process ends or prints its address
-            lines.append(line)
-            found = re.search(r"running on http://127\.0\.0\.1:(\d+)", line)
-            if found:
-                break
-        assert found, "".join(lines)
-        with httpx.Client(base_url=f"http://127.0.0.1:{found[1]}", timeout=BOUND_S) as http:
+    with lttw_serve(model_dir) as (proc, port, lines):
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=BOUND_S) as http:
             assert http.post("/predict", json={"text": "oil"}).status_code == 200
         proc.send_signal(signal.SIGTERM)
         rest = proc.communicate(timeout=BOUND_S)[1]
-    finally:
-        watchdog.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     # uvicorn re-raises the signal once it has shut down: "terminated by SIGTERM", cleanly
     assert proc.returncode in (0, -signal.SIGTERM), rest
     assert "Application shutdown complete" in rest

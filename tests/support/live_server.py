@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -67,3 +70,35 @@ def until(condition, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"never happened: {what}"
         time.sleep(0.02)
+
+
+@contextmanager
+def lttw_serve(model_dir: Path, extra_env: dict[str, str] | None = None):
+    """`lttw serve --port 0` on ``model_dir`` in a process of its own, once it prints its
+    address; yields (process, port, the stderr lines so far). A watchdog kills a hung server
+    (a hang fails, never blocks); on the way out a server still running is killed."""
+    from support.tiny_project import env
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lttw.cli", "serve", "--model", str(model_dir), "--port", "0"],
+        env={**env(), **(extra_env or {})},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    watchdog = threading.Timer(4 * BOUND_S, proc.kill)
+    watchdog.start()
+    try:
+        lines: list[str] = []
+        found = None
+        for line in proc.stderr or ():  # bounded: the process ends or prints its address
+            lines.append(line)
+            found = re.search(r"running on http://127\.0\.0\.1:(\d+)", line)
+            if found:
+                break
+        assert found, "".join(lines)
+        yield proc, int(found[1]), lines
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
