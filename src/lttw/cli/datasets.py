@@ -1,0 +1,166 @@
+"""`lttw data check`, `lttw data list` and `lttw init`: a dataset checked, a project of your own made."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lttw.choices import Sampling
+from lttw.cli.main import (
+    Params,
+    _examples,
+    app,
+    data_app,
+)
+from lttw.console import console
+from lttw.errors import DataError, UserError
+
+
+@data_app.command(
+    "check",
+    epilog=_examples(
+        "lttw data check ag_news",
+        "lttw data check reviews.csv --text-column review --label-column stars",
+        "lttw data check questions.csv --sampling stratified",
+    ),
+)
+def data_check(
+    path: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH",
+            help="a dataset name under data.root (as the pipeline resolves data.dataset), "
+            "or a CSV/TSV/parquet file or a folder of them",
+        ),
+    ],
+    text_column: Annotated[str | None, typer.Option(help="text column")] = None,
+    label_column: Annotated[str | None, typer.Option(help="label column")] = None,
+    sampling: Annotated[
+        Sampling | None,
+        typer.Option(help="how samples are drawn [default: data.sampling in --params]"),
+    ] = None,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Validate a dataset and show what the `sample` stage would draw from it with the sizes
+    in --params. Exit code 3 (bad data) when the pipeline would drop rows or cannot draw a
+    size; the message then names every unmet size and sizes that fit together."""
+    from lttw.checks.dataset import check_dataset, render
+    from lttw.settings import read_settings
+
+    settings = read_settings(params)
+    # data.root as the pipeline reads it: relative to the project (the --params file's
+    # folder), whatever the current folder; a name under it wins over a path here
+    root = Path(params).parent / settings.data.root
+    update: dict = {"root": str(root)}
+    if sampling is not None:
+        update["sampling"] = sampling
+    settings = settings.model_copy(update={"data": settings.data.model_copy(update=update)})
+    if (root / path).exists():
+        path = str(root / path)
+    check = check_dataset(settings, path, text_column, label_column)
+    render(check, console())
+    if check.problems:
+        raise DataError(f"{len(check.problems)} problem(s): " + "; ".join(check.problems))
+
+
+@data_app.command("list", epilog=_examples("lttw data list", "lttw data list --json"))
+def data_list(
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """The known datasets: local copy under data.root (present / missing, rows per split,
+    complete or partial) and the Hugging Face dataset read when online."""
+    from lttw.checks.dataset import list_datasets, render_list
+    from lttw.settings import read_settings
+
+    root = read_settings(params).data.root
+    rows = list_datasets(root)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    else:
+        render_list(rows, root, console())
+
+
+@app.command(
+    epilog=_examples(
+        "lttw init reviews --data reviews.csv --text-column review --label-column stars",
+        "lttw init news --data news/",
+        "lttw init --upgrade .",
+    )
+)
+def init(
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="the new project's folder")],
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            "-d",
+            help="labelled texts: a CSV/TSV/parquet file, or a folder of them (files named "
+            "train* / test* are the splits); copied into DIR/data/raw and tracked by DVC",
+        ),
+    ] = None,
+    text_column: Annotated[str | None, typer.Option(help="text column [default: text]")] = None,
+    label_column: Annotated[str | None, typer.Option(help="label column [default: label]")] = None,
+    upgrade: Annotated[
+        bool,
+        typer.Option(
+            "--upgrade",
+            help="in an existing project: rewrite dvc.yaml and lttw-version.json for the "
+            "installed lttw (params.yaml and the data stay)",
+        ),
+    ] = False,
+) -> None:
+    """Create a DVC project of your own in DIR: git + DVC, your data tracked by `dvc add`,
+    the pipeline (dvc.yaml) and its parameters (params.yaml: your columns, every row used),
+    then check the data as `lttw data check` does. Next: `cd DIR && dvc repro`."""
+    from lttw.project import init_project, upgrade_project
+
+    if upgrade:
+        if data is not None:
+            raise UserError("--upgrade keeps the project's data: leave --data out")
+        new = upgrade_project(directory)
+        typer.echo(
+            f"{directory}: dvc.yaml and lttw-version.json now for lttw {new['lttw']}; "
+            "`dvc repro` reruns what the new code changes"
+        )
+        return
+    if data is None:
+        raise UserError("give --data FILE_OR_FOLDER (your labelled texts)")
+    check = _check_new_data(data, text_column, label_column)  # before anything is written
+    project = init_project(directory, data, text_column, label_column)
+    from lttw.checks.dataset import render
+
+    render(check, console())
+    for problem in check.problems:
+        typer.echo(f"advice: {problem}")
+    typer.echo(
+        f"created {directory}: {project.data} (dvc add), dvc.yaml, params.yaml"
+        + ("" if project.committed else "; not committed (git has no user.name / user.email)")
+    )
+    typer.echo(
+        "next:\n"
+        f"  cd {directory}\n"
+        "  dvc repro                          # train and evaluate (metrics/summary.json)\n"
+        '  lttw predict "a text to classify"  # the trained model answers'
+    )
+
+
+def _check_new_data(data: Path, text_column: str | None, label_column: str | None):
+    """``lttw data check`` of ``data`` with a new project's parameters (every row used)."""
+    from lttw.checks.dataset import check_dataset
+    from lttw.settings import Settings
+
+    if not data.exists():
+        raise FileNotFoundError(2, "no such file or folder (--data)", str(data))
+    defaults = Settings()
+    settings = defaults.model_copy(
+        update={
+            "data": defaults.data.model_copy(
+                update={"sampling": "all", "predict_size": 0, "root": str(data.parent)}
+            )
+        }
+    )
+    return check_dataset(settings, str(data), text_column, label_column)

@@ -1,0 +1,167 @@
+"""`lttw export` and `lttw verify`: a model folder copied for deployment, its files checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lttw import layout
+from lttw.cli.main import (
+    EXIT_BAD_INPUT,
+    ModelDir,
+    Params,
+    _examples,
+    _load,
+    _model_dir,
+    app,
+)
+from lttw.errors import UserError
+
+
+@app.command(
+    epilog=_examples(
+        "lttw export --model models/fold_0 --out exported/lttw-ag-news",
+        "lttw export --model models/fold_0 --out exported/lttw-onnx --onnx",
+        "lttw export --model models/fold_0 --out exported/lttw-int8 --int8 "
+        "--check-file data/sample/test.parquet",
+    )
+)
+def export(
+    out: Annotated[Path, typer.Option("--out", "-o", help="the new self-contained folder")],
+    model: ModelDir = None,
+    force: Annotated[bool, typer.Option(help="replace --out if it exists")] = False,
+    onnx: Annotated[
+        bool,
+        typer.Option(
+            "--onnx",
+            help="also write the classifier as model.onnx (encoder, factor fusion, "
+            "attention, head; tokenising and the factor lookup stay in Python): `lttw predict` "
+            "and `lttw serve` then run it on onnxruntime",
+        ),
+    ] = False,
+    int8: Annotated[
+        bool,
+        typer.Option(
+            "--int8",
+            help="with --onnx (implied): int8 dynamic quantisation of the weights; "
+            "checked by macro F1 on --check-file",
+        ),
+    ] = False,
+    check_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="labelled held-out texts (.parquet/.csv, columns text and label) the ONNX "
+            "export is checked on [default: data/sample/test.parquet where it exists]"
+        ),
+    ] = None,
+    check_rows: Annotated[int, typer.Option(min=1, help="texts of --check-file used")] = 1000,
+    max_f1_drop: Annotated[
+        float,
+        typer.Option(
+            min=0.0, help="int8: the most macro F1 may fall below torch's on --check-file"
+        ),
+    ] = 0.005,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Copy a model folder (the files its loader reads: config, weights, tokenizer, labels,
+    lttw.json, factors/, and its pipeline metrics as metrics.json; nothing else) into a
+    self-contained folder, atomically, with the sha256 of every file in its lttw.json
+    (`lttw verify`), and check that it loads and predicts identically. With --onnx /
+    --int8 also export the classifier to ONNX and check it against torch on held-out texts
+    (fp32: the same label on every text; int8: macro F1 within --max-f1-drop); nothing is
+    written when a check fails."""
+    import numpy as np
+
+    from lttw.inference.predict import Predictor
+    from lttw.io import atomic_dir, write_json
+    from lttw.models.folder_files import copy_loader_files, record_checksums
+    from lttw.serving.info import METRICS_FILE, folder_metrics
+
+    source = _model_dir(model, params)
+    original = _load(source, params)  # also checks that the source is a model folder
+    src, dst = source.resolve(), out.resolve()
+    if dst == src or src in dst.parents or dst in src.parents:
+        raise UserError(
+            f"--out {out} must neither contain nor lie inside the model folder {source}"
+        )
+    if out.exists() and not force:
+        raise UserError(f"{out}: exists; pass --force to replace it")
+    if check_file is None and layout.sample_parquet("test").is_file():
+        check_file = layout.sample_parquet("test")
+    if int8 and check_file is None:
+        raise UserError(
+            "an int8 export is checked by macro F1 on labelled held-out texts: "
+            "pass --check-file F.parquet|F.csv (columns text, label)"
+        )
+    if check_file is not None and not check_file.is_file():
+        raise FileNotFoundError(2, "file not found", str(check_file))
+    probe = ["lttw export check", "a second, longer probe text for the exported model"]
+    with atomic_dir(out) as tmp:
+        left_out = copy_loader_files(source, tmp)  # follows links: self-contained
+        if left_out:
+            typer.echo(
+                f"left out {len(left_out)} files the loader does not read: "
+                + ", ".join(left_out[:10])
+                + (" ..." if len(left_out) > 10 else ""),
+                err=True,
+            )
+        copy = Predictor.load(tmp)
+        if not np.allclose(copy.predict_proba(probe), original.predict_proba(probe), atol=1e-6):
+            raise UserError(f"{out}: the exported model predicts differently from {source}")
+        metrics = folder_metrics(source)
+        if metrics:
+            write_json(tmp / METRICS_FILE, metrics)
+        if onnx or int8:
+            from lttw.serving.onnx_export import add_onnx
+
+            add_onnx(
+                tmp,
+                original,
+                int8,
+                check_file,
+                check_rows,
+                max_f1_drop,
+                say=lambda line: typer.echo(line, err=True),
+            )
+        record_checksums(tmp)  # last: the sha256 of every file of the export
+    typer.echo(
+        f"exported {source} to {out} (loads and predicts identically"
+        + (f"; ONNX {'int8' if int8 else 'fp32'} checked)" if onnx or int8 else ")")
+    )
+
+
+@app.command(epilog=_examples("lttw verify models/fold_0", "lttw verify exported/lttw-ag-news"))
+def verify(
+    folder: Annotated[Path, typer.Argument(metavar="DIR", help="a model folder")],
+) -> None:
+    """Check a model folder's files against the sha256 checksums recorded in its lttw.json
+    when it was written (by the train stage or `lttw export`). Exit 0: every file matches;
+    3: a file is missing, changed or unrecorded (one `error:` line each); 1: no checksums
+    recorded (a folder written before lttw recorded them; `lttw export` writes a copy that
+    has them)."""
+    from lttw.models.bundle import META, read_model_meta
+    from lttw.models.folder_files import verify as check_files
+
+    if not (folder / META).is_file():
+        raise UserError(f"{folder}: not a trained model folder (no {META})")
+    meta, _ = read_model_meta(folder)
+    found = check_files(folder, meta)
+    for problem in found.problems:
+        typer.echo(f"error: {problem}", err=True)
+    if found.problems:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    ignored = (
+        f"; {len(found.ignored)} files the loader does not read, not checked: "
+        + ", ".join(found.ignored[:10])
+        if found.ignored
+        else ""
+    )
+    if not found.recorded:
+        typer.echo(
+            f"{folder}: no checksums recorded (written before lttw recorded them); the "
+            f"files it needs are present{ignored}"
+        )
+        raise typer.Exit(1)
+    typer.echo(f"{folder}: {found.checked} files match their recorded sha256{ignored}")

@@ -1,0 +1,159 @@
+"""The ``lttw`` application: its error handling and exit codes, and what its commands share
+(options, the model folder they load). The commands are in this package's other modules:
+what DVC does not do (predict, explain, check data, export,
+report, experiment grids). A thin layer: each command parses its options and calls the library
+(``batch_predict``, ``explain``, ``datacheck``, ``reporting``).
+
+User errors print one line ``error: ...`` on stderr, from one place (``_Group.invoke``),
+with an exit code that says whose fault it was (docs/your-own-data.md):
+
+* 0: done; 1: an unexpected failure (a bug: a traceback);
+* 2 (``EXIT_USAGE``): the command line is wrong (click's own usage errors, an unknown option,
+  options that do not go together, an invalid parameter value) or a project cannot be made;
+* 3 (``EXIT_BAD_INPUT``): the input is: a data file or its rows / columns (``DataError``), a
+  file that cannot be read or parsed, a missing file or folder, a model folder that does not
+  load;
+* 130: interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from typer.core import TyperGroup
+
+from lttw import layout
+from lttw.errors import DataError, UserError
+
+EXIT_USAGE = 2  # click's own code for usage errors
+EXIT_BAD_INPUT = 3
+EXIT_USER_ERROR = EXIT_USAGE  # the name before exit codes were split (kept for importers)
+#: where `lttw predict/explain/serve/export` find a model without --model: the final model
+#: (the `final` stage, trained on every labelled row); where a project has none yet, the
+#: model of the first fold in folds.run
+FINAL_MODEL_DIR = Path("models/final")
+
+
+class BadInputError(UserError):
+    """The input (a model folder, a data file) is unusable: exit code ``EXIT_BAD_INPUT``."""
+
+
+def exit_code(err: BaseException) -> int:
+    """The exit code of a user error (see the module docstring)."""
+    from lttw.io import UnreadableFileError
+
+    missing = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+    bad_input = (BadInputError, DataError, UnreadableFileError, *missing)
+    return EXIT_BAD_INPUT if isinstance(err, bad_input) else EXIT_USAGE
+
+
+def _message(err: BaseException) -> str:
+    """An exception's message on one line (a missing file as 'PATH: reason')."""
+    if isinstance(err, OSError) and err.filename is not None:
+        return f"{err.filename}: {err.strerror or 'cannot be read'}"
+    from lttw.errors import one_line
+
+    return one_line(err)
+
+
+class _Group(TyperGroup):
+    """Turns user errors raised by any (sub)command into one line and exit code 2 (usage)
+    or 3 (bad input): ``exit_code``."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as err:
+            typer.echo(f"error: {_message(err)}", err=True)
+            raise typer.Exit(exit_code(err)) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130) from None
+
+
+def _typer(help_text: str) -> typer.Typer:
+    return typer.Typer(
+        cls=_Group,
+        help=help_text,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_show_locals=False,
+        rich_markup_mode="markdown",
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+
+app = _typer(
+    "LTTW text classifier: predict, explain, check data, export, report, exp. "
+    "Training and evaluation run through DVC (`dvc repro`)."
+)
+data_app = _typer("Check a dataset, list the known ones.")
+app.add_typer(data_app, name="data")
+
+Params = Annotated[Path, typer.Option("--params", help="parameters file (pipeline settings)")]
+ModelDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--model",
+        "-m",
+        help="model folder [default: models/final, else models/fold_N, N = the first of "
+        "folds.run in --params]",
+    ),
+]
+
+
+def _examples(*commands: str) -> str:
+    """A help epilog listing example command lines."""
+    return "\n\n".join(["Examples:", *(f"`{c}`" for c in commands)])
+
+
+def _model_dir(model: Path | None, params: Path) -> Path:
+    if model is not None:
+        return model
+    if FINAL_MODEL_DIR.is_dir():
+        return FINAL_MODEL_DIR
+    from lttw.settings import read_settings
+
+    return layout.model_dir(read_settings(params).folds.run[0])
+
+
+def _load(model: Path | None, params: Path, device: str = "cpu", onnx: bool = False):
+    """The model folder's ``Predictor``; with ``onnx``, run by onnxruntime where the folder
+    holds ``model.onnx`` (``lttw export --onnx``). A folder that does not load is bad input
+    (``BadInputError``, exit code 3)."""
+    folder = _model_dir(model, params)
+    try:
+        if onnx:
+            from lttw.serving.onnx_runtime import load_predictor
+
+            return load_predictor(folder, device=device)
+        from lttw.inference.predict import Predictor
+
+        return Predictor.load(folder, device=device)
+    except BadInputError:
+        raise
+    except UserError as err:
+        raise BadInputError(str(err)) from None
+
+
+def _version(show: bool) -> None:
+    if show:
+        from lttw import __version__
+
+        typer.echo(f"lttw {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
+) -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
