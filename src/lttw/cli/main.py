@@ -1,8 +1,7 @@
 """The ``lttw`` application: its error handling and exit codes, and what its commands share
-(options, the model folder they load). The commands are in this package's other modules:
-what DVC does not do (predict, explain, check data, export,
-report, experiment grids). A thin layer: each command parses its options and calls the library
-(``batch_predict``, ``explain``, ``datacheck``, ``reporting``).
+(options, the model folder they load). The commands, what DVC does not do (predict, explain,
+check data, export, serve, report, experiment grids), are this package's other modules, each
+a thin layer: it parses its options and calls the library.
 
 User errors print one line ``error: ...`` on stderr, from one place (``_Group.invoke``),
 with an exit code that says whose fault it was (docs/your-own-data.md):
