@@ -1,5 +1,5 @@
 """The one list of each named choice, as plain ``typing.Literal`` types (no pydantic):
-``settings.py`` validates parameters with them and the CLI offers them as option values, so
+``lttw.settings`` validates parameters with them and the CLI offers them as option values, so
 ``lttw --help`` stays fast and neither re-types the other's list."""
 
 from typing import Literal

@@ -173,7 +173,7 @@ def test_saved_folder_keeps_its_layout(fusion, attention, encoder_config, batch,
 
 
 def test_one_list_of_fusions_and_attention_kinds():
-    """settings.py names the choices (it validates parameters without torch); the modules
+    """lttw.settings names the choices (it validates parameters without torch); the modules
     registered under those names follow it."""
     from lttw.models.attention import ATTENTION_KINDS
     from lttw.models.fusion import FUSION_REGISTRY

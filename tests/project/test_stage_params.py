@@ -28,9 +28,9 @@ def _attribute_names(path: Path) -> set[str]:
 
 def _properties() -> dict[str, set[str]]:
     """Settings properties -> the fields they read (``self.x``)."""
-    tree = ast.parse((LIB / "settings.py").read_text(encoding="utf-8"))
+    trees = [ast.parse(f.read_text(encoding="utf-8")) for f in (LIB / "settings").glob("*.py")]
     found = {}
-    for fn in ast.walk(tree):
+    for fn in (node for tree in trees for node in ast.walk(tree)):
         if isinstance(fn, ast.FunctionDef) and any(
             isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list
         ):
@@ -46,8 +46,10 @@ def _properties() -> dict[str, set[str]]:
 
 def names_read(script: Path) -> set[str]:
     """Attribute names in the code a stage runs, properties expanded to what they read."""
-    files = [script] + [p for p in closure(script) if p.is_file() and p.name != "settings.py"]
-    files += [f for p in closure(script) if p.is_dir() for f in p.glob("*.py")]
+    files = [script] + [p for p in closure(script) if p.is_file() and p.parent != LIB / "settings"]
+    files += [
+        f for p in closure(script) if p.is_dir() and p != LIB / "settings" for f in p.glob("*.py")
+    ]
     names = set().union(*(_attribute_names(f) for f in files))
     for prop, fields in _properties().items():
         if prop in names:

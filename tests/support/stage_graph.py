@@ -22,11 +22,21 @@ EXEMPT = {
     "errors.py",
     "stage.py",
     "layout.py",
-    "settings.py",
     "choices.py",
     "hub.py",
     "progress.py",
 }
+#: packages exempt as a whole (parameter validation: the values are tracked as params)
+EXEMPT_PACKAGES = {"settings"}
+
+
+def exempt(path: Path) -> bool:
+    """Plumbing that cannot change a stage's outputs: a name in ``EXEMPT`` or a file (or the
+    folder) of a package in ``EXEMPT_PACKAGES``."""
+    if path.name in EXEMPT:
+        return True
+    rel = path.relative_to(LIB).parts if path.is_relative_to(LIB) else ()
+    return bool(rel) and rel[0] in EXEMPT_PACKAGES
 
 
 def _module_file(dotted: str, package_as_folder: bool = True) -> Path | None:
@@ -66,11 +76,11 @@ def _imports(path: Path) -> set[Path]:
                 found.add(target)
     if "pkgutil.iter_modules(__path__)" in path.read_text():  # imports all its modules
         found.add(path.parent)
-    # importing lttw.a.b runs lttw/a/__init__.py first
+    # importing lttw.a.b runs lttw/a/__init__.py first (from within lttw/a it has run already)
     found |= {
         t.parent / "__init__.py"
         for t in list(found)
-        if t.is_file() and t.parent != LIB and t.name != "__init__.py"
+        if t.is_file() and t.parent not in (LIB, path.parent) and t.name != "__init__.py"
     }
     return found
 

@@ -41,7 +41,7 @@ def test_a_failed_compile_falls_back_to_eager(monkeypatch, caplog):
     optimizer = loop._optimizer(model, cfg, rt)
     scheduler = loop._schedule(optimizer, 1, 10)
     inputs, labels = data.batch(torch.arange(BATCH), rt)
-    with caplog.at_level(logging.WARNING, logger="lttw.training.loop"):
+    with caplog.at_level(logging.WARNING, logger="lttw.training.steps"):
         loss = loop._step(step_model, model, inputs, labels, 1.0, optimizer, scheduler, cfg, rt)
     assert step_model.failed and math.isfinite(float(loss))
     assert "torch.compile failed, training eager" in caplog.text

@@ -4,9 +4,10 @@ resumable checkpoints, dvclive logging, and optional DistributedDataParallel.
 The loop is the same on 1 CPU process, 1 GPU or N processes under ``torchrun``: the global
 batch is ``batch_size`` and each of the N ranks takes its 1/N share of every batch.
 
-Its steps: ``_set_up`` (optimiser, schedule over the planned steps, checkpoint restore),
-``_run_epoch`` (the optimiser steps of one epoch), ``_end_epoch`` (validation, best weights,
-checkpoint, early stop). The budget adapts to the data (``plan_epochs``): at least
+Its steps: ``_set_up`` (optimiser, schedule over the planned steps, checkpoint restore:
+``lttw.training.session``), ``_run_epoch`` (the optimiser steps of one epoch, each
+``lttw.training.steps._step``), ``_end_epoch`` (validation, best weights, checkpoint, early
+stop). The budget adapts to the data (``plan_epochs``): at least
 ``train.epochs`` epochs and ``train.min_steps`` optimiser steps, at most ``train.max_epochs``.
 Where validation F1 is still rising at the planned end (the last epoch gained at least
 ``train.min_gain`` over the best before it), training goes on one epoch at a time
@@ -17,28 +18,39 @@ Face's early stopping with ``load_best_model_at_end`` does.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.profiler import record_function
 
 from lttw.data.batching import Batchable, epoch_order
 from lttw.device import Runtime
-from lttw.evaluation.metrics import classification_metrics
-from lttw.models.trained import predict_proba
 from lttw.progress import progress
 from lttw.settings import TrainSettings
-from lttw.training.checkpoint import Checkpointer
-from lttw.training.live import log_epoch, log_steps, trim_history
+from lttw.training.live import log_epoch, log_steps
 
-if TYPE_CHECKING:
-    from lttw.models.registry import Classifier
+# the set-up and the step live in their own modules; their names are importable from here too
+from lttw.training.session import (  # noqa: F401
+    _fresh_state,
+    _optimizer,
+    _schedule,
+    _Session,
+    _set_up,
+    plan_epochs,
+)
+from lttw.training.steps import (  # noqa: F401
+    CompiledOrEager,
+    _compile_failure,
+    _forward_backward,
+    _rank_rows,
+    _step,
+    _validate,
+    compiles,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,191 +82,6 @@ class TrainResult:
     @property
     def resumed_epochs(self) -> list[int]:
         return [row["epoch"] for row in self.history if row.get("resumed")]
-
-
-def plan_epochs(n_train: int, cfg: TrainSettings) -> int:
-    """Epochs to plan for ``n_train`` rows: ``train.epochs``, or more where that is fewer than
-    ``train.min_steps`` optimiser steps, but at most ``train.max_epochs`` for that reason
-    (``train.epochs`` itself is always honoured)."""
-    steps_per_epoch = max(1, math.ceil(n_train / cfg.batch_size))
-    return max(cfg.epochs, min(math.ceil(cfg.min_steps / steps_per_epoch), cfg.max_epochs))
-
-
-def _optimizer(model: nn.Module, cfg: TrainSettings, rt: Runtime) -> torch.optim.Optimizer:
-    raw = cast("Classifier", model.module if hasattr(model, "module") else model)  # DDP-wrapped
-    groups = []
-    for name, params in raw.parameter_groups().items():
-        params = [p for p in params if p.requires_grad]
-        if not params:
-            continue
-        lr = cfg.lr if name == "encoder" else (cfg.head_lr or cfg.lr)
-        decay = [p for p in params if p.ndim >= 2]
-        no_decay = [p for p in params if p.ndim < 2]
-        groups += [
-            {"params": decay, "lr": lr, "weight_decay": cfg.weight_decay},
-            {"params": no_decay, "lr": lr, "weight_decay": 0.0},
-        ]
-    # fused: one kernel per step for all parameters (CUDA; on the CPU one C++ loop) instead
-    # of a dozen ops per parameter; the CPU has had fused AdamW since torch 2.4
-    return torch.optim.AdamW(groups, fused=True)
-
-
-def compiles(cfg: TrainSettings, rt: Runtime) -> bool:
-    """Whether the training step runs under ``torch.compile``: ``train.compile`` true, or
-    ``auto`` on CUDA (the CPU stays eager: compiling costs more than it saves there)."""
-    return cfg.compile is True or (cfg.compile == "auto" and rt.device.type == "cuda")
-
-
-class CompiledOrEager(nn.Module):
-    """``torch.compile(model)``, and ``model`` itself for the rest of the run once compiling
-    has failed (no C++ compiler or Triton, an unsupported op, ...): ``_step`` then redoes the
-    step eager, with a warning, instead of failing the run."""
-
-    def __init__(self, model: nn.Module):
-        super().__init__()
-        self.eager = model
-        self.compiled = torch.compile(model)
-        self.failed = False
-
-    def forward(self, *args, **kwargs):
-        return (self.eager if self.failed else self.compiled)(*args, **kwargs)
-
-    def fall_back(self, err: BaseException) -> bool:
-        """Switch to eager where ``err`` is a compile failure (True: redo the step); errors
-        of the model's own code (a too-long input, ...) are not, and return False."""
-        if self.failed or not _compile_failure(err):
-            return False
-        log.warning("torch.compile failed, training eager: %s", str(err).splitlines()[0])
-        self.failed = True
-        return True
-
-
-def _compile_failure(err: BaseException) -> bool:
-    """Whether ``err`` comes from torch's compiler stack (dynamo, inductor, Triton, the C++
-    toolchain) rather than from the model's own code."""
-    from torch._dynamo.exc import TorchDynamoException
-
-    if isinstance(err, TorchDynamoException):
-        return True
-    module = type(err).__module__ or ""
-    return module.startswith(("torch._inductor", "torch._dynamo", "triton"))
-
-
-def _schedule(optimizer, warmup: int, total: int | list[int]) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warm-up, then linear decay to 0 at ``total`` steps; ``total`` may be a one-item
-    list that ``_extend`` raises (the decay then stretches to the new end from the step
-    where it is raised)."""
-    end = total if isinstance(total, list) else [total]
-
-    def factor(step: int) -> float:  # linear warm-up, then linear decay to 0
-        if step < warmup:
-            return (step + 1) / max(1, warmup)
-        return max(0.0, (end[0] - step) / max(1, end[0] - warmup))
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-
-
-@dataclass
-class _Session:
-    """Everything the epochs share: the model (and its DDP / compiled wrapper), optimiser,
-    schedule, checkpointer, the plan and the loop state (what a checkpoint stores)."""
-
-    model: nn.Module
-    step_model: nn.Module
-    optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LambdaLR
-    ckpt: Checkpointer
-    state: dict
-    cfg: TrainSettings
-    rt: Runtime
-    seed: int
-    steps_per_epoch: int
-    epochs: int
-    total: int
-    live: object = None
-    end: list = field(default_factory=list)  # [total]: the schedule's end, raised by _extend
-
-    def save(self) -> None:
-        self.ckpt.save(self.model, self.optimizer, self.scheduler, **self.state)
-
-
-def _fresh_state() -> dict:
-    return {
-        "epoch": 0,
-        "step_in_epoch": 0,
-        "step": 0,
-        "history": [],
-        "best": {"f1": -1.0, "epoch": -1},
-        # the running training loss since the last logged value, and the time and rows
-        # of the current epoch so far: a resumed run continues all three
-        "loss_sum": 0.0,
-        "loss_count": 0,
-        "epoch_elapsed_s": 0.0,
-        "epoch_seen": 0,
-    }
-
-
-def _set_up(
-    model,
-    train: Batchable,
-    cfg: TrainSettings,
-    seed: int,
-    rt: Runtime,
-    checkpoint_dir,
-    fingerprint: str,
-    checkpoint_every_s,
-    live,
-) -> _Session:
-    torch.manual_seed(seed)
-    model.to(rt.device)
-    step_model = rt.wrap(model)
-    optimizer = _optimizer(step_model, cfg, rt)
-    if compiles(cfg, rt):  # the step runs compiled; checkpoints and the result use ``model``
-        step_model = CompiledOrEager(step_model)
-    steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
-    epochs = plan_epochs(len(train), cfg)
-    total = steps_per_epoch * epochs
-    if cfg.max_steps:
-        total = min(total, cfg.max_steps)
-    warmup = int(cfg.warmup_ratio * total)  # of the plan: an extension does not move it
-    end = [total]
-    scheduler = _schedule(optimizer, warmup, end)
-    every = {} if checkpoint_every_s is None else {"every_s": checkpoint_every_s}
-    ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main, **every)
-    state = {**_fresh_state(), **ckpt.restore(model, optimizer, scheduler)}
-    if state.get("extended_to"):  # a resumed run that had gone past its plan
-        epochs = state["extended_to"]
-        end[0] = total = state["extended_total"]
-    if state["step_in_epoch"]:  # this epoch's own time and rows continue from the checkpoint
-        state["resumed_epoch"] = state["epoch"]
-    log.info(
-        "training plan: %d epochs of %d steps (%d steps; train.epochs %d, min_steps %d, "
-        "max_epochs %d)",
-        epochs,
-        steps_per_epoch,
-        total,
-        cfg.epochs,
-        cfg.min_steps,
-        cfg.max_epochs,
-    )
-    if live is not None:
-        trim_history(live, state["step"], state["history"])  # nothing after the checkpoint
-    return _Session(
-        model,
-        step_model,
-        optimizer,
-        scheduler,
-        ckpt,
-        state,
-        cfg,
-        rt,
-        seed,
-        steps_per_epoch,
-        epochs,
-        total,
-        live,
-        end,
-    )
 
 
 def train_classifier(
@@ -457,64 +284,3 @@ def _end_epoch(run: _Session, val: Batchable, epoch: int, elapsed: float, seen: 
         log.info("early stop: no validation gain for %d epochs", cfg.patience)
         return True
     return False
-
-
-def _step(ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt) -> torch.Tensor:
-    """One optimiser step; returns the loss (on the device, no sync). Its phases are labelled
-    for ``torch.profiler`` (``bench/profile_train.py``); the labels cost nothing otherwise.
-    A compiled step whose compiling fails is redone eager (``CompiledOrEager``)."""
-    try:
-        loss = _forward_backward(ddp_model, model, inputs, labels, share, optimizer, rt)
-    except Exception as err:
-        if not (isinstance(ddp_model, CompiledOrEager) and ddp_model.fall_back(err)):
-            raise
-        loss = _forward_backward(ddp_model, model, inputs, labels, share, optimizer, rt)
-    if cfg.grad_clip:
-        with record_function("lttw.clip_grad_norm"):
-            # foreach: a few multi-tensor kernels, not a norm and a scale per parameter
-            nn.utils.clip_grad_norm_(ddp_model.parameters(), cfg.grad_clip, foreach=True)
-    with record_function("lttw.optimizer"):
-        optimizer.step()
-        scheduler.step()
-    return loss.detach()
-
-
-def _forward_backward(ddp_model, model, inputs, labels, share, optimizer, rt) -> torch.Tensor:
-    with record_function("lttw.forward"), rt.autocast():
-        loss = F.cross_entropy(ddp_model(**inputs).float(), labels)
-        aux = model.auxiliary_loss()
-        if aux is not None:  # e.g. LEAM's label regulariser (the same on every rank)
-            loss = loss + aux.float()
-    with record_function("lttw.backward"):
-        optimizer.zero_grad(set_to_none=True)
-        (loss * share if rt.world_size > 1 else loss).backward()
-    return loss
-
-
-def _rank_rows(rows: torch.Tensor, rt: Runtime) -> tuple[torch.Tensor, float]:
-    """This rank's rows of a global batch, and the weight of its mean loss.
-
-    DDP averages gradients over the ranks, so with unequal shares (a last, partial batch) the
-    plain mean of per-rank means is not the mean over the global batch. Each rank's mean loss
-    is weighted by world_size * n_rank / n_global, which makes the averaged gradient that of
-    the single-process loss. A rank left without rows (fewer rows than ranks) takes one row
-    with weight 0, so that it still joins the gradient all-reduce.
-    """
-    if rt.world_size == 1:
-        return rows, 1.0
-    mine = rows.tensor_split(rt.world_size)[rt.rank]
-    if len(mine) == 0:
-        return rows[:1], 0.0
-    return mine, len(mine) * rt.world_size / len(rows)
-
-
-def _validate(model: nn.Module, val: Batchable, cfg: TrainSettings, rt: Runtime) -> float:
-    """Macro-F1 on the validation part (computed on the main process, shared with all)."""
-    f1 = torch.zeros((), device=rt.device)
-    if rt.is_main and len(val):
-        probs = predict_proba(model, val, rt, cfg.eval_batch_size)
-        f1 += classification_metrics(val.labels.numpy(), probs.argmax(1), probs.shape[1])[
-            "f1_macro"
-        ]
-    rt.broadcast(f1)
-    return float(f1.item())

@@ -1,0 +1,136 @@
+"""The training parameter groups: ``train`` (the loop) and ``final`` (the final model)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from lttw.choices import Device
+from lttw.settings.group import _Group
+
+
+class TrainSettings(_Group):
+    """``train``: the fine-tuning loop (optimiser, schedule, budget, early stopping) and
+    where it runs."""
+
+    device: Device = Field(
+        default="auto",
+        description="`auto` (the GPU where there is one, else the CPU), `cpu` or `cuda`.",
+    )
+    bf16: bool = Field(
+        default=True,
+        description="Autocast to bf16 where the device supports it: a GPU, or a CPU with "
+        "native bf16 instructions (AVX512-BF16 or AMX); on others fp32.",
+    )
+    compile: Literal["auto"] | bool = Field(
+        default="auto",
+        description="Run the training step through `torch.compile`: `auto` compiles on CUDA "
+        "(falling back to eager, with a warning, where compiling fails) and stays eager on "
+        "the CPU.",
+    )
+    epochs: int = Field(
+        default=2,
+        ge=1,
+        le=1000,
+        description="Planned epochs, at least: more where that is fewer than "
+        "`train.min_steps` optimiser steps; early stopping (`train.patience`) ends sooner.",
+    )
+    min_steps: int = Field(
+        default=200,
+        ge=0,
+        description="Plan enough epochs for this many optimiser steps (a small train part "
+        "gets more epochs), at most `train.max_epochs`.",
+    )
+    max_epochs: int = Field(
+        default=20,
+        ge=1,
+        le=1000,
+        description="The most epochs that `train.min_steps` and `train.min_gain` may extend "
+        "the plan to.",
+    )
+    batch_size: int = Field(
+        default=32,
+        ge=1,
+        description="Training batch size (the global batch under DDP), at most the fold's "
+        "train part; the paper's 128.",
+    )
+    group_by_length: bool = Field(
+        default=False,
+        description="Batches of texts of similar length, sorted within windows of 50 "
+        "shuffled batches (as transformers' `Trainer` option of that name): less padding, "
+        "faster, but other batches (`lttw.data.batching`).",
+    )
+    eval_batch_size: int = Field(
+        default=128, ge=1, description="Batch size of validation and evaluation."
+    )
+    lr: float = Field(
+        default=1e-4,
+        gt=0,
+        lt=1,
+        description="Peak learning rate of the pretrained weights; the paper's 2e-5 at batch 128.",
+    )
+    head_lr: float | None = Field(
+        default=1e-3,
+        gt=0,
+        lt=1,
+        description="Peak learning rate of the new layers (fusion, attention, classifier); "
+        "null: `train.lr`.",
+    )
+    weight_decay: float = Field(default=0.01, ge=0, description="AdamW's weight decay.")
+    warmup_ratio: float = Field(
+        default=0.06,
+        ge=0,
+        lt=1,
+        description="Share of the planned optimiser steps that warm the learning rate up.",
+    )
+    grad_clip: float = Field(
+        default=1.0, ge=0, description="Clip the gradients' norm to this; 0 disables clipping."
+    )
+    patience: int = Field(
+        default=2,
+        ge=0,
+        description="Epochs without a validation F1 gain before stopping early; 0: never.",
+    )
+    min_gain: float = Field(
+        default=0.01,
+        ge=0,
+        le=1,
+        description="At the planned end, an epoch that raised validation F1 by at least this "
+        "over the best before it means still rising: training goes on one epoch at a time, up "
+        "to `train.max_epochs`, and keeps the best epoch's weights.",
+    )
+    max_steps: int = Field(
+        default=0, ge=0, description="A cap on optimiser steps; 0: none (tests use a small cap)."
+    )
+    log_every: int = Field(
+        default=20, ge=1, description="Log the training loss every this many steps."
+    )
+    num_threads: int = Field(
+        default=0, ge=0, description="torch's CPU threads; 0: torch's default."
+    )
+    distributed: Literal["auto", "off"] = Field(
+        default="auto",
+        description="`auto`: under `torchrun` (WORLD_SIZE > 1), DistributedDataParallel; "
+        "`off`: every process trains alone.",
+    )
+    freeze_encoder: bool = Field(
+        default=False,
+        description="Do not train the pretrained encoder: its hidden states are computed "
+        "once (the `encode` stage, cached by DVC) and only the new layers train. Fast sweeps, "
+        "but another model than the paper's.",
+    )
+
+
+class FinalSettings(_Group):
+    """``final``: the model a user takes away (``models/final``, the DVC artifact)."""
+
+    enabled: bool = Field(
+        default=False,
+        description="`true`: the `final` stage retrains `model.variant` on every labelled row "
+        "of the train sample (all folds' parts) for the rounded-up median of the folds' best "
+        "epoch counts; its quality estimate is the folds' held-out metrics. `false` (this "
+        "repository's paper profile, which needs only the folds; on the default profile it "
+        "would add about 6 minutes, estimated): `models/final` is the first fold's model. "
+        "`lttw init` projects set `true`.",
+    )

@@ -1,0 +1,25 @@
+"""The names of the choices (``lttw.choices``) as tuples, and which variants use what."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from lttw.choices import Attention, Fusion, Ranking, Variant
+
+#: the choices (lttw.choices) as tuples of names; every other module takes them from here
+VARIANTS: tuple[str, ...] = get_args(Variant)
+FUSIONS: tuple[str, ...] = get_args(Fusion)
+ATTENTIONS: tuple[str, ...] = get_args(Attention)
+RANKINGS: tuple[str, ...] = get_args(Ranking)
+
+#: variants whose inputs include the latent-factor tensor (when fusion != none)
+FACTOR_VARIANTS = {"lttw"}
+#: variants that can embed the counts stage's words instead of encoder tokens (model.vocab)
+WORD_VOCAB_VARIANTS = {"bilstm_attention", "transformer", "leam"}
+#: variants that read the pretrained encoder's last hidden states (train.freeze_encoder can
+#: cache them: the encode stage)
+ENCODER_VARIANTS = {"lttw", "encoder", "encoder_cnn"}
+#: variants that need no tokenizer / torch at all
+NON_NEURAL_VARIANTS = {"tfidf_linear"}
+#: every variant but LTTW: the comparators of the paper's Table 4 (``make baselines``)
+BASELINES = tuple(v for v in VARIANTS if v not in FACTOR_VARIANTS)

@@ -1,0 +1,168 @@
+"""A training run's set-up and shared state: the epoch plan, the optimiser, the learning-rate
+schedule, the checkpoint restore, and ``_Session``, which the loop's epochs share."""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
+
+import torch
+from torch import nn
+
+from lttw.data.batching import Batchable
+from lttw.device import Runtime
+from lttw.settings import TrainSettings
+from lttw.training.checkpoint import Checkpointer
+from lttw.training.live import trim_history
+from lttw.training.steps import CompiledOrEager, compiles
+
+if TYPE_CHECKING:
+    from lttw.models.registry import Classifier
+
+log = logging.getLogger(__name__)
+
+
+def plan_epochs(n_train: int, cfg: TrainSettings) -> int:
+    """Epochs to plan for ``n_train`` rows: ``train.epochs``, or more where that is fewer than
+    ``train.min_steps`` optimiser steps, but at most ``train.max_epochs`` for that reason
+    (``train.epochs`` itself is always honoured)."""
+    steps_per_epoch = max(1, math.ceil(n_train / cfg.batch_size))
+    return max(cfg.epochs, min(math.ceil(cfg.min_steps / steps_per_epoch), cfg.max_epochs))
+
+
+def _optimizer(model: nn.Module, cfg: TrainSettings, rt: Runtime) -> torch.optim.Optimizer:
+    raw = cast("Classifier", model.module if hasattr(model, "module") else model)  # DDP-wrapped
+    groups = []
+    for name, params in raw.parameter_groups().items():
+        params = [p for p in params if p.requires_grad]
+        if not params:
+            continue
+        lr = cfg.lr if name == "encoder" else (cfg.head_lr or cfg.lr)
+        decay = [p for p in params if p.ndim >= 2]
+        no_decay = [p for p in params if p.ndim < 2]
+        groups += [
+            {"params": decay, "lr": lr, "weight_decay": cfg.weight_decay},
+            {"params": no_decay, "lr": lr, "weight_decay": 0.0},
+        ]
+    # fused: one kernel per step for all parameters (CUDA; on the CPU one C++ loop) instead
+    # of a dozen ops per parameter; the CPU has had fused AdamW since torch 2.4
+    return torch.optim.AdamW(groups, fused=True)
+
+
+def _schedule(optimizer, warmup: int, total: int | list[int]) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up, then linear decay to 0 at ``total`` steps; ``total`` may be a one-item
+    list that ``_extend`` raises (the decay then stretches to the new end from the step
+    where it is raised)."""
+    end = total if isinstance(total, list) else [total]
+
+    def factor(step: int) -> float:  # linear warm-up, then linear decay to 0
+        if step < warmup:
+            return (step + 1) / max(1, warmup)
+        return max(0.0, (end[0] - step) / max(1, end[0] - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+@dataclass
+class _Session:
+    """Everything the epochs share: the model (and its DDP / compiled wrapper), optimiser,
+    schedule, checkpointer, the plan and the loop state (what a checkpoint stores)."""
+
+    model: nn.Module
+    step_model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    ckpt: Checkpointer
+    state: dict
+    cfg: TrainSettings
+    rt: Runtime
+    seed: int
+    steps_per_epoch: int
+    epochs: int
+    total: int
+    live: object = None
+    end: list = field(default_factory=list)  # [total]: the schedule's end, raised by _extend
+
+    def save(self) -> None:
+        self.ckpt.save(self.model, self.optimizer, self.scheduler, **self.state)
+
+
+def _fresh_state() -> dict:
+    return {
+        "epoch": 0,
+        "step_in_epoch": 0,
+        "step": 0,
+        "history": [],
+        "best": {"f1": -1.0, "epoch": -1},
+        # the running training loss since the last logged value, and the time and rows
+        # of the current epoch so far: a resumed run continues all three
+        "loss_sum": 0.0,
+        "loss_count": 0,
+        "epoch_elapsed_s": 0.0,
+        "epoch_seen": 0,
+    }
+
+
+def _set_up(
+    model,
+    train: Batchable,
+    cfg: TrainSettings,
+    seed: int,
+    rt: Runtime,
+    checkpoint_dir,
+    fingerprint: str,
+    checkpoint_every_s,
+    live,
+) -> _Session:
+    torch.manual_seed(seed)
+    model.to(rt.device)
+    step_model = rt.wrap(model)
+    optimizer = _optimizer(step_model, cfg, rt)
+    if compiles(cfg, rt):  # the step runs compiled; checkpoints and the result use ``model``
+        step_model = CompiledOrEager(step_model)
+    steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
+    epochs = plan_epochs(len(train), cfg)
+    total = steps_per_epoch * epochs
+    if cfg.max_steps:
+        total = min(total, cfg.max_steps)
+    warmup = int(cfg.warmup_ratio * total)  # of the plan: an extension does not move it
+    end = [total]
+    scheduler = _schedule(optimizer, warmup, end)
+    every = {} if checkpoint_every_s is None else {"every_s": checkpoint_every_s}
+    ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main, **every)
+    state = {**_fresh_state(), **ckpt.restore(model, optimizer, scheduler)}
+    if state.get("extended_to"):  # a resumed run that had gone past its plan
+        epochs = state["extended_to"]
+        end[0] = total = state["extended_total"]
+    if state["step_in_epoch"]:  # this epoch's own time and rows continue from the checkpoint
+        state["resumed_epoch"] = state["epoch"]
+    log.info(
+        "training plan: %d epochs of %d steps (%d steps; train.epochs %d, min_steps %d, "
+        "max_epochs %d)",
+        epochs,
+        steps_per_epoch,
+        total,
+        cfg.epochs,
+        cfg.min_steps,
+        cfg.max_epochs,
+    )
+    if live is not None:
+        trim_history(live, state["step"], state["history"])  # nothing after the checkpoint
+    return _Session(
+        model,
+        step_model,
+        optimizer,
+        scheduler,
+        ckpt,
+        state,
+        cfg,
+        rt,
+        seed,
+        steps_per_epoch,
+        epochs,
+        total,
+        live,
+        end,
+    )
