@@ -5,6 +5,7 @@ import pandas as pd
 
 from lttw import layout
 from lttw.data.folds import read_fold_parts
+from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.factors.counts import write_part_counts
 from lttw.io import atomic_dir, read_json
 from lttw.stage import run_stage
@@ -15,12 +16,13 @@ def main(settings, fold):
     rows = read_fold_parts(layout.FOLDS_PARQUET, fold)["train"]
     labels_info = read_json(layout.LABELS_JSON)
     part = sample.iloc[rows]
+    n_labels = len(labels_info["classes"])
     with atomic_dir(layout.counts_dir(fold)) as tmp:
         write_part_counts(
             tmp,
             part["text"].tolist(),
-            part["label"].to_numpy(),
-            len(labels_info["classes"]),
+            label_targets(part["label"], n_labels, is_multi_label(labels_info)),
+            n_labels,
             settings.words.splitter,
             settings.counts,
             labels_info.get("language"),

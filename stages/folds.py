@@ -1,4 +1,4 @@
-"""Stage `folds`: stratified fold id of every training row and each fold's train/val/test parts."""
+"""Stage `folds`: stratified (multi-label: iteratively stratified) fold id of every training row and each fold's train/val/test parts."""
 
 import logging
 
@@ -6,7 +6,8 @@ import pandas as pd
 
 from lttw import layout
 from lttw.data.folds import assign_folds, folds_frame
-from lttw.io import atomic_dir
+from lttw.data.label_sets import is_multi_label, label_targets
+from lttw.io import atomic_dir, read_json
 from lttw.stage import run_stage
 
 log = logging.getLogger("lttw.folds")
@@ -14,8 +15,10 @@ log = logging.getLogger("lttw.folds")
 
 def main(settings):
     labels = pd.read_parquet(layout.sample_parquet("train"), columns=["label"])["label"]
+    info = read_json(layout.LABELS_JSON)
+    targets = label_targets(labels, len(info["classes"]), is_multi_label(info))
     n_folds = settings.folds.n_folds
-    fold_ids = assign_folds(labels.to_numpy(), n_folds, settings.seed)
+    fold_ids = assign_folds(targets, n_folds, settings.seed)
     log.info("%d training rows in %d stratified folds", len(fold_ids), n_folds)
     with atomic_dir(layout.FOLDS_PARQUET.parent) as tmp:
         folds_frame(fold_ids, n_folds).to_parquet(tmp / layout.FOLDS_PARQUET.name, index=False)

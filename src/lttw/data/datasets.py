@@ -3,8 +3,11 @@
 ``data.dataset`` names, under ``data.root``:
 
 * a folder with a ``manifest.json`` (text/label columns, class names, one file per split);
-* a folder of parquet / CSV / TSV files (split = "train"/"test" from the file name, else pooled);
-* a single parquet / CSV / TSV file.
+* a folder of parquet / CSV / TSV / JSON Lines files (split = "train"/"test" from the file name, else pooled);
+* a single parquet / CSV / TSV / JSON Lines file.
+
+Multi-label data (``data.multi_label``, ``data.label_delimiter``, the manifest's
+``multi_label``; ``lttw.data.label_lists``) carries its labels as an ``(n, p)`` indicator matrix.
 
 A known name (``KNOWN_DATASETS``) whose folder is missing, or a manifest whose files are
 missing, is read from its Hugging Face dataset (``hf://datasets/<name>``) when online; offline
@@ -22,6 +25,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from lttw.data.label_lists import (
+    encode_label_lists,
+    is_list_valued,
+    split_label_cells,
+    wants_multi_label,
+)
 from lttw.data.tables import TABLE_SUFFIXES, encode_labels, read_table, select_columns
 from lttw.errors import DataError
 from lttw.hub import offline_reason
@@ -72,7 +81,8 @@ KNOWN_DATASETS: dict[str, HubSpec] = {
 
 @dataclass(frozen=True)
 class Dataset:
-    """All usable rows of a dataset, pooled over its files (arrays of shape (n_rows,)).
+    """All usable rows of a dataset, pooled over its files (arrays of shape (n_rows,); the
+    labels of multi-label data an (n_rows, p) uint8 indicator matrix).
 
     source_rows: row index in the concatenation of the source files (manifest split order),
     before any row was dropped.
@@ -80,7 +90,7 @@ class Dataset:
 
     name: str
     texts: np.ndarray  # object array of str
-    labels: np.ndarray  # int64, 0..p-1
+    labels: np.ndarray  # int64, 0..p-1; multi_label: (n_rows, p) uint8 indicator matrix
     splits: np.ndarray  # object array: split name of each row
     source_rows: np.ndarray  # int64
     classes: list[str]
@@ -92,11 +102,12 @@ class Dataset:
     conflicting_texts: int = 0  # distinct texts that occur with more than one label
     language: str | None = None  # the manifest's language (words.splitter=auto reads it)
     word_vectors: str | None = None  # the manifest's word-vectors file (model.word_vectors)
+    multi_label: bool = False  # a set of classes per text (lttw.data.label_sets)
 
     def rows_of(self, split: str | None) -> np.ndarray:
         """Indices of the rows of one split (all rows for None)."""
         if split is None:
-            return np.arange(self.labels.size)
+            return np.arange(len(self.texts))
         return np.flatnonzero(self.splits == split)
 
 
@@ -180,6 +191,7 @@ class _Resolved:
     source: str
     language: str | None = None  # manifest fields, where there is one
     word_vectors: str | None = None
+    multi_label: bool = False  # the manifest's "multi_label"
 
 
 def _from_hub(spec: HubSpec, local: Path) -> _Resolved:
@@ -210,6 +222,7 @@ def _from_manifest(name: str, folder: Path) -> _Resolved:
             str(folder),
             language,
             vectors,
+            bool(manifest.get("multi_label", False)),
         )
     if not any(present) and (name in KNOWN_DATASETS or manifest.get("hub_dataset")):
         spec = KNOWN_DATASETS.get(name) or HubSpec(
@@ -224,6 +237,7 @@ def _from_manifest(name: str, folder: Path) -> _Resolved:
             resolved.source,
             language,
             vectors,
+            bool(manifest.get("multi_label", False)),
         )
     missing = next(path for (_, path), ok in zip(files, present) if not ok)
     raise DataError(f"{missing}: file not found (listed in {folder / 'manifest.json'})")
@@ -251,18 +265,39 @@ def resolve(settings: DataSettings) -> _Resolved:
     )
 
 
-def _pool(resolved: _Resolved, text_cols: tuple[str, ...], label_col: str) -> pd.DataFrame:
-    """All files' rows in one frame (text, label, split), indexed by source row."""
+def _pool(
+    resolved: _Resolved, text_cols: tuple[str, ...], label_col: str, settings: DataSettings
+) -> tuple[pd.DataFrame, bool]:
+    """All files' rows in one frame (text, label, split), indexed by source row, and whether
+    the data is multi-label (then each label is a tuple of labels, None where missing)."""
+    parts = [
+        (split, select_columns(frame, where, text_cols, label_col), where)
+        for split, frame, where in resolved.tables
+    ]
+    multi_label = wants_multi_label(
+        settings.multi_label,
+        resolved.multi_label,
+        any(is_list_valued(part["label"]) for _, part, _ in parts),
+        settings.label_delimiter,
+        resolved.source,
+    )
     frames, offset = [], 0
-    for split, frame, where in resolved.tables:
-        part = select_columns(frame, where, text_cols, label_col)
+    for split, part, where in parts:
+        if multi_label:
+            cells = split_label_cells(
+                part["label"],
+                f"{where}, column {label_col}",
+                settings.label_delimiter,
+                resolved.classes,
+            )
+            part = part.assign(label=cells)
         part.index = pd.RangeIndex(offset, offset + len(part))
         frames.append(part.assign(split=split))
         offset += len(part)
     pooled = pd.concat(frames) if frames else pd.DataFrame(columns=["text", "label", "split"])
     if pooled.empty:
         raise DataError(f"{resolved.source}: the dataset has no rows")
-    return pooled
+    return pooled, multi_label
 
 
 def _usable(
@@ -295,19 +330,22 @@ def load_dataset(settings: DataSettings) -> Dataset:
     source = resolved.source
     text_cols = (settings.text_column,) if settings.text_column else resolved.text_columns
     label_col = settings.label_column or resolved.label_column
-    pooled = _pool(resolved, text_cols, label_col)
+    pooled, multi_label = _pool(resolved, text_cols, label_col, settings)
     blank, unlabelled = _usable(pooled, source, text_cols, label_col)
     kept = pooled[~blank & ~unlabelled]
     duplicates, conflicting = _duplicates(kept, source)
-    ids, class_names, label_values = encode_labels(
-        kept["label"], resolved.classes, f"{source}, column {label_col}"
-    )
+    if multi_label:
+        ids, class_names, label_values = encode_label_lists(kept["label"], resolved.classes)
+    else:
+        ids, class_names, label_values = encode_labels(
+            kept["label"], resolved.classes, f"{source}, column {label_col}"
+        )
     if len(class_names) < 2:
         raise DataError(f"{source}: only one class ({class_names[0]!r}) in column {label_col}")
     return Dataset(
         name=settings.dataset,
         texts=kept["text"].astype("str").to_numpy(dtype=object),
-        labels=ids.astype(np.int64),
+        labels=ids if multi_label else ids.astype(np.int64),
         splits=kept["split"].to_numpy(dtype=object),
         source_rows=kept.index.to_numpy(dtype=np.int64),
         classes=class_names,
@@ -319,6 +357,7 @@ def load_dataset(settings: DataSettings) -> Dataset:
         conflicting_texts=conflicting,
         language=resolved.language,
         word_vectors=resolved.word_vectors,
+        multi_label=multi_label,
     )
 
 

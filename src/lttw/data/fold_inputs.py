@@ -15,6 +15,7 @@ import torch
 from lttw import layout
 from lttw.data.batching import Batchable
 from lttw.data.folds import read_fold_parts
+from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.io import read_arrays, read_json
 
 #: evaluation parts: the fold's own test part, and the held-out test and predict samples
@@ -25,8 +26,13 @@ EVAL_PARTS = ("fold_test", "test", "predict")
 class FoldInputs:
     classes: list[str]
     parts: dict[str, np.ndarray]  # train / val / fold_test -> row indices into the train sample
-    labels: dict[str, np.ndarray]  # split -> (n,) int64
+    labels: dict[str, np.ndarray]  # split -> (n,) int64; multi-label: (n, C) uint8 indicator
     texts: dict[str, list[str]]  # split -> raw texts (for non-neural variants)
+
+    @property
+    def multi_label(self) -> bool:
+        """Whether the labels are indicator matrices (labels.json ``"multi_label": true``)."""
+        return next(iter(self.labels.values())).ndim == 2 if self.labels else False
 
     @property
     def n_labels(self) -> int:
@@ -49,14 +55,17 @@ class FoldInputs:
 
 
 def load_fold_inputs(fold: int) -> FoldInputs:
+    """One fold's sample labels (``label_sets.label_targets``: class ids, or for multi-label
+    data the indicator matrix), texts and parts."""
+    info = read_json(layout.LABELS_JSON)
+    classes = info["classes"]
     labels, texts = {}, {}
     for split in layout.SPLITS:
         frame = pd.read_parquet(layout.sample_parquet(split), columns=["text", "label"])
-        # a writable copy: pandas' copy-on-write arrays are read-only, which torch.from_numpy
-        # warns about
-        labels[split] = np.array(frame["label"], dtype=np.int64)
+        # a fresh, writable array: pandas' copy-on-write arrays are read-only, which
+        # torch.from_numpy warns about
+        labels[split] = label_targets(frame["label"], len(classes), is_multi_label(info))
         texts[split] = frame["text"].tolist()
-    classes = read_json(layout.LABELS_JSON)["classes"]
     parts = read_fold_parts(layout.FOLDS_PARQUET, fold)
     parts["fold_test"] = parts.pop("test")
     return FoldInputs(classes=classes, parts=parts, labels=labels, texts=texts)

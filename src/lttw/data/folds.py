@@ -1,9 +1,15 @@
 """Stratified ten-fold cross-validation on the training sample (paper 3.1): in fold f the
 rows of fold f are the test part, the rows of fold (f+1) % n_folds the validation part and the
-rest the training part (8:1:1 with ten folds)."""
+rest the training part (8:1:1 with ten folds).
+
+Single-label rows are stratified by scikit-learn's ``StratifiedKFold``; multi-label rows (an
+``(n, p)`` indicator matrix, ``lttw.data.label_sets``) by iterative stratification (Sechidis
+et al. 2011), the ``iterative-stratification`` package's ``MultilabelStratifiedKFold``, which
+keeps every label's share of rows in each fold close to its share overall."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -11,12 +17,17 @@ import pandas as pd
 
 from lttw.errors import DataError
 
+log = logging.getLogger(__name__)
+
 PARTS = ("train", "val", "test")
 
 
 def assign_folds(labels: np.ndarray, n_folds: int, random_state: int | None) -> np.ndarray:
-    """Fold id (0..n_folds-1) of every row, stratified by label: shape (n_rows,), int64."""
+    """Fold id (0..n_folds-1) of every row, stratified by label: shape (n_rows,), int64.
+    ``labels``: ``(n,)`` class ids, or an ``(n, p)`` indicator matrix (multi-label)."""
     labels = np.asarray(labels)
+    if labels.ndim == 2:
+        return _multi_label_folds(labels, n_folds, random_state)
     classes, per_class = np.unique(labels, return_counts=True)
     if per_class.size and per_class.min() < n_folds:
         small = {int(c): int(n) for c, n in zip(classes, per_class) if n < n_folds}
@@ -29,6 +40,33 @@ def assign_folds(labels: np.ndarray, n_folds: int, random_state: int | None) -> 
     splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=random_state)
     fold_ids = np.empty(labels.size, dtype=np.int64)
     for fold, (_, test) in enumerate(splitter.split(np.zeros(labels.size), labels)):
+        fold_ids[test] = fold
+    return fold_ids
+
+
+def _multi_label_folds(indicator: np.ndarray, n_folds: int, random_state: int | None) -> np.ndarray:
+    """Iteratively stratified folds of multi-label rows; a class on fewer rows than folds is
+    missing from some folds (logged, not refused: rare labels are common in such data)."""
+    if indicator.shape[0] < n_folds:
+        raise DataError(
+            f"folds.n_folds={n_folds} needs at least {n_folds} training rows; the train "
+            f"sample has {indicator.shape[0]} (raise data.train_size)"
+        )
+    per_class = indicator.sum(axis=0)
+    rare = np.flatnonzero(per_class < n_folds)
+    if rare.size:
+        log.warning(
+            "%d classes have fewer training rows than folds.n_folds=%d (ids %s): some folds "
+            "have none of them",
+            rare.size,
+            n_folds,
+            rare.tolist()[:10],
+        )
+    from iterstrat.ml_stratifiers import MultilabelStratifiedKFold
+
+    splitter = MultilabelStratifiedKFold(n_splits=n_folds, shuffle=True, random_state=random_state)
+    fold_ids = np.empty(indicator.shape[0], dtype=np.int64)
+    for fold, (_, test) in enumerate(splitter.split(np.zeros(indicator.shape[0]), indicator)):
         fold_ids[test] = fold
     return fold_ids
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lttw.data.datasets import Dataset
+from lttw.data.label_sets import label_counts
 from lttw.errors import DataError
 from lttw.layout import SPLITS
 from lttw.settings import DataSettings
@@ -31,7 +32,13 @@ log = logging.getLogger(__name__)
 class Pool:
     source: str | None  # the dataset split the rows come from (None: all rows pooled)
     splits: tuple[str, ...]  # the samples drawn from it, in drawing order
-    counts: np.ndarray  # rows per class, shape (p,)
+    counts: np.ndarray  # rows per class, shape (p,) (multi-label: rows having the class)
+    n_rows: int = -1  # rows in the pool (-1: the sum of ``counts``, single-label)
+
+    @property
+    def rows(self) -> int:
+        """Rows in the pool (below the sum of ``counts`` for multi-label data)."""
+        return int(self.counts.sum()) if self.n_rows < 0 else self.n_rows
 
     @property
     def where(self) -> str:
@@ -60,7 +67,8 @@ def pools_of(dataset: Dataset, use_splits: bool) -> list[Pool]:
         Pool(
             source,
             tuple(s for s in SPLITS if assignment[s] == source),
-            np.bincount(dataset.labels[dataset.rows_of(source)], minlength=p),
+            label_counts(dataset.labels[dataset.rows_of(source)], p),
+            dataset.rows_of(source).size,
         )
         for source in dict.fromkeys(assignment.values())
     ]
@@ -151,7 +159,7 @@ def shortfalls(pools: list[Pool], sizes: dict[str, int], sampling: str) -> list[
             p = pool.counts.size
             return int(pool.counts.min()) < sum(sizes[s] // p for s in pool.splits)
         if sampling == "stratified":
-            return int(pool.counts.sum()) < sum(sizes[s] for s in pool.splits)
+            return pool.rows < sum(sizes[s] for s in pool.splits)
         return False
 
     return [pool for pool in pools if short(pool)]
@@ -173,7 +181,7 @@ def fitting_sizes(pools: list[Pool], sizes: dict[str, int], sampling: str) -> di
             out.update({s: int(n) * p for s, n in zip(pool.splits, fit)})
         else:
             want = np.array([sizes[s] for s in pool.splits])
-            fit = apportion(int(pool.counts.sum()), want, want, minimum=p)
+            fit = apportion(pool.rows, want, want, minimum=p)
             out.update({s: int(n) for s, n in zip(pool.splits, fit)})
     return out
 
@@ -191,7 +199,7 @@ def _pool_problem(pool: Pool, sizes: dict[str, int], sampling: str, classes: lis
     if sampling == "stratified":
         return (
             f"{wanted} {verb} {sum(sizes[s] for s in pool.splits)} rows from {pool.where}, "
-            f"which has {int(pool.counts.sum())}"
+            f"which has {pool.rows}"
         )
     p = pool.counts.size
     per_class = [sizes[s] // p for s in pool.splits]

@@ -7,6 +7,10 @@ from the train split and test + predict from the test split; otherwise all three
 pooled rows. Within a pool every class's rows are permuted once and consecutive chunks go to the
 samples, so samples never share a row. All randomness comes from one
 ``numpy.random.default_rng(seed)``, used in a fixed order.
+
+Multi-label data (``Dataset.multi_label``) is drawn by ``lttw.data.multi_label_sampling``
+(iterative stratification; ``balanced`` refused); its samples' ``label`` column is a list of
+class ids per text and labels.json says ``"multi_label": true``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from lttw.data.datasets import Dataset
+from lttw.data.label_sets import MULTI_LABEL_KEY, label_counts, label_lists
+from lttw.data.multi_label_sampling import multi_label_indices, refuse_balanced
 from lttw.data.sample_sizes import (
     Pool,
     check_minimum_sizes,
@@ -82,11 +88,20 @@ def sample_indices(
 
 
 def sample_frame(dataset: Dataset, rows: np.ndarray) -> pd.DataFrame:
-    """Columns text (str), label (int64), source_row (int64) for the given dataset rows."""
+    """Columns text (str), label (int64; multi-label: a list of int64 class ids, sorted),
+    source_row (int64) for the given dataset rows."""
+    if dataset.multi_label:
+        import pyarrow as pa
+
+        label = pd.Series(
+            label_lists(dataset.labels[rows]), dtype=pd.ArrowDtype(pa.list_(pa.int64()))
+        )
+    else:
+        label = dataset.labels[rows].astype(np.int64)
     return pd.DataFrame(
         {
             "text": pd.array(dataset.texts[rows].tolist(), dtype="str"),
-            "label": dataset.labels[rows].astype(np.int64),
+            "label": label,
             "source_row": dataset.source_rows[rows].astype(np.int64),
         }
     )
@@ -113,20 +128,30 @@ def draw_samples(
     """The three samples as frames, and the ``labels.json`` record describing them. Sizes that
     cannot be met raise one ``DataError`` naming all of them and sizes that fit."""
     sampling = settings.sampling
+    refuse_balanced(dataset, sampling)
     if sampling == "balanced":
         per_class = per_class_sizes(settings, len(dataset.classes))
     pools = pools_of(dataset, settings.use_splits)
     problem = size_problem(dataset, settings)
     if problem:
         raise DataError(problem)
-    quotas = {
-        s: q for pool in pools for s, q in pool_quotas(pool, sizes_of(settings), sampling).items()
-    }
+    rng = np.random.default_rng(seed)
+    if dataset.multi_label:
+        rows = multi_label_indices(dataset, pools, sizes_of(settings), sampling, rng)
+        p = len(dataset.classes)
+        quotas = {s: label_counts(dataset.labels[rows[s]], p) for s in SPLITS}
+    else:
+        quotas = {
+            s: q
+            for pool in pools
+            for s, q in pool_quotas(pool, sizes_of(settings), sampling).items()
+        }
     if sampling != "balanced":
         per_class = {split: quotas[split].tolist() for split in SPLITS}
     if sampling == "all":
         log.info(ALL_ROWS_NOTE)
-    rows = sample_indices(dataset, pools, quotas, np.random.default_rng(seed))
+    if not dataset.multi_label:
+        rows = sample_indices(dataset, pools, quotas, rng)
     frames = {split: sample_frame(dataset, rows[split]) for split in SPLITS}
     duplicates = {
         split: count_duplicates(frames["train"]["text"], frames[split]["text"])
@@ -183,6 +208,8 @@ def draw_samples(
     for key in ("language", "word_vectors"):  # manifest fields, only where the manifest has them
         if getattr(dataset, key) is not None:
             info[key] = getattr(dataset, key)
+    if dataset.multi_label:  # absent for single-label data: its files stay as they were
+        info[MULTI_LABEL_KEY] = True
     if sampling != "balanced":  # absent for balanced: the paper's samples stay byte-identical
         info["sampling"] = sampling
         if sampling == "all":

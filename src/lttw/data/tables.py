@@ -1,9 +1,10 @@
-"""Reading one data table (parquet / CSV / TSV), selecting its text and label columns, and
+"""Reading one data table (parquet / CSV / TSV / JSON Lines), selecting its text and label columns, and
 encoding the labels; every failure is a one-line ``DataError`` naming the file, column or row."""
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,8 @@ from lttw.errors import DataError
 #: the table files read and written anywhere (datasets, `lttw data check`, `lttw predict --file`)
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".tsv")  # .tsv: tab-separated
-TABLE_SUFFIXES = PARQUET_SUFFIXES + CSV_SUFFIXES
+JSONL_SUFFIXES = (".jsonl",)  # one JSON object per line (a list of labels is a JSON array)
+TABLE_SUFFIXES = PARQUET_SUFFIXES + CSV_SUFFIXES + JSONL_SUFFIXES
 
 
 def csv_separator(path: Path) -> str:
@@ -22,7 +24,8 @@ def csv_separator(path: Path) -> str:
 
 
 def read_table(path: Path) -> pd.DataFrame:
-    """Read one parquet / CSV / TSV file; every failure is a one-line ``DataError``."""
+    """Read one parquet / CSV / TSV / JSON Lines file; every failure is a one-line
+    ``DataError``."""
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     if path.suffix.lower() in PARQUET_SUFFIXES:
@@ -45,12 +48,32 @@ def read_table(path: Path) -> pd.DataFrame:
             f"{path}: not valid UTF-8 at byte {err.start} (line {line}, about data row "
             f"{max(line - 1, 1)}): {err.reason}; re-save the file as UTF-8"
         ) from None
+    if path.suffix.lower() in JSONL_SUFFIXES:
+        return _read_json_lines(path, text)
     try:
         return pd.read_csv(io.StringIO(text), sep=csv_separator(path))
     except pd.errors.EmptyDataError:
         raise DataError(f"{path}: the file is empty") from None
     except (pd.errors.ParserError, ValueError) as err:
         raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+
+
+def _read_json_lines(path: Path, text: str) -> pd.DataFrame:
+    """One JSON object per non-blank line; a bad line is named by its number."""
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as err:
+            raise DataError(f"{path}: line {number} is not valid JSON ({err})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{path}: line {number} is not a JSON object")
+        rows.append(row)
+    if not rows:
+        raise DataError(f"{path}: the file is empty")
+    return pd.DataFrame.from_records(rows)
 
 
 class ColumnError(DataError):

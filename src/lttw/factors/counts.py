@@ -7,7 +7,15 @@ always see the same words. ``tokenize`` / ``build_vectorizer`` are the ``regex``
 
 n(w, c) is the number of occurrences of word w in training texts of label c. It is computed as
 ``X.T @ Y`` where X (n_texts x n_words) is the document-term count matrix and Y (n_texts x
-n_labels) the sparse one-hot label matrix: no Python loop over words.
+n_labels) the sparse label matrix: no Python loop over words.
+
+Multi-label data (Algorithm 1 extended): a text counts once for each of its labels,
+
+    n(w, c) = sum_i x_{i,w} * Y_{i,c},   i.e.   N = X^T Y,
+
+with x_{i,w} the occurrences of word w in text i and Y the 0/1 indicator matrix (Y_{i,c} = 1
+where text i has label c; one-hot for single-label data, where this is Algorithm 1 itself).
+The row normalisation (eq. 1), the NMF and the factor features read N as before.
 """
 
 from __future__ import annotations
@@ -98,8 +106,18 @@ def write_part_counts(
 
 
 def label_matrix(labels: np.ndarray, n_labels: int) -> sp.csr_matrix:
-    """Sparse one-hot matrix Y (n_texts x n_labels, int64) with Y[i, labels[i]] = 1."""
-    labels = np.asarray(labels, dtype=np.int64)
+    """Sparse label matrix Y (n_texts x n_labels, int64): one-hot, Y[i, labels[i]] = 1, for
+    ``(n,)`` class ids; for an ``(n, n_labels)`` 0/1 indicator matrix (multi-label) Y is that
+    matrix."""
+    labels = np.asarray(labels)
+    if labels.ndim == 2:
+        if labels.shape[1] != n_labels or not np.isin(labels, (0, 1)).all():
+            raise DataError(
+                f"an indicator label matrix must be (n, {n_labels}) of 0/1 "
+                f"(got shape {labels.shape})"
+            )
+        return sp.csr_matrix(labels.astype(np.int64))
+    labels = labels.astype(np.int64)
     if labels.size and (labels.min() < 0 or labels.max() >= n_labels):
         raise DataError(f"labels must be in 0..{n_labels - 1} (got {labels.min()}..{labels.max()})")
     ones = np.ones(labels.size, dtype=np.int64)
@@ -114,16 +132,17 @@ def word_label_counts(
     splitter: WordSplitter | None = None,
 ) -> tuple[sp.csr_matrix, list[str]]:
     """Algorithm 1: n(w, c) for the given (training) texts, split by ``splitter`` (default:
-    the ``regex`` rule of ``settings``).
+    the ``regex`` rule of ``settings``). ``labels``: ``(n,)`` class ids, or an ``(n,
+    n_labels)`` indicator matrix (multi-label: ``N = X^T Y``, a text counted once per label).
 
     Returns ``(counts, vocabulary)``: counts is a CSR int64 matrix (n_words x n_labels), row i
     belonging to ``vocabulary[i]`` (alphabetical order). Words seen fewer than
     ``settings.min_count`` times in these texts are dropped.
     """
     texts = list(texts)
-    labels = np.asarray(labels, dtype=np.int64)
-    if len(texts) != labels.size:
-        raise DataError(f"{len(texts)} texts but {labels.size} labels")
+    labels = np.asarray(labels)
+    if len(texts) != labels.shape[0]:
+        raise DataError(f"{len(texts)} texts but {labels.shape[0]} labels")
     splitter = splitter or regex_splitter(settings)
     vectorizer = splitter.count_vectorizer()
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from lttw.choices import Sampling
 from lttw.settings.group import _Group
@@ -38,6 +38,19 @@ class DataSettings(_Group):
         description="The column of labels (strings, integers or integral floats); null: the "
         "manifest's, else `label`.",
     )
+    label_delimiter: str | None = Field(
+        default=None,
+        description="The separator of several labels in one text-valued label cell (a CSV's "
+        "`joy|love`): each cell is split on it and the data is multi-label; null: a cell is "
+        "one label. Parquet / JSON Lines list columns need none.",
+    )
+    multi_label: Literal["auto"] | bool = Field(
+        default="auto",
+        description="Whether a text has a set of labels: `auto`: where the label column holds "
+        "lists, `data.label_delimiter` is set or the manifest says `multi_label`; `true` / "
+        "`false` decide. Multi-label data takes `data.sampling` `all` or `stratified` "
+        "(iterative stratification, `lttw.data.label_lists`).",
+    )
     train_size: int = Field(
         default=5000,
         ge=1,
@@ -68,6 +81,13 @@ class DataSettings(_Group):
         "`stratified`: the given sizes in the class proportions of the split they come from; "
         "`all`: every row, the sizes used only for their ratio (`lttw.data.sample_sizes`).",
     )
+
+    @field_validator("label_delimiter")
+    @classmethod
+    def _delimiter_not_empty(cls, value: str | None) -> str | None:
+        if value == "":
+            raise ValueError("an empty string splits nothing; use null for one label per cell")
+        return value
 
 
 class FoldSettings(_Group):
