@@ -90,12 +90,9 @@ def sample_indices(
 def sample_frame(dataset: Dataset, rows: np.ndarray) -> pd.DataFrame:
     """Columns text (str), label (int64; multi-label: a list of int64 class ids, sorted),
     source_row (int64) for the given dataset rows."""
-    if dataset.multi_label:
-        import pyarrow as pa
-
-        label = pd.Series(
-            label_lists(dataset.labels[rows]), dtype=pd.ArrowDtype(pa.list_(pa.int64()))
-        )
+    if dataset.multi_label:  # parquet list<int64> (no pandas ArrowDtype: its metadata
+        # does not read back); an empty sample's column is null-typed
+        label = pd.Series(label_lists(dataset.labels[rows]), dtype=object)
     else:
         label = dataset.labels[rows].astype(np.int64)
     return pd.DataFrame(
