@@ -1,6 +1,6 @@
-"""``lttw data check`` / ``lttw data list``: what the pipeline would see in a dataset, and which
-datasets are available locally, computed with ``lttw.data.datasets`` and ``lttw.data.sampling`` themselves
-(no second reading of the rules).
+"""``lttw data check``: what the pipeline would see in a dataset, computed with
+``lttw.data.datasets`` and ``lttw.data.sampling`` themselves (no second reading of the rules).
+``lttw data list`` is ``lttw.checks.dataset_list``.
 
 A check finds *problems* (the data is not what the pipeline assumes: rows it would drop, sizes
 it cannot draw) and *notes* (worth knowing, harmless: duplicates, rounding of sizes).
@@ -9,7 +9,6 @@ it cannot draw) and *notes* (worth knowing, harmless: duplicates, rounding of si
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,10 +19,10 @@ import pandas as pd
 
 from lttw.checks.encoder_coverage import encoder_coverage, render_encoder_coverage
 from lttw.checks.word_splitting import render_word_splitting, word_splitting
-from lttw.data.datasets import KNOWN_DATASETS, Dataset, load_dataset
+from lttw.data.datasets import Dataset, load_dataset
 from lttw.data.sample_sizes import fitting_sizes, pool_quotas, pools_of, shortfalls, sizes_of
 from lttw.data.sampling import draw_samples, per_class_sizes
-from lttw.data.tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, ColumnError
+from lttw.data.tables import TABLE_SUFFIXES, ColumnError
 from lttw.errors import DataError
 from lttw.factors.nmf import resolve_rank
 from lttw.layout import SPLITS
@@ -238,77 +237,6 @@ def problems(check: DataCheck) -> list[str]:
     return out
 
 
-# ---------------------------------------------------------------- data list
-
-
-def _split_rows(path: Path) -> int | None:
-    if path.suffix.lower() in PARQUET_SUFFIXES:
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(path).metadata.num_rows
-    return None
-
-
-def describe_local(folder: Path) -> dict:
-    """Status of one dataset folder: present / partial / missing, rows per split, complete."""
-    manifest_path = folder / "manifest.json"
-    if not manifest_path.is_file():
-        tables = sorted(p for p in folder.glob("*") if p.suffix.lower() in TABLE_SUFFIXES)
-        status = "present (no manifest)" if tables else "missing"
-        return {
-            "status": status,
-            "rows": {p.stem: _split_rows(p) for p in tables},
-            "complete": None,
-            "official_rows": {},
-        }
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    files = {split: folder / name for split, name in manifest.get("splits", {}).items()}
-    present = {split: path.is_file() for split, path in files.items()}
-    rows = {
-        split: (_split_rows(path) if present[split] else None)
-        or (manifest.get("rows", {}).get(split) if present[split] else None)
-        for split, path in files.items()
-    }
-    status = (
-        "present" if all(present.values()) else "partial" if any(present.values()) else "missing"
-    )
-    return {
-        "status": status,
-        "rows": rows,
-        "complete": manifest.get("complete"),
-        "official_rows": manifest.get("official_rows", {}),
-        "hub": manifest.get("hub_dataset"),
-    }
-
-
-def list_datasets(root: str | Path) -> list[dict]:
-    """The known datasets (and any other folder under ``root``), where each is found locally
-    and the Hugging Face dataset it is read from when online."""
-    root = Path(root)
-    names = list(KNOWN_DATASETS)
-    if root.is_dir():
-        names += sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in names)
-    out = []
-    for name in names:
-        local = (
-            describe_local(root / name)
-            if (root / name).is_dir()
-            else {"status": "missing", "rows": {}, "complete": None, "official_rows": {}}
-        )
-        hub = local.pop("hub", None) or (
-            KNOWN_DATASETS[name].name if name in KNOWN_DATASETS else None
-        )
-        out.append(
-            {
-                "name": name,
-                "path": str(root / name),
-                **local,
-                "hub": f"hf://datasets/{hub}" if hub else None,
-            }
-        )
-    return out
-
-
 # ---------------------------------------------------------------- rendering
 
 
@@ -365,20 +293,3 @@ def render(check: DataCheck, console) -> None:
         console.print(f"note: {escape(note)}")
     if not check.problems:
         console.print("ok: the sample stage can use this dataset as configured")
-
-
-def render_list(rows: list[dict], root: str, console) -> None:
-    """Draw ``list_datasets`` as a rich table."""
-    from rich.table import Table
-
-    table = Table(title="Datasets", caption=f"data.root: {root}")
-    for name in ("name", "local copy", "rows per split", "with internet"):
-        table.add_column(name, overflow="fold")
-    for r in rows:
-        split_rows = (
-            ", ".join(f"{s} {n:,}" if n is not None else f"{s} ?" for s, n in r["rows"].items())
-            or "–"
-        )
-        copy = {True: ", complete", False: ", partial", None: ""}[r["complete"]]
-        table.add_row(r["name"], r["status"] + copy, split_rows, r["hub"] or "–")
-    console.print(table)

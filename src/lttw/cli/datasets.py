@@ -73,7 +73,7 @@ def data_list(
 ) -> None:
     """The known datasets: local copy under data.root (present / missing, rows per split,
     complete or partial) and the Hugging Face dataset read when online."""
-    from lttw.checks.dataset import list_datasets, render_list
+    from lttw.checks.dataset_list import list_datasets, render_list
     from lttw.settings import read_settings
 
     root = read_settings(params).data.root
