@@ -135,7 +135,10 @@ def project_dvc_yaml() -> str:
 
 
 def project_params(
-    dataset: str, text_column: str | None = None, label_column: str | None = None
+    dataset: str,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    label_delimiter: str | None = None,
 ) -> str:
     """The ``params.yaml`` of a user project: the shipped defaults (comments kept) with the
     user's data (``data.root`` = ``DATA_ROOT``, ``data.dataset``, the columns), every row
@@ -145,6 +148,8 @@ def project_params(
     data = doc["data"]
     data["dataset"], data["root"] = dataset, DATA_ROOT
     data["text_column"], data["label_column"] = text_column, label_column
+    if label_delimiter is not None:  # multi-label data (data.multi_label: auto reads it)
+        data["label_delimiter"] = label_delimiter
     data["sampling"], data["predict_size"] = "all", 0
     data.yaml_add_eol_comment("every labelled row (the sizes are ignored)", "sampling", 28)
     data.yaml_add_eol_comment("0: no separate predict sample", "predict_size", 28)

@@ -72,10 +72,15 @@ def write_pipeline(root: Path) -> None:
 
 
 def init_project(
-    dest: Path, data: Path, text_column: str | None = None, label_column: str | None = None
+    dest: Path,
+    data: Path,
+    text_column: str | None = None,
+    label_column: str | None = None,
+    label_delimiter: str | None = None,
 ) -> Project:
     """Create the project in ``dest`` (new, or an empty folder) from ``data`` (a CSV / TSV /
-    parquet file or a folder of them, copied in)."""
+    parquet / JSON Lines file or a folder of them, copied in); ``label_delimiter`` (multi-label
+    data) goes into params.yaml as ``data.label_delimiter``."""
     dest, data = Path(dest), Path(data)
     if not data.exists():
         raise FileNotFoundError(2, "no such file or folder (--data)", str(data))
@@ -94,7 +99,7 @@ def init_project(
         else:
             shutil.copy2(data, raw / name)
         (tmp / "params.yaml").write_text(
-            project_params(name, text_column, label_column), encoding="utf-8"
+            project_params(name, text_column, label_column, label_delimiter), encoding="utf-8"
         )
         write_pipeline(tmp)
         (tmp / ".gitignore").write_text(GITIGNORE, encoding="utf-8")

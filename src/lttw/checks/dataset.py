@@ -18,14 +18,24 @@ import numpy as np
 import pandas as pd
 
 from lttw.checks.encoder_coverage import encoder_coverage, render_encoder_coverage
+from lttw.checks.label_format import (
+    Cardinality,
+    cardinality,
+    label_format_advice,
+    render_cardinality,
+)
+from lttw.checks.sample_plan import plan_quotas, sample_plan
 from lttw.checks.word_splitting import render_word_splitting, word_splitting
 from lttw.data.datasets import Dataset, load_dataset
-from lttw.data.sample_sizes import fitting_sizes, pool_quotas, pools_of, shortfalls, sizes_of
-from lttw.data.sampling import draw_samples, per_class_sizes
+from lttw.data.label_sets import label_counts
+from lttw.data.sample_sizes import (
+    pools_of,
+    sizes_of,
+)
+from lttw.data.sampling import draw_samples
 from lttw.data.tables import TABLE_SUFFIXES, ColumnError
 from lttw.errors import DataError
 from lttw.factors.nmf import resolve_rank
-from lttw.layout import SPLITS
 from lttw.settings import DataSettings, Settings
 
 DROPPED_EMPTY = "rows with an empty or missing text (dropped by sample)"
@@ -44,6 +54,7 @@ class DataCheck:
     notes: list[str] = field(default_factory=list)
     words: dict | None = None  # word_splitting(): the resolved rule, its reason, the quality
     coverage: dict | None = None  # encoder_coverage(): the share of [UNK] tokens, a warning
+    cardinality: Cardinality | None = None  # labels per text, multi-label data only
 
 
 class _Collect(logging.Handler):
@@ -69,13 +80,18 @@ def _collect_warnings(name: str) -> Iterator[list[str]]:
 
 
 def target_settings(
-    path_or_name: str, data: DataSettings, text_column: str | None, label_column: str | None
+    path_or_name: str,
+    data: DataSettings,
+    text_column: str | None,
+    label_column: str | None,
+    label_delimiter: str | None = None,
 ) -> DataSettings:
     """Data settings that point at ``path_or_name``: an existing file or folder, else a
-    dataset name under ``data.root``. Column flags override the parameters."""
+    dataset name under ``data.root``. Column and delimiter flags override the parameters."""
     update = {
         "text_column": text_column or data.text_column,
         "label_column": label_column or data.label_column,
+        "label_delimiter": label_delimiter or data.label_delimiter,
     }
     path = Path(path_or_name)
     if path.exists():
@@ -89,16 +105,25 @@ def target_settings(
 
 
 def class_table(dataset: Dataset) -> pd.DataFrame:
-    """Rows per class and split, with the total and each class's share of it."""
-    frame = pd.DataFrame(
-        {
-            "class": np.asarray(dataset.classes, dtype=object)[dataset.labels],
-            "split": dataset.splits,
-        }
-    )
-    table = pd.crosstab(frame["class"], frame["split"]).reindex(dataset.classes, fill_value=0)
+    """Rows per class and split, with the total and each class's share of the rows (for
+    multi-label data the shares add up to the labels per text)."""
+    if dataset.multi_label:
+        splits = sorted(set(dataset.splits.tolist()))
+        p = len(dataset.classes)
+        table = pd.DataFrame(
+            {s: label_counts(dataset.labels[dataset.rows_of(s)], p) for s in splits},
+            index=pd.Index(dataset.classes, name="class"),
+        )
+    else:
+        frame = pd.DataFrame(
+            {
+                "class": np.asarray(dataset.classes, dtype=object)[dataset.labels],
+                "split": dataset.splits,
+            }
+        )
+        table = pd.crosstab(frame["class"], frame["split"]).reindex(dataset.classes, fill_value=0)
     table["total"] = table.sum(axis=1)
-    table["share"] = table["total"] / max(int(table["total"].sum()), 1)
+    table["share"] = table["total"] / max(len(dataset.texts), 1)
     return table
 
 
@@ -112,36 +137,6 @@ def duplicate_counts(dataset: Dataset) -> dict[str, int]:
         "test-split texts also in train": int(test.isin(set(train)).sum()),
         "texts with U+FFFD (lossy decoding)": int(texts.str.contains("\ufffd", regex=False).sum()),
     }
-
-
-def sample_plan(dataset: Dataset, settings: DataSettings) -> pd.DataFrame:
-    """For each sample: the split it is drawn from, the rows it would take (per class: one
-    number when balanced, else the range), whether its pool has them, and a size that fits
-    together with the others (``lttw.data.sample_sizes.fitting_sizes``)."""
-    if settings.sampling == "balanced":
-        per_class_sizes(settings, len(dataset.classes))  # a size below p: one clear error
-    sizes, sampling = sizes_of(settings), settings.sampling
-    pools = pools_of(dataset, settings.use_splits)
-    short = {split for pool in shortfalls(pools, sizes, sampling) for split in pool.splits}
-    fit = fitting_sizes(pools, sizes, sampling)
-    rows = []
-    for pool in pools:
-        for split, quota in pool_quotas(pool, sizes, sampling).items():
-            spread = (
-                str(quota.min()) if quota.min() == quota.max() else f"{quota.min()}-{quota.max()}"
-            )
-            wanted = sizes[split] if sampling == "stratified" else int(quota.sum())
-            rows.append(
-                {
-                    "sample": split,
-                    "from": pool.where,
-                    "rows": wanted,
-                    "per_class": "-" if split in short and sampling != "balanced" else spread,
-                    "fits": split not in short,
-                    "fitting_size": "-" if sampling == "all" else fit[split],
-                }
-            )
-    return pd.DataFrame(rows).set_index("sample").loc[list(SPLITS)]
 
 
 def column_fix(err: ColumnError) -> str:
@@ -163,16 +158,25 @@ def factor_notes(settings: Settings, n_classes: int) -> list[str]:
 
 
 def fold_note(check: DataCheck, n_folds: int) -> str | None:
-    """A class with fewer train-sample rows than folds (the folds stage would stop)."""
+    """A class with fewer train-sample rows than folds (the folds stage would stop; for
+    multi-label data some folds would lack it)."""
     if not check.plan["fits"].all():
         return None
     pool = next(
         p for p in pools_of(check.dataset, check.settings.use_splits) if "train" in p.splits
     )
-    train = pool_quotas(pool, sizes_of(check.settings), check.settings.sampling)["train"]
+    train = plan_quotas(check.dataset, pool, sizes_of(check.settings), check.settings.sampling)[
+        "train"
+    ]
     rarest = int(train.argmin())
     if train[rarest] >= n_folds:
         return None
+    if check.dataset.multi_label:  # the folds stage warns, iterative stratification goes on
+        return (
+            f"class {check.dataset.classes[rarest]} would be on about {int(train[rarest])} "
+            f"train-sample rows, fewer than folds.n_folds={n_folds}: some folds have none of "
+            "it; raise data.train_size or lower folds.n_folds"
+        )
     return (
         f"folds.n_folds={n_folds} needs at least {n_folds} train-sample rows per class, but "
         f"class {check.dataset.classes[rarest]} would get {int(train[rarest])}; raise "
@@ -185,17 +189,22 @@ def check_dataset(
     path_or_name: str,
     text_column: str | None = None,
     label_column: str | None = None,
+    label_delimiter: str | None = None,
 ) -> DataCheck:
     """Load ``path_or_name`` as the sample stage would and report on it. Unreadable data
     (missing file or column, bad encoding, no rows) raises ``DataError``."""
-    data = target_settings(path_or_name, settings.data, text_column, label_column)
+    data = target_settings(path_or_name, settings.data, text_column, label_column, label_delimiter)
     with _collect_warnings("lttw") as notes:
         try:
             dataset = load_dataset(data)
         except ColumnError as err:
             raise DataError(column_fix(err)) from None
         sample_error = None
-        plan = sample_plan(dataset, data)
+        # multi-label data refuses balanced sampling (the sample error says so): plan stratified
+        refused = dataset.multi_label and data.sampling == "balanced"
+        plan = sample_plan(
+            dataset, data.model_copy(update={"sampling": "stratified"}) if refused else data
+        )
         try:
             draw_samples(dataset, data, settings.seed)
         except DataError as err:
@@ -215,6 +224,10 @@ def check_dataset(
         notes=list(dict.fromkeys(notes + factor_notes(settings, len(dataset.classes)))),
     )
     check.problems = problems(check)
+    advice = label_format_advice(dataset, data.label_column or "label", data.multi_label)
+    if advice:
+        check.problems.insert(0, advice)
+    check.cardinality = cardinality(dataset)
     check.words = word_splitting(settings, dataset, data)
     check.coverage = encoder_coverage(settings, dataset, data)
     folds = fold_note(check, settings.folds.n_folds)
@@ -285,6 +298,8 @@ def render(check: DataCheck, console) -> None:
         )
     for table in (balance, quality, plan):
         console.print(table)
+    if check.cardinality:
+        render_cardinality(check.cardinality, console)
     if check.words:
         render_word_splitting(check.words, console)
     if check.coverage:

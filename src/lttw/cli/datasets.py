@@ -25,6 +25,7 @@ from lttw.errors import DataError, UserError
         "lttw data check ag_news",
         "lttw data check reviews.csv --text-column review --label-column stars",
         "lttw data check questions.csv --sampling stratified",
+        "lttw data check emotions.csv --label-delimiter '|' --sampling stratified",
     ),
 )
 def data_check(
@@ -38,6 +39,10 @@ def data_check(
     ],
     text_column: Annotated[str | None, typer.Option(help="text column")] = None,
     label_column: Annotated[str | None, typer.Option(help="label column")] = None,
+    label_delimiter: Annotated[
+        str | None,
+        typer.Option(help="separator of several labels in one cell: multi-label data"),
+    ] = None,
     sampling: Annotated[
         Sampling | None,
         typer.Option(help="how samples are drawn [default: data.sampling in --params]"),
@@ -60,7 +65,7 @@ def data_check(
     settings = settings.model_copy(update={"data": settings.data.model_copy(update=update)})
     if (root / path).exists():
         path = str(root / path)
-    check = check_dataset(settings, path, text_column, label_column)
+    check = check_dataset(settings, path, text_column, label_column, label_delimiter)
     render(check, console())
     if check.problems:
         raise DataError(f"{len(check.problems)} problem(s): " + "; ".join(check.problems))
@@ -88,6 +93,7 @@ def data_list(
     epilog=_examples(
         "lttw init reviews --data reviews.csv --text-column review --label-column stars",
         "lttw init news --data news/",
+        "lttw init emotions --data emotions.csv --label-delimiter '|'",
         "lttw init --upgrade .",
     )
 )
@@ -104,6 +110,13 @@ def init(
     ] = None,
     text_column: Annotated[str | None, typer.Option(help="text column [default: text]")] = None,
     label_column: Annotated[str | None, typer.Option(help="label column [default: label]")] = None,
+    label_delimiter: Annotated[
+        str | None,
+        typer.Option(
+            help="separator of several labels in one label cell (e.g. '|'): multi-label data; "
+            "written to params.yaml as data.label_delimiter"
+        ),
+    ] = None,
     upgrade: Annotated[
         bool,
         typer.Option(
@@ -129,8 +142,9 @@ def init(
         return
     if data is None:
         raise UserError("give --data FILE_OR_FOLDER (your labelled texts)")
-    check = _check_new_data(data, text_column, label_column)  # before anything is written
-    project = init_project(directory, data, text_column, label_column)
+    # checked before anything is written
+    check = _check_new_data(data, text_column, label_column, label_delimiter)
+    project = init_project(directory, data, text_column, label_column, label_delimiter)
     from lttw.checks.dataset import render
 
     render(check, console())
@@ -148,7 +162,9 @@ def init(
     )
 
 
-def _check_new_data(data: Path, text_column: str | None, label_column: str | None):
+def _check_new_data(
+    data: Path, text_column: str | None, label_column: str | None, label_delimiter: str | None
+):
     """``lttw data check`` of ``data`` with a new project's parameters (every row used)."""
     from lttw.checks.dataset import check_dataset
     from lttw.settings import Settings
@@ -163,4 +179,4 @@ def _check_new_data(data: Path, text_column: str | None, label_column: str | Non
             )
         }
     )
-    return check_dataset(settings, str(data), text_column, label_column)
+    return check_dataset(settings, str(data), text_column, label_column, label_delimiter)
