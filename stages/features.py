@@ -6,11 +6,11 @@ the numbers, which training and the model folder read."""
 
 import logging
 
-import numpy as np
 import pandas as pd
 
 from lttw import layout
 from lttw.data.folds import read_fold_parts
+from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.factors.features import empty_features
 from lttw.factors.tensors import factor_tensors
 from lttw.io import atomic_dir, read_json, write_arrays
@@ -28,12 +28,14 @@ def main(settings, fold):
     metadata = None
     if m.uses_factors:
         labels = pd.read_parquet(layout.sample_parquet("train"), columns=["label"])["label"]
+        info = read_json(layout.LABELS_JSON)
+        n_labels = len(info["classes"])
         arrays, metadata = factor_tensors(
             settings,
             texts,
             read_fold_parts(layout.FOLDS_PARQUET, fold)["train"],
-            labels.to_numpy(np.int64),
-            len(read_json(layout.LABELS_JSON)["classes"]),
+            label_targets(labels, n_labels, is_multi_label(info)),
+            n_labels,
             layout.counts_dir(fold),
             layout.nmf_dir(fold),
         )

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
+from lttw.data.label_sets import label_counts
 from lttw.errors import DataError
 from lttw.factors.counts import (
     corpus_counts,
@@ -54,14 +55,18 @@ def out_of_fold_factors(
     words: WordSplitter | None = None,
 ) -> np.ndarray:
     """(len(texts), k+s, rank) float32: each text's H_tw from counts that exclude its group,
-    texts split by ``words`` (default: the ``regex`` rule of ``count_settings``)."""
+    texts split by ``words`` (default: the ``regex`` rule of ``count_settings``). ``labels``:
+    ``(n,)`` class ids, or an ``(n, n_labels)`` indicator matrix (multi-label: the groups by
+    iterative stratification, ``MultilabelStratifiedKFold``)."""
     words = words or regex_splitter(count_settings)
-    labels = np.asarray(labels, dtype=np.int64)
+    labels = np.asarray(labels)
+    multi_label = labels.ndim == 2
+    labels = labels if multi_label else labels.astype(np.int64)
     out = np.zeros((len(texts), k + s, factor_label.shape[0]), dtype=np.float32)
-    n_splits = min(n_splits, int(np.bincount(labels, minlength=n_labels).max()))
+    n_splits = min(n_splits, int(label_counts(labels, n_labels).max()))
     if n_splits < 2:
         raise ValueError("out-of-fold factors need at least 2 training texts per group")
-    splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
+    splitter = _group_splitter(multi_label, n_splits, random_state)
     # the texts are split into words and counted once, not once per group (issue 43 item 4);
     # first_occurrence needs word positions, which counts do not keep: it splits per group
     counted = None if ranking == "first_occurrence" else _document_terms(texts, words)
@@ -91,6 +96,15 @@ def out_of_fold_factors(
         )
     log.info("out-of-fold factors for %d training texts in %d groups", len(texts), n_splits)
     return out
+
+
+def _group_splitter(multi_label: bool, n_splits: int, random_state: int | None):
+    """Stratified groups: by class, or for multi-label data by iterative stratification."""
+    if multi_label:
+        from iterstrat.ml_stratifiers import MultilabelStratifiedKFold
+
+        return MultilabelStratifiedKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
+    return StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
 
 
 def _document_terms(texts: Sequence[str], words: WordSplitter) -> tuple[Any, list[str]]:

@@ -39,7 +39,7 @@ def factor_tensors(
     if m.train_factors == "out_of_fold":  # the train part is cross-fitted, not looked up
         cross_fitted = out_of_fold_factors(
             [texts["train"][i] for i in rows],
-            np.asarray(labels, np.int64)[rows],
+            np.asarray(labels)[rows],  # class ids, or a multi-label indicator matrix
             n_labels,
             read_arrays(Path(nmf_dir) / FACTORS_FILE)["factor_label"],
             k,
