@@ -44,9 +44,12 @@ def tune_thresholds(
     if not len(probs):
         return Calibration(multi_label=True)
     grid = np.asarray(grid, np.float64)
-    chosen = probs[None, :, :] >= grid[:, None, None]  # (grid, n, C)
-    tp = (chosen & (targets[None] == 1)).sum(axis=1)  # (grid, C)
-    pred = chosen.sum(axis=1)
+    positive = targets == 1
+    tp = np.empty((len(grid), probs.shape[1]), np.int64)  # (grid, C), one (n, C) at a time
+    pred = np.empty_like(tp)
+    for g, t in enumerate(grid):
+        chosen = probs >= t
+        tp[g], pred[g] = (chosen & positive).sum(axis=0), chosen.sum(axis=0)
     true = targets.sum(axis=0)  # (C,)
     per_class = _f1(tp, pred, np.broadcast_to(true, tp.shape))
     micro = _f1(tp.sum(axis=1), pred.sum(axis=1), np.full(len(grid), true.sum()))
