@@ -3,7 +3,11 @@ fold's test part and on the held-out test and predict samples (each part's size 
 ``n``); per-class report, confusion matrix (a dvc plot) and predictions. An absent predict
 sample (``data.predict_size: 0``) is left out of all three. The model runs at the precision
 its folder states (lttw.json ``precision``: fp32, whatever train.bf16 says), as
-``lttw predict`` runs it, so the metrics' labels are the ones ``lttw predict`` gives."""
+``lttw predict`` runs it, so the metrics' labels are the ones ``lttw predict`` gives.
+Its probabilities go through the folder's calibration.json where it has one. A multi-label
+model (lttw.json ``multi_label``): each label at its tuned threshold; micro and macro P / R /
+F1, subset accuracy and per-label P / R / F1 (``per_label``) in the metrics; no confusion
+matrix (its plot's CSV is written with the header alone)."""
 
 import logging
 
@@ -11,6 +15,7 @@ import pandas as pd
 
 from lttw import layout
 from lttw.data.fold_inputs import EVAL_PARTS, load_fold_inputs
+from lttw.data.label_sets import label_lists
 from lttw.evaluation.metrics import (
     classification_metrics,
     confusion_counts,
@@ -19,8 +24,9 @@ from lttw.evaluation.metrics import (
     predicted_labels,
     top_probability,
 )
-from lttw.inference.predict import predict_cached_parts
+from lttw.inference.predict import checked_meta, predict_cached_parts
 from lttw.io import atomic_dir, read_json, write_csv, write_json, write_parquet
+from lttw.models.trained import folder_calibration
 from lttw.stage import run_stage
 
 log = logging.getLogger("lttw.evaluate")
@@ -28,7 +34,11 @@ log = logging.getLogger("lttw.evaluate")
 
 def main(settings, fold: int):
     inputs = load_fold_inputs(fold)
-    probs = predict_cached_parts(layout.model_dir(fold), inputs, fold, settings.train)
+    model_dir = layout.model_dir(fold)
+    calibration = folder_calibration(model_dir, checked_meta(model_dir))
+    multi = calibration is not None and calibration.multi_label
+    decide = calibration.decide if calibration is not None and multi else predicted_labels
+    probs = predict_cached_parts(model_dir, inputs, fold, settings.train, calibration)
     training = read_json(layout.train_metrics(fold))
     m = settings.model
     metrics = {
@@ -44,15 +54,22 @@ def main(settings, fold: int):
         if part == "predict" and not len(inputs.part_labels(part)):
             log.info("no predict sample (data.predict_size: 0)")
             continue
-        y, pred = inputs.part_labels(part), predicted_labels(probs[part])
+        y, pred = inputs.part_labels(part), decide(probs[part])
         metrics[part] = classification_metrics(y, pred, inputs.n_labels)
-        report[part] = {
-            "per_class": per_class_report(y, pred, inputs.classes),
-            "confusion": confusion_counts(y, pred, inputs.n_labels),
-        }
+        report[part] = {"per_class": per_class_report(y, pred, inputs.classes)}
+        if multi:  # per label in the metrics file too, for `dvc metrics diff`
+            metrics[part]["per_label"] = report[part]["per_class"]
+        else:
+            report[part]["confusion"] = confusion_counts(y, pred, inputs.n_labels)
+        label, predicted = (label_lists(y), label_lists(pred)) if multi else (y, pred)
         frames.append(
             pd.DataFrame(
-                {"part": part, "label": y, "pred": pred, "prob": top_probability(probs[part])}
+                {
+                    "part": part,
+                    "label": label,
+                    "pred": predicted,
+                    "prob": top_probability(probs[part]),
+                }
             )
         )
         log.info(
@@ -69,10 +86,12 @@ def main(settings, fold: int):
     with atomic_dir(layout.eval_dir(fold)) as tmp:
         write_parquet(tmp / "predictions.parquet", pd.concat(frames, ignore_index=True))
         write_json(tmp / "report.json", report)
-    write_csv(
-        layout.confusion_csv(fold),
-        confusion_long(test_y, predicted_labels(probs["test"]), inputs.classes),
+    confusion = (
+        pd.DataFrame(columns=["actual", "predicted"])  # multi-label: no confusion matrix
+        if multi
+        else confusion_long(test_y, predicted_labels(probs["test"]), inputs.classes)
     )
+    write_csv(layout.confusion_csv(fold), confusion)
     write_json(layout.fold_metrics(fold), metrics)
 
 

@@ -27,7 +27,7 @@ class Batchable:
     input_ids: torch.Tensor  # (n, seq) int32
     attention_mask: torch.Tensor  # (n, seq) int8
     factors: torch.Tensor | None  # (n, k+s, rank) float32, or None
-    labels: torch.Tensor  # (n,) int64
+    labels: torch.Tensor  # (n,) int64 class ids, or multi-label an (n, C) uint8 indicator matrix
     #: (n, seq, d) float16: the frozen encoder's cached last hidden states (train.freeze_encoder)
     encoder_states: torch.Tensor | None = None
 
@@ -68,7 +68,9 @@ class Batchable:
         }
         if self.encoder_states is not None:  # the model skips its encoder
             inputs["encoder_states"] = move(self.encoder_states[:, :seq], torch.float32)
-        return inputs, move(self.labels, torch.long)
+        # multi-label: float 0/1 targets of binary cross-entropy
+        targets = torch.float32 if self.labels.ndim == 2 else torch.long
+        return inputs, move(self.labels, targets)
 
 
 #: group_by_length sorts rows by length within windows of this many batches

@@ -5,7 +5,13 @@ Why by hand: every one of them is a sum over the confusion matrix, and importing
 scikit-learn's metrics takes 1.3-1.6 s of the train and evaluate stages' start-up (each
 process; more than their own work on a small sample). The formulas are scikit-learn's
 (``precision_recall_fscore_support`` with ``zero_division=0``, F as ``2 tp / (true + pred)``,
-``accuracy_score``); ``tests/test_metrics.py`` checks them equal, to the bit."""
+``accuracy_score``); ``tests/test_metrics.py`` checks them equal, to the bit.
+
+Multi-label parts (``(n, C)`` 0/1 indicator matrices of true and predicted labels, see
+``data.label_sets``) get scikit-learn's multi-label scores instead (``multilabel_metrics``):
+macro and micro P / R / F1 over the labels, subset accuracy (``accuracy_score``: every
+label of a text right), and per label P / R / F1 (``per_class_report``); no confusion
+matrix (a multi-label text is in several cells or none)."""
 
 from __future__ import annotations
 
@@ -54,9 +60,12 @@ def _per_class(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int):
 
 def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> dict:
     """Macro P / R / F1 and accuracy (classes absent from both y_true and y_pred score 0).
-    An empty part (e.g. ``data.predict_size: 0``) has nothing to score: only ``n`` = 0."""
+    An empty part (e.g. ``data.predict_size: 0``) has nothing to score: only ``n`` = 0.
+    Multi-label (2-D ``y_true``): ``multilabel_metrics``."""
     if len(y_true) == 0:
         return {"n": 0}
+    if np.ndim(y_true) == 2:
+        return multilabel_metrics(y_true, y_pred)
     p, r, f, _ = _per_class(y_true, y_pred, n_labels)
     accuracy = np.mean(np.asarray(y_true) == np.asarray(y_pred))
     return {
@@ -68,10 +77,54 @@ def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int
     }
 
 
+def _per_label(y_true: np.ndarray, y_pred: np.ndarray):
+    """Multi-label: per label precision, recall, F1 (float64), support (int64), and the
+    summed true positives, predicted and true counts (micro averages)."""
+    y_true, y_pred = np.asarray(y_true, np.int64), np.asarray(y_pred, np.int64)
+    tp = (y_true * y_pred).sum(axis=0)
+    pred_sum, true_sum = y_pred.sum(axis=0), y_true.sum(axis=0)
+    f1 = _divide(2.0 * tp, true_sum.astype(np.float64) + pred_sum)
+    totals = (tp.sum(), pred_sum.sum(), true_sum.sum())
+    return _divide(tp, pred_sum), _divide(tp, true_sum), f1, true_sum, totals
+
+
+def multilabel_metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict:
+    """Multi-label scores of ``(n, C)`` 0/1 matrices, as scikit-learn's
+    ``precision_recall_fscore_support(average="macro" / "micro", zero_division=0)`` and
+    ``accuracy_score`` (subset accuracy) compute them."""
+    if len(y_true) == 0:
+        return {"n": 0}
+    p, r, f, _, (tp, pred_sum, true_sum) = _per_label(y_true, y_pred)
+    exact = (np.asarray(y_true) == np.asarray(y_pred)).all(axis=1)
+    return {
+        "precision_macro": float(np.mean(p)),
+        "recall_macro": float(np.mean(r)),
+        "f1_macro": float(np.mean(f)),
+        "precision_micro": float(_divide(tp, pred_sum)),
+        "recall_micro": float(_divide(tp, true_sum)),
+        "f1_micro": float(_divide(2.0 * tp, true_sum + pred_sum)),
+        "subset_accuracy": float(np.mean(exact)),
+        "n": int(len(y_true)),
+    }
+
+
+def validation_f1(y_true: np.ndarray, probs: np.ndarray) -> float:
+    """Macro F1 of probabilities on a validation part (early stopping's score): the most
+    probable class, or multi-label (2-D ``y_true``, ``probs`` the per-class sigmoids) every
+    class at probability 0.5 or more."""
+    n_labels = probs.shape[1]
+    pred = (probs >= 0.5).astype(np.int64) if np.ndim(y_true) == 2 else probs.argmax(1)
+    return classification_metrics(y_true, pred, n_labels).get("f1_macro", float("nan"))
+
+
 def per_class_report(y_true: np.ndarray, y_pred: np.ndarray, classes: list[str]) -> dict:
+    """Per class (multi-label: per label) precision, recall, F1 and support."""
     if len(y_true) == 0:
         return {name: {"support": 0} for name in classes}
-    p, r, f, support = _per_class(y_true, y_pred, len(classes))
+    if np.ndim(y_true) == 2:
+        p, r, f, support, _ = _per_label(y_true, y_pred)
+    else:
+        p, r, f, support = _per_class(y_true, y_pred, len(classes))
     return {
         name: {
             "precision": float(p[i]),

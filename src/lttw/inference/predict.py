@@ -18,6 +18,7 @@ from lttw.settings import CountSettings, TrainSettings
 
 if TYPE_CHECKING:  # imported where used: `lttw predict` needs neither pandas nor sklearn
     from lttw.data.fold_inputs import FoldInputs
+    from lttw.models.calibration import Calibration
 
 
 def model_variant(model_dir: str | Path) -> str:
@@ -54,12 +55,18 @@ def checked_meta(folder: str | Path) -> dict:
 
 
 def predict_cached_parts(
-    model_dir: str | Path, inputs: FoldInputs, fold: int, train_settings: TrainSettings
+    model_dir: str | Path,
+    inputs: FoldInputs,
+    fold: int,
+    train_settings: TrainSettings,
+    calibration: Calibration | None = None,
 ) -> dict[str, np.ndarray]:
     """Probabilities (n, p) for the fold's test part and the held-out test / predict samples
     ((0, p) for an empty one), from the texts or the cached tensors, as the model reads
     (with ``train.freeze_encoder``: the encode stage's states, not the encoder), at the
-    folder's precision (``inference_runtime``), after checking its files."""
+    folder's precision (``inference_runtime``), after checking its files. ``calibration``:
+    what turns the model's scores into probabilities (the evaluate stage passes the folder's,
+    ``trained.folder_calibration``); None: the model's own (softmax)."""
     from lttw.data.fold_inputs import EVAL_PARTS, load_tensors
 
     meta = checked_meta(model_dir)
@@ -74,7 +81,14 @@ def predict_cached_parts(
             inputs, fold, words, max_len, frozen_encoder=train_settings.freeze_encoder
         )
     return {
-        part: predict_proba(model, parts[part], rt, train_settings.eval_batch_size, progress=True)
+        part: predict_proba(
+            model,
+            parts[part],
+            rt,
+            train_settings.eval_batch_size,
+            progress=True,
+            calibration=calibration,
+        )
         for part in EVAL_PARTS
     }
 

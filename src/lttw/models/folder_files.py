@@ -25,11 +25,13 @@ from pathlib import Path
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
 from lttw.models.bundle import FACTORS, LABELS, META, TOKENIZER, WORDS
+from lttw.models.calibration import CALIBRATION
 
 CHECKSUMS = "sha256"
 #: the top-level files a loader reads: the classifier (torch, or tfidf's extra vocabulary),
 #: what prediction needs, and what ``lttw export --onnx`` / ``lttw serve`` add (model.onnx
-#: and onnx.json: ``serving.onnx_runtime``; metrics.json: ``serving.info``)
+#: and onnx.json: ``serving.onnx_runtime``; metrics.json: ``serving.info``), and how scores
+#: become probabilities and labels (calibration.json: ``models.calibration``)
 TOP_LEVEL = (
     "config.json",
     "model.safetensors",
@@ -39,6 +41,7 @@ TOP_LEVEL = (
     "model.onnx",
     "onnx.json",
     "metrics.json",
+    CALIBRATION,
 )
 #: sub-folders the loader reads, and the kinds of file it reads in them (never pickles,
 #: torch checkpoints or code: a stray pytorch_model.bin is not a file of the model)
@@ -85,7 +88,7 @@ def record_checksums(folder: str | Path) -> dict[str, str]:
 def required_files(folder: Path, meta: dict) -> dict[str, str]:
     """What loading ``folder`` cannot do without, whatever is recorded, and what each file
     is: labels, config and weights (and tfidf's vocabulary), the tokenizer's tokenizer.json
-    and config, the word vocabulary, the factor files."""
+    and config, the word vocabulary, the factor files, a multi-label folder's thresholds."""
     needed = {LABELS: "class names", "config.json": "model config"}
     if not (folder / "model.onnx").is_file():
         needed["model.safetensors"] = "model weights"
@@ -96,6 +99,8 @@ def required_files(folder: Path, meta: dict) -> dict[str, str]:
         needed[f"{TOKENIZER}/tokenizer_config.json"] = "tokenizer config"
     if (folder / WORDS).is_dir():
         needed[f"{WORDS}/vocabulary.json"] = "word vocabulary"
+    if meta.get("multi_label"):  # data.label_sets.MULTI_LABEL_KEY
+        needed[CALIBRATION] = "per-label thresholds"
     if meta.get("with_factors"):
         needed[f"{FACTORS}/vocabulary.json"] = "factor vocabulary"
         needed[f"{FACTORS}/word_label_counts.safetensors"] = "word-label counts"

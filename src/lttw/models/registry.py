@@ -58,6 +58,9 @@ class Classifier(nn.Module):
 
     variant: ClassVar[str]
     config_class: ClassVar[type]
+    #: trains on multi-label data (one logit per class, binary cross-entropy); a variant
+    #: that cannot sets False and the train stage refuses it (``training.losses``)
+    supports_multi_label: ClassVar[bool] = True
 
     def __init__(self, config):
         super().__init__()

@@ -7,16 +7,22 @@ Two kinds of classifier share it, told apart by what they read (``reads``):
     "texts"   ``tfidf_linear`` (``tfidf.TfidfLinear``): a list of raw texts
 
 ``predict_proba(model, inputs, rt, batch_size)`` gives (n, p) probabilities for either, an
-empty (0, p) array for no rows; ``save_classifier`` / ``load_classifier`` write and read a
-model folder of either. Below both training and inference: neither needs the other for it.
+empty (0, p) array for no rows; ``predict_logits`` the scores they come from, and
+``predict_proba(..., calibration=)`` the probabilities of a model folder's ``Calibration``
+(``folder_calibration``: sigmoid for a multi-label folder, a temperature where one was
+fitted). ``save_classifier`` / ``load_classifier`` write and read a model folder of either.
+Below both training and inference: neither needs the other for it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from lttw.models.calibration import Calibration
 
 TOKENS, TEXTS = "tokens", "texts"
 
@@ -38,20 +44,56 @@ def n_labels(model: Any) -> int:
 
 
 def predict_proba(
-    model: Any, inputs: Any, rt: Any = None, batch_size: int = 128, progress: bool = False
+    model: Any,
+    inputs: Any,
+    rt: Any = None,
+    batch_size: int = 128,
+    progress: bool = False,
+    calibration: Calibration | None = None,
 ) -> np.ndarray:
     """Class probabilities (n, p) for every row of ``inputs`` (a ``Batchable`` for a torch
-    classifier, a list of texts for a text model), in its row order; (0, p) for no rows."""
+    classifier, a list of texts for a text model), in its row order; (0, p) for no rows.
+    ``calibration`` None: the model's own probabilities (a torch classifier's softmax, as
+    every folder without ``calibration.json`` gives); else ``calibration.probabilities`` of
+    ``predict_logits`` (float32)."""
+    if len(inputs) == 0:
+        return np.zeros((0, n_labels(model)), np.float32)
+    if calibration is not None:
+        return calibration.probabilities(predict_logits(model, inputs, rt, batch_size, progress))
+    if reads(model) == TEXTS:
+        return model.predict_proba(list(inputs))
+    return _torch_scores(model, inputs, rt, batch_size, progress, softmax=True)
+
+
+def predict_logits(
+    model: Any, inputs: Any, rt: Any = None, batch_size: int = 128, progress: bool = False
+) -> np.ndarray:
+    """The (n, p) float32 scores whose softmax (single-label) or sigmoid (multi-label) are
+    the class probabilities: a torch classifier's logits, a text model's ``logits``."""
     if len(inputs) == 0:
         return np.zeros((0, n_labels(model)), np.float32)
     if reads(model) == TEXTS:
-        return model.predict_proba(list(inputs))
-    return _torch_proba(model, inputs, rt, batch_size, progress)
+        return np.asarray(model.logits(list(inputs)), np.float32)
+    return _torch_scores(model, inputs, rt, batch_size, progress, softmax=False)
 
 
-def _torch_proba(model, data, rt, batch_size: int, progress: bool) -> np.ndarray:
+def folder_calibration(folder: str | Path, meta: dict) -> Calibration | None:
+    """The ``Calibration`` a model folder's probabilities go through: its
+    ``calibration.json``, or for a multi-label folder (lttw.json ``multi_label``) without
+    one the sigmoid at 0.5; None for a single-label folder without one (the model's own
+    softmax, as before calibration existed)."""
+    from lttw.models.calibration import CALIBRATION, load_calibration
+
+    multi = bool(meta.get("multi_label", False))  # data.label_sets.MULTI_LABEL_KEY
+    if not multi and not (Path(folder) / CALIBRATION).is_file():
+        return None
+    return load_calibration(folder, multi_label=multi)
+
+
+def _torch_scores(model, data, rt, batch_size: int, progress: bool, softmax: bool) -> np.ndarray:
     """Rows are batched shortest first, so each batch is trimmed to nearly its rows' own
-    length; a row's probabilities do not depend on the rows batched with it."""
+    length; a row's scores do not depend on the rows batched with it. ``softmax``: the
+    probabilities (computed in torch from the fp32 logits), else the logits."""
     import torch
 
     from lttw.progress import progress as progress_bar
@@ -70,7 +112,8 @@ def _torch_proba(model, data, rt, batch_size: int, progress: bool) -> np.ndarray
             batch, _ = data.batch(order[start : start + batch_size], rt)
             with rt.autocast():
                 logits = model(**batch)
-            out.append(torch.softmax(logits.float(), dim=-1).cpu())
+            logits = logits.float()
+            out.append((torch.softmax(logits, dim=-1) if softmax else logits).cpu())
     probs = torch.empty(len(data), out[0].shape[1])
     probs[order] = torch.cat(out)
     return probs.numpy()

@@ -114,6 +114,14 @@ class TrainSettings(_Group):
         description="`auto`: under `torchrun` (WORLD_SIZE > 1), DistributedDataParallel; "
         "`off`: every process trains alone.",
     )
+    class_weight: Literal["none", "balanced"] = Field(
+        default="none",
+        description="Class weights of the training loss, for skewed classes: `none`, or "
+        "`balanced` (every trainable variant): single-label, scikit-learn's n / (C * n_c) "
+        "per class as cross-entropy `weight`; multi-label, negatives / positives of each "
+        "class as binary cross-entropy `pos_weight`; `tfidf_linear` passes "
+        '`class_weight="balanced"` to scikit-learn. Computed on the fold\'s train part.',
+    )
     freeze_encoder: bool = Field(
         default=False,
         description="Do not train the pretrained encoder: its hidden states are computed "

@@ -16,15 +16,22 @@ from typing import Any, cast
 
 from lttw import layout
 from lttw.data.fold_inputs import factor_shape, load_fold_inputs, load_tensors
-from lttw.evaluation.metrics import classification_metrics
+from lttw.evaluation.metrics import validation_f1
 from lttw.io import atomic_dir, read_arrays_metadata, write_json
 from lttw.models.bundle import write_model_folder
+from lttw.models.calibration import save_calibration
 from lttw.models.folder_files import record_checksums
 from lttw.models.trained import TEXTS, predict_proba, save_classifier, variant_reads
 from lttw.settings import check_batch_size
 from lttw.text.words import read_rule
 from lttw.training.checkpoint import Checkpointer, can_resume
 from lttw.training.live import log_epoch, open_live
+from lttw.training.multi_label import (
+    is_multi_label_run,
+    multi_label_record,
+    refuse_single_label_only,
+)
+from lttw.training.thresholds import validation_calibration
 from lttw.training.word_vocab import fold_vocabulary, word_embedding
 
 log = logging.getLogger(__name__)
@@ -63,6 +70,8 @@ def fingerprint(settings, fold: int | str) -> str:
         include={"seed", "data", "folds", "words", "counts", "nmf", "model", "train"}
     )
     relevant["train"].pop("log_every", None)
+    if relevant["train"].get("class_weight") == "none":  # as before the parameter existed
+        relevant["train"].pop("class_weight")
     if relevant["model"].get("vocab") == "encoder":  # as before these parameters existed
         relevant["model"].pop("vocab")
         relevant["model"].pop("word_vectors", None)
@@ -92,7 +101,11 @@ def train_run(settings, run: int | str, inputs, paths: RunPaths, extra_meta=None
     """Train ``model.variant`` on ``inputs``' train part (early stopping on its val part; an
     empty val part: every epoch of the plan, the last one's weights) and write the model
     folder at ``paths.model``; ``run``: the fold (or "final"), as the model folder records
-    it; ``extra_meta``: more keys for the folder's lttw.json. Returns the training summary."""
+    it; ``extra_meta``: more keys for the folder's lttw.json. Returns the training summary.
+    Multi-label ``inputs`` (2-D labels): binary cross-entropy, per-class thresholds tuned on
+    the val part (``thresholds.tune_thresholds``) in the folder's calibration.json."""
+    if is_multi_label_run(inputs):
+        refuse_single_label_only(settings.model.variant)
     if variant_reads(settings.model.variant) == TEXTS:
         return _train_on_texts(settings, run, inputs, paths, extra_meta)
     return _train_on_tokens(settings, run, inputs, paths, extra_meta)
@@ -109,10 +122,20 @@ def _open_live(settings, fold, key: str, paths: RunPaths):
 
 
 def _write_outputs(
-    settings, fold, inputs, model, summary: dict, live, paths: RunPaths, **folder_extras
+    settings,
+    fold,
+    inputs,
+    model,
+    summary: dict,
+    live,
+    paths: RunPaths,
+    calibration=None,
+    **folder_extras,
 ) -> None:
     with atomic_dir(paths.model) as tmp:
         save_classifier(model, tmp)
+        if calibration is not None:  # before the checksums: a file the loader reads
+            save_calibration(calibration, tmp)
         write_model_folder(
             tmp,
             classes=inputs.classes,
@@ -149,13 +172,12 @@ def _train_on_texts(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict
         settings.seed,
         words=read_rule(paths.counts),
         auto=settings.words.splitter == "auto",
+        class_weight="balanced" if settings.train.class_weight == "balanced" else None,
     )
     fit_s = time.perf_counter() - t0
     n_train = len(inputs.parts["train"])
     val_probs = predict_proba(model, inputs.part_texts("val"))
-    val_f1 = classification_metrics(
-        inputs.part_labels("val"), val_probs.argmax(1), inputs.n_labels
-    ).get("f1_macro", float("nan"))
+    val_f1 = validation_f1(inputs.part_labels("val"), val_probs)
     row = {
         "epoch": 0,
         "val_f1_macro": val_f1,
@@ -178,7 +200,18 @@ def _train_on_texts(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict
     if live is not None:
         live.log_metric("epoch_time_s", fit_s)  # one point, so the plots folder exists
     log_epoch(live, [row])
-    _write_outputs(settings, fold, inputs, model, summary, live, paths, extra_meta=extra_meta)
+    meta, calibration = multi_label_record(settings, inputs, val_probs)
+    _write_outputs(
+        settings,
+        fold,
+        inputs,
+        model,
+        summary,
+        live,
+        paths,
+        extra_meta={**(extra_meta or {}), **meta} or None,
+        **calibration,
+    )
     # a one-pass fit has nothing to resume: the checkpoint folder only records that this
     # run is complete
     Checkpointer(paths.checkpoints, key).mark_complete()
@@ -194,6 +227,7 @@ def _train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dic
     from lttw.encoder.pretrained import encoder_for_tokens, resolve_encoder
     from lttw.models.registry import MODEL_REGISTRY
     from lttw.training.loop import train_classifier
+    from lttw.training.losses import class_weights, set_loss_weights
 
     torch.manual_seed(settings.seed)
     words = fold_vocabulary(paths.counts) if settings.model.uses_word_vocab else None
@@ -225,6 +259,10 @@ def _train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dic
         )
     if frozen:
         freeze_encoder(model, batches["train"])
+    set_loss_weights(
+        model,
+        class_weights(inputs.part_labels("train"), inputs.n_labels, settings.train.class_weight),
+    )
     key = fingerprint(settings, fold)
     live = _open_live(settings, fold, key, paths) if rt.is_main else None
     result = train_classifier(
@@ -258,6 +296,18 @@ def _train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dic
         **({"word_vectors": vectors_record} if vectors_record is not None else {}),
     }
     if rt.is_main:
+        val_probs = (  # multi-label: the val part's sigmoids, to tune the thresholds on
+            predict_proba(
+                model,
+                batches["val"],
+                rt,
+                settings.train.eval_batch_size,
+                calibration=validation_calibration(batches["val"].labels),
+            )
+            if is_multi_label_run(inputs)
+            else None
+        )
+        meta, calibration = multi_label_record(settings, inputs, val_probs)
         _write_outputs(
             settings,
             fold,
@@ -268,7 +318,8 @@ def _train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dic
             paths,
             tokenizer_dir=None if words is not None else layout.tokenizer_dir(),
             word_vocabulary=words,
-            extra_meta=extra_meta,
+            extra_meta={**(extra_meta or {}), **meta} or None,
+            **calibration,
             factor_dirs=(paths.counts, paths.nmf) if factor_shape(batches) is not None else (),
         )
     rt.barrier()

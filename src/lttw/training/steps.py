@@ -6,15 +6,16 @@ from __future__ import annotations
 import logging
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.profiler import record_function
 
 from lttw.data.batching import Batchable
 from lttw.device import Runtime
-from lttw.evaluation.metrics import classification_metrics
+from lttw.evaluation.metrics import validation_f1
 from lttw.models.trained import predict_proba
 from lttw.settings import TrainSettings
+from lttw.training.losses import classification_loss, loss_weights
+from lttw.training.thresholds import validation_calibration
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def _step(ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt
 
 def _forward_backward(ddp_model, model, inputs, labels, share, optimizer, rt) -> torch.Tensor:
     with record_function("lttw.forward"), rt.autocast():
-        loss = F.cross_entropy(ddp_model(**inputs).float(), labels)
+        loss = classification_loss(ddp_model(**inputs).float(), labels, loss_weights(model))
         aux = model.auxiliary_loss()
         if aux is not None:  # e.g. LEAM's label regulariser (the same on every rank)
             loss = loss + aux.float()
@@ -110,12 +111,13 @@ def _rank_rows(rows: torch.Tensor, rt: Runtime) -> tuple[torch.Tensor, float]:
 
 
 def _validate(model: nn.Module, val: Batchable, cfg: TrainSettings, rt: Runtime) -> float:
-    """Macro-F1 on the validation part (computed on the main process, shared with all)."""
+    """Macro-F1 on the validation part (computed on the main process, shared with all;
+    multi-label: at threshold 0.5)."""
     f1 = torch.zeros((), device=rt.device)
     if rt.is_main and len(val):
-        probs = predict_proba(model, val, rt, cfg.eval_batch_size)
-        f1 += classification_metrics(val.labels.numpy(), probs.argmax(1), probs.shape[1])[
-            "f1_macro"
-        ]
+        # multi-label: sigmoid probabilities, every class at 0.5 or more
+        calibration = validation_calibration(val.labels)
+        probs = predict_proba(model, val, rt, cfg.eval_batch_size, calibration=calibration)
+        f1 += validation_f1(val.labels.numpy(), probs)
     rt.broadcast(f1)
     return float(f1.item())

@@ -1,0 +1,50 @@
+"""What training on multi-label data changes in a run (the train stage's and the final
+model's): the refusal of a variant that cannot, and what the model folder records (lttw.json
+``"multi_label": true``, per-class thresholds tuned on the val part in calibration.json;
+``training.thresholds``). The loss itself: ``training.losses``."""
+
+from __future__ import annotations
+
+from lttw.models.trained import TEXTS, variant_reads
+from lttw.training.thresholds import tune_thresholds
+
+
+def is_multi_label_run(inputs) -> bool:
+    """Whether ``inputs`` carry multi-label targets (an indicator matrix per part)."""
+    return inputs.part_labels("train").ndim == 2
+
+
+def refuse_single_label_only(variant: str) -> None:
+    """A one-line UserError for a variant that cannot train on multi-label data."""
+    if variant_reads(variant) == TEXTS:
+        return  # tfidf_linear: one vs rest
+    from lttw import models  # noqa: F401  (registers the variants)
+    from lttw.models.registry import MODEL_REGISTRY
+
+    check_multi_label_variant(variant, MODEL_REGISTRY.get(variant))
+
+
+def multi_label_record(settings, inputs, val_probs) -> tuple[dict, dict]:
+    """What a multi-label run adds to its model folder: lttw.json keys and, as
+    ``calibration=``, the thresholds tuned on the val part; ``train.class_weight`` where it
+    is not none. Nothing for a single-label run with unweighted loss."""
+    meta: dict = {}
+    if settings.train.class_weight != "none":
+        meta["class_weight"] = settings.train.class_weight
+    if not is_multi_label_run(inputs):
+        return meta, {}
+    meta["multi_label"] = True  # data.label_sets.MULTI_LABEL_KEY
+    return meta, {"calibration": tune_thresholds(val_probs, inputs.part_labels("val"))}
+
+
+def check_multi_label_variant(variant: str, model_class: type | None) -> None:
+    """Refuse, in one line, a ``model.variant`` that cannot train on multi-label data: one
+    whose class says ``supports_multi_label = False`` (every variant of this repository's
+    registry emits one logit per class, so binary cross-entropy trains it)."""
+    from lttw.errors import UserError
+
+    if model_class is not None and not getattr(model_class, "supports_multi_label", True):
+        raise UserError(
+            f"model.variant {variant}: cannot train on multi-label data (labels.json "
+            '"multi_label": true); choose lttw, tfidf_linear or another variant'
+        )
