@@ -75,7 +75,7 @@ class FusedAdamW(torch.optim.AdamW):
         return True
 
     @torch.no_grad()
-    def step(self, closure=None):  # type: ignore[override]
+    def step(self, closure=None):
         if closure is not None or not self._plain_cpu():
             return super().step(closure)
         one = torch.ones((), dtype=torch.float32)
