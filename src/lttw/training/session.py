@@ -3,6 +3,7 @@ schedule, the checkpoint restore, and ``_Session``, which the loop's epochs shar
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from dataclasses import dataclass, field
@@ -61,9 +62,25 @@ class FusedAdamW(torch.optim.AdamW):
     BERT-base's). This does what torch's own foreach path does (its comment on "Update
     steps"): the same counters, the same ``_fused_adamw_`` kernel, the same update. Anything
     else (CUDA, where the add is one kernel; capturable, a closure, a tensor lr or betas,
-    mixed devices or dtypes) takes AdamW's own step."""
+    mixed devices or dtypes, a torch whose AdamW internals differ) takes AdamW's own step."""
+
+    #: ``Adam._init_group``'s arguments where this step calls it (torch >= 2.6; torch's
+    #: AdamW before had its own, with an ``amsgrad`` argument): else AdamW's own step
+    _INIT_GROUP = (
+        "group",
+        "params_with_grad",
+        "grads",
+        "exp_avgs",
+        "exp_avg_sqs",
+        "max_exp_avg_sqs",
+        "state_steps",
+    )
 
     def _plain_cpu(self) -> bool:
+        if tuple(inspect.signature(self._init_group).parameters) != self._INIT_GROUP:
+            return False
+        if not hasattr(torch, "_fused_adamw_"):
+            return False
         for group in self.param_groups:
             if group["capturable"] or group["differentiable"] or not group["fused"]:
                 return False
