@@ -90,3 +90,24 @@ def test_cpu_step_counters_give_torch_fused_adamw_exactly():
     ours = run_steps(tiny_model(), data, rt, 3)
     torchs = run_steps(tiny_model(), data, rt, 3, adamw="torch-fused")
     assert ours == torchs
+
+
+def test_fused_adamw_falls_back_to_torchs_step_where_its_own_does_not_apply():
+    """A tensor learning rate (or capturable, mixed dtypes, ...) takes AdamW's own step."""
+    from lttw.training.session import FusedAdamW
+
+    def trained(cls):
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(3, 2)
+        opt = cls(layer.parameters(), lr=torch.tensor(0.01), fused=True)
+        for _ in range(3):
+            opt.zero_grad()
+            layer(torch.randn(4, 3)).square().mean().backward()
+            opt.step()
+        return [p.detach() for p in layer.parameters()]
+
+    layer = torch.nn.Linear(3, 2)
+    assert FusedAdamW(layer.parameters(), lr=0.01, fused=True)._plain_cpu()
+    assert not FusedAdamW(layer.parameters(), lr=torch.tensor(0.01), fused=True)._plain_cpu()
+    for ours, torchs in zip(trained(FusedAdamW), trained(torch.optim.AdamW), strict=True):
+        assert torch.equal(ours, torchs)
