@@ -11,6 +11,7 @@ from lttw.encoder.pretrained import load_saved_tokenizer, load_tokenizer, save_t
 from lttw.encoder.tokens import (
     UNK_SHARE_WARN,
     WordPieceFile,
+    _backend_of,
     coverage_warning,
     encode_texts,
     unknown_share,
@@ -68,3 +69,18 @@ def test_data_check_reports_coverage(tiny_encoder_dir, tmp_path):
         f"{tiny_encoder_dir}" in out
     )
     assert "model.extend_vocab: the tokens stage will add the train sample's [UNK] pieces" in out
+
+
+def test_fast_tokenizer_backend_gives_transformers_ids(tiny_encoder_dir):
+    """``encode_texts`` runs a transformers fast tokenizer through its ``tokenizers`` backend:
+    the same ids and masks as transformers' own padded, truncated call, and the tokenizer
+    keeps its own settings."""
+    tokenizer = load_tokenizer(tiny_encoder_dir)
+    texts = ENGLISH + CHINESE + ["the cat " * 40, "", "Ünïcode  spaces\tand\nlines"]
+    ids, mask = encode_texts(tokenizer, texts, 16, batch_size=3)
+    assert tokenizer.is_fast and _backend_of(tokenizer) is not None
+    want = tokenizer(texts, max_length=16, truncation=True, padding="max_length")
+    assert ids.tolist() == want["input_ids"] and mask.tolist() == want["attention_mask"]
+    before = tokenizer.backend_tokenizer.to_str()
+    encode_texts(tokenizer, texts, 8)
+    assert tokenizer.backend_tokenizer.to_str() == before
