@@ -1,0 +1,68 @@
+"""Multi-label data end to end (issue 42): a CSV whose label cells join several labels with
+``|`` (``data.label_delimiter``) runs through the real ``dvc repro`` of a copy of the tiny
+run: the sample keeps label lists, the model folder holds per-label thresholds, the metrics
+are the multi-label ones, and ``lttw predict`` answers a list of labels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from support.multi_label_data import CLASSES, write_multi_label_folder
+from support.tiny_project import lttw, ran, run, set_params
+
+from lttw import layout
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def multi_label_run(tmp_path_factory, tiny_repro) -> tuple[Path, str]:
+    base = tmp_path_factory.mktemp("multi_label")
+    project = tiny_repro.copy(base / "project")
+    write_multi_label_folder(base / "datasets", "tags", n_train=200, n_test=60, fmt="csv")
+    set_params(
+        project,
+        data={
+            "dataset": "tags",
+            "root": str(base / "datasets"),
+            "label_delimiter": "|",
+            "sampling": "all",
+            "predict_size": 0,
+        },
+    )
+    return project, run(["dvc", "repro"], project)
+
+
+def test_delimited_csv_labels_train_a_multi_label_model(multi_label_run):
+    project, out = multi_label_run
+    assert {"sample", "folds", "counts@0", "train@0", "evaluate@0", "summary"} <= ran(out)
+    labels = json.loads((project / layout.LABELS_JSON).read_text())
+    assert labels["multi_label"] is True and sorted(labels["classes"]) == sorted(CLASSES)
+    sample = pd.read_parquet(project / layout.sample_parquet("train"))
+    assert any(len(row) > 1 for row in sample["label"])  # label sets, not joined strings
+
+    folder = project / layout.model_dir(0)
+    meta = json.loads((folder / "lttw.json").read_text())
+    assert meta["multi_label"] is True
+    calibration = json.loads((folder / "calibration.json").read_text())
+    assert calibration["multi_label"] is True
+    assert len(calibration["thresholds"]) == len(CLASSES)
+
+    fold = json.loads((project / layout.fold_metrics(0)).read_text())
+    test = fold["test"]
+    for key in ("f1_micro", "f1_macro", "subset_accuracy"):
+        assert 0.0 <= test[key] <= 1.0, key
+    assert test["n"] == 60
+
+
+def test_predict_answers_a_list_of_labels(multi_label_run):
+    project, _ = multi_label_run
+    folder = project / layout.model_dir(0)
+    result = lttw(["predict", "--model", folder, "--json", "it is wjoy wlove"], project)
+    record = json.loads(result.stdout.strip().splitlines()[-1])
+    assert isinstance(record["labels"], list) and record["labels"]
+    assert set(record["labels"]) <= set(CLASSES)
+    assert set(record["probs"]) == set(CLASSES)
