@@ -133,3 +133,10 @@ def test_single_label_data_stays_single_label(tmp_path):
     dataset = load(tmp_path, "s.csv")
     assert not dataset.multi_label and dataset.labels.dtype == np.int64
     assert dataset.labels.tolist() == [0, 1, 0]
+
+
+def test_the_same_label_set_in_another_order_is_not_a_conflict(tmp_path):
+    frame = pd.DataFrame({"text": ["same", "same", "other"], "label": ["b|a", "a|b", "a"]})
+    frame.to_csv(tmp_path / "order.csv", index=False)
+    dataset = load(tmp_path, "order.csv", label_delimiter="|")
+    assert dataset.duplicate_texts == 1 and dataset.conflicting_texts == 0

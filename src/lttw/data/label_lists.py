@@ -81,7 +81,8 @@ def _one_label(value, where: str, row) -> Label:
 
 
 def _cell_labels(cell, delimiter: str | None, where: str, row) -> tuple[Label, ...] | None:
-    """The labels of one cell in first-seen order, without repeats (None: no label)."""
+    """The labels of one cell, without repeats, in a canonical order (so that the same set
+    written in another order is the same label set; None: no label)."""
     if not is_list_cell(cell):
         if cell is None or (isinstance(cell, float) and math.isnan(cell)):
             return None
@@ -90,7 +91,7 @@ def _cell_labels(cell, delimiter: str | None, where: str, row) -> tuple[Label, .
         else:
             cell = [cell]
     labels = [_one_label(v, where, row) for v in cell]
-    out = tuple(dict.fromkeys(v for v in labels if v != ""))
+    out = tuple(sorted(dict.fromkeys(v for v in labels if v != ""), key=str))
     if not out:
         raise DataError(
             f"{where}: row {row} has an empty label list; give every text at least one label "

@@ -57,6 +57,10 @@ def stratified_parts(
     targets = [sizes[j] for j in wanted] + ([n - sum(sizes)] if sum(sizes) < n else [])
     if not wanted:
         return [np.zeros(0, np.int64) for _ in sizes]
+    if len(targets) == 1:  # one part takes every row: nothing to stratify
+        out = [np.zeros(0, np.int64) for _ in sizes]
+        out[wanted[0]] = rng.permutation(n).astype(np.int64)
+        return out
     seed = int(rng.integers(2**31 - 1))
     fold_of = IterativeStratification(
         labels=indicator.astype(bool),  # a mask: the package indexes with it
