@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lttw.data.label_sets import is_multi_label
 from lttw.io import read_json
 from lttw.models.bundle import META
+from lttw.models.calibration import Calibration, load_calibration
 from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
 from lttw.settings import CountSettings, TrainSettings
 
@@ -100,11 +102,76 @@ def model_words(folder: Path, meta: dict):
     return regex_splitter(CountSettings(**meta["counts"]))
 
 
+def model_logits(model, inputs, runtime, batch_size: int) -> np.ndarray:
+    """(n, C) float32 scores of a loaded classifier (torch, ONNX or a text model), whose
+    softmax (single-label) or sigmoid (multi-label) are its probabilities: the training
+    part's ``models.trained.predict_logits`` where it exists; else a text model's
+    ``logits`` (or the log of its probabilities: a single-label model's logits up to a
+    constant per row, which is all a softmax sees) or the torch forward pass."""
+    from lttw.models import trained
+
+    shared = getattr(trained, "predict_logits", None)
+    if shared is not None:
+        return np.asarray(shared(model, inputs, runtime, batch_size), np.float32)
+    if len(inputs) == 0:
+        return np.zeros((0, trained.n_labels(model)), np.float32)
+    if reads(model) == TEXTS:
+        if hasattr(model, "logits"):
+            return np.asarray(model.logits(list(inputs)), np.float32)
+        with np.errstate(divide="ignore"):
+            return np.log(np.asarray(model.predict_proba(list(inputs)), np.float64)).astype(
+                np.float32
+            )
+    return _torch_logits(model, inputs, runtime, batch_size)
+
+
+def _torch_logits(model, data, runtime, batch_size: int) -> np.ndarray:
+    """The forward pass of ``models.trained.predict_proba`` (shortest rows first, batches
+    trimmed to their rows), without its softmax."""
+    import torch
+
+    model.eval()
+    order = torch.argsort(data.lengths, stable=True)
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(data), batch_size):
+            batch, _ = data.batch(order[start : start + batch_size], runtime)
+            with runtime.autocast():
+                out.append(model(**batch).float().cpu())
+    logits = torch.empty(len(data), out[0].shape[1])
+    logits[order] = torch.cat(out)
+    return logits.numpy()
+
+
+def checked_calibration(folder: str | Path, meta: dict, n_classes: int) -> Calibration:
+    """The folder's ``Calibration``, checked against its lttw.json and classes: a UserError
+    naming calibration.json where they disagree."""
+    from lttw.errors import UserError
+    from lttw.models.calibration import CALIBRATION
+
+    calibration = load_calibration(folder, is_multi_label(meta))
+    where = Path(folder) / CALIBRATION
+    if calibration.multi_label != is_multi_label(meta):
+        raise UserError(
+            f"{where}: multi_label is {calibration.multi_label}, but {META} says "
+            f"{is_multi_label(meta)}; the folder is damaged"
+        )
+    if calibration.thresholds and len(calibration.thresholds) != n_classes:
+        raise UserError(
+            f"{where}: {len(calibration.thresholds)} thresholds for {n_classes} classes"
+        )
+    return calibration
+
+
 class Predictor:
     """A model folder (see ``lttw.models.bundle``) that classifies raw texts by itself.
+    Its probabilities go through the folder's ``calibration.json`` (``models.calibration``:
+    a temperature, or a multi-label folder's sigmoid and per-class thresholds); a folder
+    without one predicts as it always did.
 
     >>> p = Predictor.load("models/fold_0")
     >>> p.predict_proba(["Stocks rally as oil prices fall"])  # (1, n_labels)
+    >>> p.predict(["Stocks rally as oil prices fall"])  # ["Business"], or [["a", "b"]]
     """
 
     def __init__(
@@ -121,6 +188,14 @@ class Predictor:
         self.folder, self.meta, self.classes = folder, meta, classes
         self.model, self.tokenizer, self.lookup, self.runtime = model, tokenizer, lookup, runtime
         self.words = words  # a WordVocabulary where the model reads word ids, not tokens
+        #: how scores become probabilities and labels (a folder without calibration.json:
+        #: the defaults, softmax at temperature 1 or, multi-label, sigmoid at 0.5)
+        self.calibration: Calibration = checked_calibration(folder, meta, len(classes))
+
+    @property
+    def multi_label(self) -> bool:
+        """Whether each text gets a list of labels (lttw.json ``multi_label``)."""
+        return self.calibration.multi_label
 
     @classmethod
     def load(cls, folder: str | Path, device: str = "cpu", load_model=None) -> Predictor:
@@ -186,16 +261,34 @@ class Predictor:
             return None
         return self.lookup.transform(texts, self.meta["k"], self.meta["s"], self.meta["ranking"])
 
-    def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """(len(texts), n_labels) float32 class probabilities."""
-        return predict_proba(
-            self.model, self.model_inputs(list(texts)), self.runtime, batch_size
-        ).astype(np.float32)
+    def predict_logits(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        """(len(texts), n_labels) float32 scores before calibration (``model_logits``)."""
+        return model_logits(self.model, self.model_inputs(list(texts)), self.runtime, batch_size)
 
-    def predict(self, texts: list[str], batch_size: int = 64) -> list[str]:
-        """The most probable label of each text (``classes[argmax(predict_proba)]``)."""
-        best = self.predict_proba(texts, batch_size).argmax(axis=1)
-        return [self.classes[i] for i in best.tolist()]
+    def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        """(len(texts), n_labels) float32 calibrated class probabilities: single-label a
+        softmax (at the folder's temperature), multi-label a sigmoid per class; a folder
+        without calibration.json gives exactly the model's own softmax, as before."""
+        if self.calibration == Calibration():
+            return predict_proba(
+                self.model, self.model_inputs(list(texts)), self.runtime, batch_size
+            ).astype(np.float32)
+        return self.calibration.probabilities(self.predict_logits(texts, batch_size))
+
+    def predict(
+        self, texts: list[str], batch_size: int = 64, min_prob: float | None = None
+    ) -> list[str | None] | list[list[str]]:
+        """The label of each text (single-label: the most probable class; None where its
+        probability is below ``min_prob``), or for a multi-label folder the list of labels
+        of each text (those reaching their thresholds and ``min_prob``, most probable
+        first): ``inference.answers.chosen_ids``."""
+        from lttw.inference.answers import check_min_prob, chosen_ids
+
+        check_min_prob(min_prob, "min_prob")
+        ids = chosen_ids(self.calibration, self.predict_proba(texts, batch_size), min_prob)
+        if self.multi_label:
+            return [[self.classes[i] for i in row] for row in ids]
+        return [self.classes[row[0]] if row else None for row in ids]
 
     def model_inputs(self, texts: list[str]):
         """What the model reads: the texts themselves, or their tokens and factor rows."""

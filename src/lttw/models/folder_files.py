@@ -25,11 +25,13 @@ from pathlib import Path
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
 from lttw.models.bundle import FACTORS, LABELS, META, TOKENIZER, WORDS
+from lttw.models.calibration import CALIBRATION
 
 CHECKSUMS = "sha256"
 #: the top-level files a loader reads: the classifier (torch, or tfidf's extra vocabulary),
 #: what prediction needs, and what ``lttw export --onnx`` / ``lttw serve`` add (model.onnx
-#: and onnx.json: ``serving.onnx_runtime``; metrics.json: ``serving.info``)
+#: and onnx.json: ``serving.onnx_runtime``; metrics.json: ``serving.info``), and how scores
+#: become probabilities and labels (calibration.json: ``models.calibration``)
 TOP_LEVEL = (
     "config.json",
     "model.safetensors",
@@ -39,6 +41,7 @@ TOP_LEVEL = (
     "model.onnx",
     "onnx.json",
     "metrics.json",
+    CALIBRATION,
 )
 #: sub-folders the loader reads, and the kinds of file it reads in them (never pickles,
 #: torch checkpoints or code: a stray pytorch_model.bin is not a file of the model)
