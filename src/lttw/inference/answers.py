@@ -17,10 +17,12 @@ classes whatever was chosen (ties: the lower class id first).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from lttw.errors import UserError
+from lttw.models.calibration import Calibration
 
 
 def check_min_prob(min_prob: float | None, what: str = "--min-prob") -> None:
@@ -38,7 +40,9 @@ def ranked(row: np.ndarray) -> np.ndarray:
     return np.argsort(-np.asarray(row, dtype=np.float64), kind="stable")
 
 
-def chosen_ids(calibration, probs: np.ndarray, min_prob: float | None = None) -> list[list[int]]:
+def chosen_ids(
+    calibration: Calibration, probs: np.ndarray, min_prob: float | None = None
+) -> list[list[int]]:
     """The class ids chosen for each row of ``(n, C)`` probabilities (see the module
     docstring), most probable first; an empty list is "no label"."""
     probs = np.asarray(probs, dtype=np.float32)
@@ -61,3 +65,48 @@ def top_classes(probs: np.ndarray, k: int) -> list[list[int]]:
 def named(ids: list[int], row: np.ndarray, classes: list[str]) -> list[dict]:
     """``[{"label": name, "prob": p}, ...]`` of class ids in one row of probabilities."""
     return [{"label": classes[i], "prob": float(row[i])} for i in ids]
+
+
+@dataclass(frozen=True)
+class AnswerRule:
+    """What to tell about each text: ``calibration``'s labels (held to ``min_prob``), and
+    with ``top_k`` the k most probable classes too."""
+
+    calibration: Calibration = Calibration()
+    min_prob: float | None = None
+    top_k: int | None = None
+
+    def __post_init__(self) -> None:
+        check_min_prob(self.min_prob)
+        if self.top_k is not None and self.top_k < 1:
+            raise UserError(f"--top-k must be 1 or more (got {self.top_k})")
+
+    @property
+    def multi_label(self) -> bool:
+        return self.calibration.multi_label
+
+    def chosen(self, probs: np.ndarray) -> list[list[int]]:
+        return chosen_ids(self.calibration, probs, self.min_prob)
+
+    def top(self, probs: np.ndarray) -> list[list[int]] | None:
+        return None if self.top_k is None else top_classes(probs, self.top_k)
+
+    def records(self, probs: np.ndarray, classes: list[str]) -> list[dict]:
+        """One JSON-able answer per row: single-label ``label`` (null: no label) and
+        ``prob`` (the most probable class's), multi-label ``labels`` ([{label, prob}], most
+        probable first); with ``top_k``, ``top`` ([{label, prob}], k most probable)."""
+        probs = np.asarray(probs, dtype=np.float32)
+        top = self.top(probs)
+        out = []
+        for i, (row, ids) in enumerate(zip(probs, self.chosen(probs))):
+            if self.multi_label:
+                item: dict = {"labels": named(ids, row, classes)}
+            else:
+                item = {
+                    "label": classes[ids[0]] if ids else None,
+                    "prob": float(row.max()) if len(row) else 0.0,
+                }
+            if top is not None:
+                item["top"] = named(top[i], row, classes)
+            out.append(item)
+        return out
