@@ -67,6 +67,23 @@ def named(ids: list[int], row: np.ndarray, classes: list[str]) -> list[dict]:
     return [{"label": classes[i], "prob": float(row[i])} for i in ids]
 
 
+def explained_prediction(calibration: Calibration, classes: list[str], probs: np.ndarray) -> dict:
+    """The label and probability of the most probable class and every class's probability;
+    for a multi-label model the labels chosen (``inference.answers.chosen_ids``: each
+    class's sigmoid probability against its threshold) and every class's threshold."""
+    classes = list(classes)
+    everything = dict(zip(classes, map(float, probs)))
+    if not calibration.multi_label:
+        best = int(np.argmax(probs))
+        return {"label": classes[best], "prob": float(probs[best]), "probabilities": everything}
+    thresholds = calibration.class_thresholds(len(classes)).tolist()
+    return {
+        "labels": named(chosen_ids(calibration, probs[None])[0], probs, classes),
+        "probabilities": everything,
+        "thresholds": dict(zip(classes, map(float, thresholds))),
+    }
+
+
 @dataclass(frozen=True)
 class AnswerRule:
     """What to tell about each text: ``calibration``'s labels (held to ``min_prob``), and

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numpy as np
 import torch
 
 from lttw.factors.features import slot_fill, top_bottom_words
 from lttw.factors.nmf import FACTORS_FILE
+from lttw.inference.answers import explained_prediction
 from lttw.io import read_arrays
 from lttw.models.bundle import FACTORS
 
@@ -179,26 +179,6 @@ def _attentions(predictor, text: str) -> tuple[torch.Tensor, tuple, list[str]]:
     return model.fusion.mask(mask_t), attentions, tokens
 
 
-def prediction_section(predictor, probs: np.ndarray) -> dict:
-    """The label and probability of the most probable class and every class's probability;
-    for a multi-label model the labels chosen (``inference.answers.chosen_ids``: each
-    class's sigmoid probability against its threshold) and every class's threshold."""
-    from lttw.inference.answers import chosen_ids, named
-
-    classes = list(predictor.classes)
-    everything = dict(zip(classes, map(float, probs)))
-    calibration = predictor.calibration
-    if not calibration.multi_label:
-        best = int(np.argmax(probs))
-        return {"label": classes[best], "prob": float(probs[best]), "probabilities": everything}
-    thresholds = calibration.class_thresholds(len(classes)).tolist()
-    return {
-        "labels": named(chosen_ids(calibration, probs[None])[0], probs, classes),
-        "probabilities": everything,
-        "thresholds": dict(zip(classes, map(float, thresholds))),
-    }
-
-
 def explain(predictor, text: str) -> dict:
     """Everything ``lttw explain`` shows, as a JSON-able dict."""
     factors = factor_section(predictor, text)
@@ -209,7 +189,7 @@ def explain(predictor, text: str) -> dict:
         "model": str(predictor.folder),
         "variant": predictor.meta["variant"],
         "classes": list(predictor.classes),
-        "prediction": prediction_section(predictor, probs),
+        "prediction": explained_prediction(predictor.calibration, predictor.classes, probs),
         "factors": factors,
         "attention": attention,
     }
