@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 def console(stderr: bool = False):
     from rich.console import Console
@@ -9,16 +11,24 @@ def console(stderr: bool = False):
     return Console(stderr=stderr)
 
 
-def print_predictions(texts: list[str], labels: list[str], probs: list[float]) -> None:
-    """A table of text / label / prob that fits the terminal: the label and the probability
-    are always shown in full, the text is cut (…) to the room left."""
+def print_predictions(
+    texts: list[str],
+    labels: list[str],
+    probs: Sequence[float | str],
+    top: list[str] | None = None,
+) -> None:
+    """A table of text / label / prob [/ top] that fits the terminal: the label and the
+    probability are always shown in full, the text is cut (…) to the room left. ``probs``:
+    numbers (shown to 4 places) or text as shown (a multi-label row's "0.91, 0.62");
+    ``top``: a column of the most probable classes, wrapped."""
     from rich.cells import cell_len
     from rich.markup import escape
     from rich.table import Table
 
     out = console()
+    shown = [p if isinstance(p, str) else f"{p:.4f}" for p in probs]
     label_width = max(cell_len("label"), *(cell_len(label) for label in labels))
-    prob_width = len("0.0000")
+    prob_width = max(len("0.0000"), *(len(p) for p in shown))
     room = out.width - label_width - prob_width - 10  # 4 borders + 3 x 2 padding
     table = Table()
     table.add_column("text", overflow="ellipsis", no_wrap=True, max_width=max(8, min(60, room)))
@@ -27,6 +37,8 @@ def print_predictions(texts: list[str], labels: list[str], probs: list[float]) -
     else:  # a label wider than the terminal: wrapped over lines, still whole
         table.add_column("label", overflow="fold")
     table.add_column("prob", justify="right", no_wrap=True, min_width=prob_width)
-    for text, label, prob in zip(texts, labels, probs):
-        table.add_row(escape(text), escape(label), f"{prob:.4f}")
+    if top is not None:
+        table.add_column("top", overflow="fold")
+    for i, (text, label, prob) in enumerate(zip(texts, labels, shown)):
+        table.add_row(escape(text), escape(label), prob, *([escape(top[i])] if top else []))
     out.print(table)

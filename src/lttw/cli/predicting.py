@@ -27,6 +27,7 @@ from lttw.errors import UserError
         "lttw predict --file news.txt --out predictions.parquet",
         "lttw predict --file news.csv --text-column body --out - --no-text",
         "cat texts.txt | lttw predict - --json",
+        'lttw predict "Late goal wins it" --top-k 3 --min-prob 0.6',
     )
 )
 def predict(
@@ -58,7 +59,8 @@ def predict(
             "--out",
             "-o",
             help="write predictions to .csv/.tsv/.parquet (atomically), or - for "
-            "CSV on stdout; columns text, label, prob and prob_CLASS per class",
+            "CSV on stdout; columns text, label, prob (multi-label: labels, joined by | in "
+            "CSV), top_I and top_I_prob with --top-k, and prob_CLASS per class",
         ),
     ] = None,
     no_text: Annotated[
@@ -85,10 +87,31 @@ def predict(
         bool,
         typer.Option(
             "--json",
-            help="JSON Lines on stdout, one object per text: text, label, prob, probs "
-            "(every class's probability)",
+            help="JSON Lines on stdout, one object per text: text, label (null below "
+            "--min-prob), prob, probs (every class's probability); multi-label: labels "
+            "(a list of {label, prob}) instead of label and prob; with --top-k, top",
         ),
     ] = False,
+    min_prob: Annotated[
+        float | None,
+        typer.Option(
+            "--min-prob",
+            min=0.0,
+            max=1.0,
+            help="abstain below this probability: a single-label text whose most probable "
+            "class is below P gets no label (empty / null); a multi-label text gets the "
+            "labels whose probability reaches both their tuned threshold and P",
+        ),
+    ] = None,
+    top_k: Annotated[
+        int | None,
+        typer.Option(
+            "--top-k",
+            min=1,
+            help="also show the K most probable classes with their probabilities "
+            "(at most the number of classes)",
+        ),
+    ] = None,
     params: Params = Path("params.yaml"),
 ) -> None:
     """Classify texts with a trained model: label and probability per text. A folder made by
@@ -108,24 +131,22 @@ def predict(
     if out is None:  # texts to the terminal: no tables library needed (start-up time)
         assert texts is not None  # no --file (checked above): TEXT arguments
         predictor = _load(model, params, device, onnx=True)
+        rule = _rule(predictor, min_prob, top_k)
         probs = predictor.predict_proba(list(texts), batch_size)
+        records = rule.records(probs, predictor.classes)
         if as_json:
-            _print_json_lines(list(texts), probs, predictor.classes)
-            return
-        best = probs.argmax(axis=1)
-        print_predictions(
-            list(texts),
-            [predictor.classes[i] for i in best],
-            probs[range(len(texts)), best].tolist(),
-        )
+            _print_json_lines(list(texts), probs, predictor.classes, records)
+        else:
+            _print_table(list(texts), records, top_k is not None)
         return
     from lttw.inference import batch_predict as bp
 
     bp.check_paths(file, out, force)
     predictor = _load(model, params, device, onnx=True)
+    rule = _rule(predictor, min_prob, top_k)
     if file is not None:
         source = bp.open_source(file, text_column, cap)
-        frames = bp.predict_chunks(predictor, source, batch_size, with_text=not no_text)
+        frames = bp.predict_chunks(predictor, source, batch_size, not no_text, rule=rule)
         rows = bp.write_frames(frames, out)
         if out != bp.STDOUT:
             typer.echo(f"wrote {rows} predictions to {out}", err=True)
@@ -133,15 +154,46 @@ def predict(
             typer.echo(f"cut {cap.cut} texts to --max-chars {max_chars}", err=True)
         return
     assert texts is not None  # no --file: TEXT arguments
+    probs = predictor.predict_proba(list(texts), batch_size)
     frame = bp.prediction_frame(
-        list(texts),
-        predictor.predict_proba(list(texts), batch_size),
-        predictor.classes,
-        with_text=not no_text,
+        list(texts), probs, predictor.classes, with_text=not no_text, rule=rule
     )
     bp.write_frames([frame], out)
     if out != bp.STDOUT:
-        print_predictions(list(texts), frame["label"].tolist(), frame["prob"].tolist())
+        _print_table(list(texts), rule.records(probs, predictor.classes), top_k is not None)
+
+
+def _rule(predictor, min_prob: float | None, top_k: int | None):
+    """The predictor's ``AnswerRule`` with --min-prob, and --top-k held to its classes."""
+    from lttw.inference.answers import AnswerRule
+    from lttw.models.calibration import Calibration
+
+    k = None if top_k is None else min(top_k, len(predictor.classes))
+    return AnswerRule(getattr(predictor, "calibration", Calibration()), min_prob, k)
+
+
+def _print_table(texts: list[str], records: list[dict], with_top: bool) -> None:
+    """The terminal table of ``AnswerRule.records``: lists joined by ", ", "(none)" where a
+    text got no label."""
+
+    def joined(items: list[dict]) -> tuple[str, str]:
+        return (
+            ", ".join(i["label"] for i in items) or "(none)",
+            ", ".join(f"{i['prob']:.4f}" for i in items),
+        )
+
+    labels, probs = [], []
+    for r in records:
+        if "labels" in r:
+            label, prob = joined(r["labels"])
+        else:
+            label, prob = r["label"] or "(none)", f"{r['prob']:.4f}"
+        labels.append(label)
+        probs.append(prob)
+    top = None
+    if with_top:
+        top = [", ".join(f"{i['label']} {i['prob']:.4f}" for i in r["top"]) for r in records]
+    print_predictions(texts, labels, probs, top)
 
 
 def _stdin_texts(texts: list[str] | None) -> list[str] | None:
@@ -157,17 +209,12 @@ def _stdin_texts(texts: list[str] | None) -> list[str] | None:
     return read
 
 
-def _print_json_lines(texts: list[str], probs, classes: list[str]) -> None:
-    """One JSON object per text on stdout: text, label, prob and every class's prob."""
-    best = probs.argmax(axis=1)
-    for text, row, i in zip(texts, probs.tolist(), best.tolist()):
-        record = {
-            "text": text,
-            "label": classes[i],
-            "prob": row[i],
-            "probs": dict(zip(classes, row)),
-        }
-        typer.echo(json.dumps(record, ensure_ascii=False))
+def _print_json_lines(texts: list[str], probs, classes: list[str], records: list[dict]) -> None:
+    """One JSON object per text on stdout: text, its answer (``AnswerRule.records``: label
+    and prob, or labels; top) and every class's prob."""
+    for text, row, record in zip(texts, probs.tolist(), records):
+        doc = {"text": text, **record, "probs": dict(zip(classes, row))}
+        typer.echo(json.dumps(doc, ensure_ascii=False))
 
 
 @app.command(

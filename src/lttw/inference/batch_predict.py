@@ -10,7 +10,10 @@ Inputs:  ``.txt`` (one text per line, each read in bounded pieces: ``text_lines`
          line / row number, or cut with ``--truncate``.
 Outputs: ``.csv`` / ``.tsv`` or ``.parquet`` / ``.pq``, written to a temporary file beside the
          target and renamed into place at the end; ``-`` writes CSV to stdout.
-Columns: text (unless left out), label (class name), prob (its probability), prob_<class>.
+Columns: text (unless left out), label (class name; empty below ``--min-prob``) and prob
+         (the most probable class's probability), or for a multi-label model labels (class
+         names, joined by "|" in CSV, a list in parquet); top_i / top_i_prob for i up to
+         ``--top-k``; prob_<class>.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import pandas as pd
 
 from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES, csv_separator
 from lttw.errors import DataError, UserError
+from lttw.inference.answers import AnswerRule
+from lttw.inference.prediction_table import LIST_COLUMN, LIST_SEPARATOR, prediction_frame
 from lttw.inference.text_lines import LineCap, bounded_lines, check_csv_lines
 from lttw.io import UnreadableFileError, atomic_path
 
@@ -208,59 +213,63 @@ def open_source(
     return TextSource(path, None, lambda: _csv_chunks(path, column, sep, cap))
 
 
-def prediction_frame(
-    texts: list[str], probs: np.ndarray, classes: list[str], with_text: bool = True
-) -> pd.DataFrame:
-    """Columns [text], label, prob, prob_<class> for each text (probs: (n, p) float32)."""
-    probs = np.asarray(probs, dtype=np.float32).reshape(len(texts), len(classes))
-    best = probs.argmax(axis=1)
-    columns = {"text": pd.array(texts, dtype="str")} if with_text else {}
-    columns["label"] = pd.array(np.asarray(classes, dtype=object)[best].tolist(), dtype="str")
-    columns["prob"] = probs[np.arange(len(texts)), best]
-    columns.update({f"prob_{c}": probs[:, i] for i, c in enumerate(classes)})
-    return pd.DataFrame(columns)
-
-
 def predict_chunks(
-    predictor, source: TextSource, batch_size: int, with_text: bool = True, progress: bool = True
+    predictor,
+    source: TextSource,
+    batch_size: int,
+    with_text: bool = True,
+    progress: bool = True,
+    rule: AnswerRule | None = None,
 ) -> Iterator[pd.DataFrame]:
     """One prediction frame per chunk of ``source`` (an empty frame for an empty file)."""
     from lttw.progress import progress as progress_bar
 
     empty = True
+    classes = predictor.classes
     with progress_bar(total=source.total, desc="predict", unit="text", disable=not progress) as bar:
         for texts in source.chunks():
             empty = False
             yield prediction_frame(
-                texts, predictor.predict_proba(texts, batch_size), predictor.classes, with_text
+                texts, predictor.predict_proba(texts, batch_size), classes, with_text, rule
             )
             bar.update(len(texts))
     if empty:
-        yield prediction_frame(
-            [], np.zeros((0, len(predictor.classes))), predictor.classes, with_text
-        )
+        yield prediction_frame([], np.zeros((0, len(classes))), classes, with_text, rule)
 
 
 def _write_csv(frames: Iterable[pd.DataFrame], handle, sep: str) -> int:
     rows = 0
     for i, frame in enumerate(frames):
+        if LIST_COLUMN in frame:  # multi-label: class names joined by LIST_SEPARATOR
+            frame = frame.assign(
+                **{LIST_COLUMN: [LIST_SEPARATOR.join(v) for v in frame[LIST_COLUMN].tolist()]}
+            )
         frame.to_csv(handle, sep=sep, header=i == 0, index=False)
         rows += len(frame)
     return rows
 
 
-def _write_parquet(frames: Iterable[pd.DataFrame], path: Path) -> int:
+def _arrow_table(frame: pd.DataFrame, schema=None):
+    """``frame`` as an arrow table (of ``schema``, or inferred: a multi-label frame's
+    ``LIST_COLUMN`` as a list of strings, also where a chunk holds only empty lists)."""
     import pyarrow as pa
+
+    if schema is not None or LIST_COLUMN not in frame:
+        return pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    table = pa.Table.from_pandas(frame.drop(columns=[LIST_COLUMN]), preserve_index=False)
+    lists = pa.array(frame[LIST_COLUMN].tolist(), pa.list_(pa.string()))
+    return table.add_column(frame.columns.get_loc(LIST_COLUMN), LIST_COLUMN, lists)
+
+
+def _write_parquet(frames: Iterable[pd.DataFrame], path: Path) -> int:
     import pyarrow.parquet as pq
 
     rows, writer = 0, None
     try:
         for frame in frames:
+            table = _arrow_table(frame, None if writer is None else writer.schema)
             if writer is None:
-                table = pa.Table.from_pandas(frame, preserve_index=False)
                 writer = pq.ParquetWriter(path, table.schema)
-            else:
-                table = pa.Table.from_pandas(frame, schema=writer.schema, preserve_index=False)
             writer.write_table(table)
             rows += len(frame)
     finally:

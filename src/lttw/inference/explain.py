@@ -4,7 +4,8 @@
   with the model's k, s and ranking), each word's latent-factor row W[w] and its per-class
   affinity W[w] @ H, where H (rank x classes) is the NMF's factor-label matrix, so W[w] @ H is
   the factorisation's reconstruction of the word's label distribution V[w] = n(w, c) / n(w);
-* the predicted class probabilities;
+* the predicted class probabilities (a multi-label model: each class's sigmoid
+  probability and threshold, and the labels chosen);
 * the attention that position 0 ([CLS], the position the classifier reads) pays in the last
   attention block, as the model returns it (``output_attentions=True``):
   ``mha``: softmax weights over positions, averaged over heads;
@@ -18,11 +19,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numpy as np
 import torch
 
 from lttw.factors.features import slot_fill, top_bottom_words
 from lttw.factors.nmf import FACTORS_FILE
+from lttw.inference.answers import explained_prediction
 from lttw.io import read_arrays
 from lttw.models.bundle import FACTORS
 
@@ -183,17 +184,12 @@ def explain(predictor, text: str) -> dict:
     factors = factor_section(predictor, text)
     probs = predictor.predict_proba([text])[0]
     attention = attention_section(predictor, text, factors)
-    best = int(np.argmax(probs))
     return {
         "text": text,
         "model": str(predictor.folder),
         "variant": predictor.meta["variant"],
         "classes": list(predictor.classes),
-        "prediction": {
-            "label": predictor.classes[best],
-            "prob": float(probs[best]),
-            "probabilities": dict(zip(predictor.classes, map(float, probs))),
-        },
+        "prediction": explained_prediction(predictor.calibration, predictor.classes, probs),
         "factors": factors,
         "attention": attention,
     }
@@ -221,13 +217,26 @@ def render(doc: dict, console) -> None:
     from rich.table import Table
 
     classes = doc["classes"]
+    prediction = doc["prediction"]
+    thresholds = prediction.get("thresholds")  # a multi-label model's
+    chosen = (
+        {item["label"] for item in prediction["labels"]}
+        if thresholds is not None
+        else {prediction["label"]}
+    )
     pred = Table(title=escape(f"Prediction ({doc['variant']}, {doc['model']})"))
     pred.add_column("class")
     pred.add_column("probability", justify="right")
-    for c, p in sorted(doc["prediction"]["probabilities"].items(), key=lambda kv: -kv[1]):
-        style = "bold green" if c == doc["prediction"]["label"] else None
-        pred.add_row(escape(c), f"{p:.4f}", style=style)
+    if thresholds is not None:
+        pred.add_column("threshold", justify="right")
+    for c, p in sorted(prediction["probabilities"].items(), key=lambda kv: -kv[1]):
+        style = "bold green" if c in chosen else None
+        extra = [] if thresholds is None else [f"{thresholds[c]:.4f}"]
+        pred.add_row(escape(c), f"{p:.4f}", *extra, style=style)
     console.print(pred)
+    if thresholds is not None:
+        labels = ", ".join(item["label"] for item in prediction["labels"]) or "(none)"
+        console.print(escape(f"labels (sigmoid probability >= its threshold): {labels}"))
     f = doc["factors"]
     if f is None:
         console.print("latent factors: none (the model fuses no latent-factor features)")

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lttw.inference.scores import checked_calibration, model_logits
 from lttw.io import read_json
 from lttw.models.bundle import META
+from lttw.models.calibration import Calibration
 from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
 from lttw.settings import CountSettings, TrainSettings
 
@@ -116,9 +118,13 @@ def model_words(folder: Path, meta: dict):
 
 class Predictor:
     """A model folder (see ``lttw.models.bundle``) that classifies raw texts by itself.
+    Its probabilities go through the folder's ``calibration.json`` (``models.calibration``:
+    a temperature, or a multi-label folder's sigmoid and per-class thresholds); a folder
+    without one predicts as it always did.
 
     >>> p = Predictor.load("models/fold_0")
     >>> p.predict_proba(["Stocks rally as oil prices fall"])  # (1, n_labels)
+    >>> p.predict(["Stocks rally as oil prices fall"])  # ["Business"], or [["a", "b"]]
     """
 
     def __init__(
@@ -135,6 +141,14 @@ class Predictor:
         self.folder, self.meta, self.classes = folder, meta, classes
         self.model, self.tokenizer, self.lookup, self.runtime = model, tokenizer, lookup, runtime
         self.words = words  # a WordVocabulary where the model reads word ids, not tokens
+        #: how scores become probabilities and labels (a folder without calibration.json:
+        #: the defaults, softmax at temperature 1 or, multi-label, sigmoid at 0.5)
+        self.calibration: Calibration = checked_calibration(folder, meta, len(classes))
+
+    @property
+    def multi_label(self) -> bool:
+        """Whether each text gets a list of labels (lttw.json ``multi_label``)."""
+        return self.calibration.multi_label
 
     @classmethod
     def load(cls, folder: str | Path, device: str = "cpu", load_model=None) -> Predictor:
@@ -200,16 +214,34 @@ class Predictor:
             return None
         return self.lookup.transform(texts, self.meta["k"], self.meta["s"], self.meta["ranking"])
 
-    def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """(len(texts), n_labels) float32 class probabilities."""
-        return predict_proba(
-            self.model, self.model_inputs(list(texts)), self.runtime, batch_size
-        ).astype(np.float32)
+    def predict_logits(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        """(len(texts), n_labels) float32 scores before calibration (``model_logits``)."""
+        return model_logits(self.model, self.model_inputs(list(texts)), self.runtime, batch_size)
 
-    def predict(self, texts: list[str], batch_size: int = 64) -> list[str]:
-        """The most probable label of each text (``classes[argmax(predict_proba)]``)."""
-        best = self.predict_proba(texts, batch_size).argmax(axis=1)
-        return [self.classes[i] for i in best.tolist()]
+    def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        """(len(texts), n_labels) float32 calibrated class probabilities: single-label a
+        softmax (at the folder's temperature), multi-label a sigmoid per class; a folder
+        without calibration.json gives exactly the model's own softmax, as before."""
+        if self.calibration == Calibration():
+            return predict_proba(
+                self.model, self.model_inputs(list(texts)), self.runtime, batch_size
+            ).astype(np.float32)
+        return self.calibration.probabilities(self.predict_logits(texts, batch_size))
+
+    def predict(
+        self, texts: list[str], batch_size: int = 64, min_prob: float | None = None
+    ) -> list[str | None] | list[list[str]]:
+        """The label of each text (single-label: the most probable class; None where its
+        probability is below ``min_prob``), or for a multi-label folder the list of labels
+        of each text (those reaching their thresholds and ``min_prob``, most probable
+        first): ``inference.answers.chosen_ids``."""
+        from lttw.inference.answers import check_min_prob, chosen_ids
+
+        check_min_prob(min_prob, "min_prob")
+        ids = chosen_ids(self.calibration, self.predict_proba(texts, batch_size), min_prob)
+        if self.multi_label:
+            return [[self.classes[i] for i in row] for row in ids]
+        return [self.classes[row[0]] if row else None for row in ids]
 
     def model_inputs(self, texts: list[str]):
         """What the model reads: the texts themselves, or their tokens and factor rows."""

@@ -1,11 +1,30 @@
-"""The documents of ``POST /predict``: the request body checked into (texts, top_k), every
-problem an ``ApiError`` with a status and one line, and the answer's predictions."""
+"""The documents of ``POST /predict``: the request body checked into (texts, top_k,
+min_prob), every problem an ``ApiError`` with a status and one line, and the answer's
+predictions (``inference.answers.AnswerRule.records``: single-label ``label`` (null below
+``min_prob``) and ``prob``; multi-label ``labels``, a list of {label, prob}; ``top`` with
+``top_k``)."""
 
 from __future__ import annotations
 
 import json
+import math
+from typing import NamedTuple
 
+from lttw.inference.answers import AnswerRule
+from lttw.models.calibration import Calibration
 from lttw.serving.limits import Limits
+
+#: the fields of a /predict body
+FIELDS = ("texts", "text", "top_k", "min_prob")
+
+
+class PredictRequest(NamedTuple):
+    """A checked /predict body: the texts, the number of most probable classes to list
+    (None: none), and the probability below which no label is given (None: no floor)."""
+
+    texts: list[str]
+    top_k: int | None = None
+    min_prob: float | None = None
 
 
 class ApiError(Exception):
@@ -16,8 +35,9 @@ class ApiError(Exception):
         self.status, self.message, self.headers = status, message, headers
 
 
-def parse_request(body: bytes, limits: Limits, n_labels: int) -> tuple[list[str], int | None]:
-    """(texts, top_k) of a /predict body, or an ApiError saying in one line what is wrong."""
+def parse_request(body: bytes, limits: Limits, n_labels: int) -> PredictRequest:
+    """The texts, top_k and min_prob of a /predict body, or an ApiError saying in one line
+    what is wrong."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -34,10 +54,13 @@ def parse_request(body: bytes, limits: Limits, n_labels: int) -> tuple[list[str]
         raise ApiError(400, "the body is nested too deep (send a flat JSON object)") from None
     except ValueError:  # an integer over sys.get_int_max_str_digits() digits
         raise ApiError(400, "the body holds a number with too many digits") from None
-    shape = 'send {"texts": ["...", ...]} or {"text": "..."}, optionally with "top_k": k'
+    shape = (
+        'send {"texts": ["...", ...]} or {"text": "..."}, optionally with "top_k": k '
+        'and "min_prob": p'
+    )
     if not isinstance(doc, dict):
         raise ApiError(422, f"the body must be a JSON object: {shape}")
-    unknown = sorted(set(doc) - {"texts", "text", "top_k"})
+    unknown = sorted(set(doc) - set(FIELDS))
     if unknown:
         raise ApiError(422, f"unknown field(s) {', '.join(map(repr, unknown))}: {shape}")
     if ("texts" in doc) == ("text" in doc):
@@ -76,7 +99,14 @@ def parse_request(body: bytes, limits: Limits, n_labels: int) -> tuple[list[str]
         not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= n_labels
     ):
         raise ApiError(422, f"'top_k' must be an integer from 1 to {n_labels}")
-    return texts, top_k
+    min_prob = doc.get("min_prob")
+    if min_prob is not None and (
+        not isinstance(min_prob, int | float)
+        or isinstance(min_prob, bool)
+        or not (math.isfinite(min_prob) and 0.0 <= min_prob <= 1.0)
+    ):
+        raise ApiError(422, "'min_prob' must be a number from 0 to 1")
+    return PredictRequest(texts, top_k, None if min_prob is None else float(min_prob))
 
 
 def _kind(value) -> str:
@@ -91,12 +121,12 @@ def _kind(value) -> str:
     }.get(type(value), "a value")
 
 
-def predictions(probs, classes: list[str], top_k: int | None) -> list[dict]:
-    out = []
-    for row in probs:
-        order = row.argsort()[::-1]
-        item = {"label": classes[order[0]], "prob": float(row[order[0]])}
-        if top_k:
-            item["top"] = [{"label": classes[i], "prob": float(row[i])} for i in order[:top_k]]
-        out.append(item)
-    return out
+def predictions(
+    probs,
+    classes: list[str],
+    top_k: int | None,
+    calibration: Calibration = Calibration(),
+    min_prob: float | None = None,
+) -> list[dict]:
+    """The answer for each row of probabilities (see the module docstring)."""
+    return AnswerRule(calibration, min_prob, top_k).records(probs, classes)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from lttw import layout
 from lttw.io import read_json
+from lttw.models.calibration import Calibration
 
 #: the metrics an exported folder carries (the pipeline's evaluate and train metrics)
 METRICS_FILE = "metrics.json"
@@ -57,6 +58,7 @@ def model_info(predictor, backend: str) -> dict:
     from lttw.serving.onnx_runtime import read_record
 
     meta = predictor.meta
+    calibration = getattr(predictor, "calibration", None) or Calibration()
     words = meta.get("words")
     if words is None and "counts" in meta:  # a folder saved before the rule was recorded
         from lttw.inference.predict import model_words
@@ -64,6 +66,8 @@ def model_info(predictor, backend: str) -> dict:
         words = model_words(Path(predictor.folder), meta).record()
     return {
         "labels": list(predictor.classes),
+        "multi_label": calibration.multi_label,
+        "calibration": calibration.to_dict(),
         "variant": meta["variant"],
         "encoder": encoder_name(meta.get("encoder")),
         "words": words,

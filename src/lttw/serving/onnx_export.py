@@ -153,9 +153,12 @@ def export_onnx(predictor, path: Path, int8: bool = False) -> None:
             fp32.unlink()
 
 
-def read_labelled(path: Path, classes: list[str], rows: int) -> tuple[list[str], np.ndarray]:
+def read_labelled(
+    path: Path, classes: list[str], rows: int, multi_label: bool = False
+) -> tuple[list[str], np.ndarray]:
     """The first ``rows`` texts of a CSV / parquet file with columns ``text`` and ``label``
-    (label ids 0..p-1 as the sample stage writes them, or class names)."""
+    (label ids 0..p-1 as the sample stage writes them, or class names); ``multi_label``: a
+    list of them per text (CSV: joined by "|"), returned as an (n, p) indicator matrix."""
     import pandas as pd
 
     if path.suffix.lower() in (".parquet", ".pq"):
@@ -172,6 +175,8 @@ def read_labelled(path: Path, classes: list[str], rows: int) -> tuple[list[str],
             f"{path}: the check sample must be .parquet or .csv with columns text and label"
         )
     frame = frame.head(rows)
+    if multi_label:
+        return frame["text"].astype(str).tolist(), _label_sets(frame["label"], classes, path)
     labels = frame["label"]
     if labels.map(lambda v: isinstance(v, str)).all():
         unknown = sorted(set(labels) - set(classes))
@@ -183,6 +188,26 @@ def read_labelled(path: Path, classes: list[str], rows: int) -> tuple[list[str],
         if len(ids) and (ids.min() < 0 or ids.max() >= len(classes)):
             raise UserError(f"{path}: label ids outside 0..{len(classes) - 1}")
     return frame["text"].astype(str).tolist(), ids
+
+
+def _label_sets(column, classes: list[str], path: Path) -> np.ndarray:
+    """An (n, p) indicator matrix of a multi-label check sample's label column."""
+    from lttw.data.label_sets import indicator_matrix
+
+    index = {c: i for i, c in enumerate(classes)}
+    lists = []
+    for value in column:
+        items = value.split("|") if isinstance(value, str) else list(value)
+        try:
+            lists.append([index[v] if isinstance(v, str) else int(v) for v in items if v != ""])
+        except KeyError as err:
+            raise UserError(
+                f"{path}: label {err.args[0]!r} is not one of the model's classes"
+            ) from None
+    try:
+        return indicator_matrix(lists, len(classes))
+    except ValueError as err:
+        raise UserError(f"{path}: {err}") from None
 
 
 def compare(
@@ -198,16 +223,32 @@ def compare(
 
     want = torch_predictor.predict_proba(texts)
     got = onnx_predictor.predict_proba(texts)
+    from lttw.models.calibration import Calibration
+
+    # both predictors apply the folder's calibration (a stand-in without one: argmax)
+    calibration = getattr(torch_predictor, "calibration", Calibration())
+    decide = calibration.decide
+    same = decide(want) == decide(got)
     check = ExportCheck(
         len(texts),
         labels is not None,
-        float((want.argmax(1) == got.argmax(1)).mean()),
+        float((same.all(axis=1) if same.ndim == 2 else same).mean()),
         float(np.abs(want - got).max()),
     )
     if labels is not None:
         p = len(torch_predictor.classes)
-        check.f1_torch = classification_metrics(labels, want.argmax(1), p)["f1_macro"]
-        check.f1_onnx = classification_metrics(labels, got.argmax(1), p)["f1_macro"]
+        if calibration.multi_label:
+            from sklearn.metrics import f1_score
+
+            def f1(pred):
+                return float(f1_score(labels, pred, average="macro", zero_division=0))
+
+        else:
+
+            def f1(pred):
+                return classification_metrics(labels, pred, p)["f1_macro"]
+
+        check.f1_torch, check.f1_onnx = f1(decide(want)), f1(decide(got))
     if int8:
         if check.f1_torch is None or check.f1_onnx is None:  # set together
             raise UserError(
@@ -244,7 +285,9 @@ def add_onnx(
     export_onnx(torch_predictor, folder / ONNX_FILE, int8)
     exported = load_predictor(folder, backend="onnx")
     if check_file is not None:
-        texts, labels = read_labelled(check_file, torch_predictor.classes, check_rows)
+        texts, labels = read_labelled(
+            check_file, torch_predictor.classes, check_rows, torch_predictor.multi_label
+        )
         say(f"checking against torch on {len(texts)} held-out texts of {check_file}")
     else:
         texts, labels = PROBE_TEXTS, None

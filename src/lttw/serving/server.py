@@ -1,8 +1,11 @@
 """``lttw serve``: a model folder behind HTTP (FastAPI on uvicorn).
 
-    POST /predict  {"texts": ["...", ...]} or {"text": "..."}, optional "top_k": k
+    POST /predict  {"texts": ["...", ...]} or {"text": "..."}, optional "top_k": k and
+                   "min_prob": p (0..1: below it no label)
                    -> {"predictions": [{"label": L, "prob": p[, "top": [{"label", "prob"}...]]}]}
-                   one per text, in the order given
+                   one per text, in the order given; "label" is null where the most
+                   probable class is below min_prob; a multi-label model answers
+                   {"labels": [{"label", "prob"}...][, "top": ...]} (``serving.documents``)
     GET  /health   {"status": "ok", "backend": ..., "queued_texts": n,
                     "batches": what the micro-batcher did}
     GET  /info     labels, variant, encoder name, word-splitting rule, backend, the folder's
@@ -34,6 +37,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
+from lttw.models.calibration import Calibration
 from lttw.serving.batcher import MicroBatcher, QueueFull, ShuttingDown
 from lttw.serving.documents import ApiError, parse_request, predictions
 from lttw.serving.limits import Limits
@@ -103,6 +107,7 @@ def create_app(
     access = access or Access(allowed_hosts=())
     info = {**model_info(predictor, backend), "access": access.describe()}
     classes = list(predictor.classes)
+    calibration = getattr(predictor, "calibration", Calibration())  # a stand-in may have none
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -147,7 +152,7 @@ def create_app(
     async def predict(request: Request):
         arrived = time.monotonic()
         body = await _read_body(request, limits)
-        texts, top_k = parse_request(body, limits, len(classes))
+        texts, top_k, min_prob = parse_request(body, limits, len(classes))
         try:
             job = batcher.submit(texts)
         except QueueFull as err:
@@ -177,7 +182,8 @@ def create_app(
             from lttw.stage import one_line
 
             return _error(500, f"prediction failed: {one_line(failure)}")
-        return {"predictions": predictions(job.future.result(), classes, top_k)}
+        answers = predictions(job.future.result(), classes, top_k, calibration, min_prob)
+        return {"predictions": answers}
 
     if access.cors_origins:
         from starlette.middleware.cors import CORSMiddleware
