@@ -11,6 +11,7 @@ import pandas as pd
 
 from lttw import layout
 from lttw.data.fold_inputs import EVAL_PARTS, load_fold_inputs
+from lttw.evaluation.calibration_error import calibration_metrics
 from lttw.evaluation.metrics import (
     classification_metrics,
     confusion_counts,
@@ -21,6 +22,7 @@ from lttw.evaluation.metrics import (
 )
 from lttw.inference.predict import predict_cached_parts
 from lttw.io import atomic_dir, read_json, write_csv, write_json, write_parquet
+from lttw.models.calibration import load_calibration
 from lttw.stage import run_stage
 
 log = logging.getLogger("lttw.evaluate")
@@ -30,6 +32,7 @@ def main(settings, fold: int):
     inputs = load_fold_inputs(fold)
     probs = predict_cached_parts(layout.model_dir(fold), inputs, fold, settings.train)
     training = read_json(layout.train_metrics(fold))
+    temperature = load_calibration(layout.model_dir(fold)).temperature
     m = settings.model
     metrics = {
         "fold": fold,
@@ -46,6 +49,8 @@ def main(settings, fold: int):
             continue
         y, pred = inputs.part_labels(part), predicted_labels(probs[part])
         metrics[part] = classification_metrics(y, pred, inputs.n_labels)
+        # ECE / NLL before (T = 1) and after temperature scaling; labels are the same
+        metrics[part].update(calibration_metrics(probs[part], y, temperature))
         report[part] = {
             "per_class": per_class_report(y, pred, inputs.classes),
             "confusion": confusion_counts(y, pred, inputs.n_labels),

@@ -19,11 +19,15 @@ from lttw.data.fold_inputs import factor_shape, load_fold_inputs, load_tensors
 from lttw.evaluation.metrics import classification_metrics
 from lttw.io import atomic_dir, read_arrays_metadata, write_json
 from lttw.models.bundle import write_model_folder
+from lttw.models.calibration import save_calibration
+from lttw.models.ensemble import ENSEMBLE_PARTS
 from lttw.models.folder_files import record_checksums
 from lttw.models.trained import TEXTS, predict_proba, save_classifier, variant_reads
 from lttw.settings import check_batch_size
 from lttw.text.words import read_rule
+from lttw.training.calibrating import temperature_calibration
 from lttw.training.checkpoint import Checkpointer, can_resume
+from lttw.training.ensemble import train_ensemble
 from lttw.training.live import log_epoch, open_live
 from lttw.training.word_vocab import fold_vocabulary, word_embedding
 
@@ -93,6 +97,8 @@ def train_run(settings, run: int | str, inputs, paths: RunPaths, extra_meta=None
     empty val part: every epoch of the plan, the last one's weights) and write the model
     folder at ``paths.model``; ``run``: the fold (or "final"), as the model folder records
     it; ``extra_meta``: more keys for the folder's lttw.json. Returns the training summary."""
+    if settings.model.variant in ENSEMBLE_PARTS:  # its parts, each trained by this function
+        return train_ensemble(settings, run, inputs, paths, extra_meta, train_run)
     if variant_reads(settings.model.variant) == TEXTS:
         return _train_on_texts(settings, run, inputs, paths, extra_meta)
     return _train_on_tokens(settings, run, inputs, paths, extra_meta)
@@ -109,10 +115,15 @@ def _open_live(settings, fold, key: str, paths: RunPaths):
 
 
 def _write_outputs(
-    settings, fold, inputs, model, summary: dict, live, paths: RunPaths, **folder_extras
+    settings, fold, inputs, model, summary: dict, live, paths: RunPaths, val_probs, **folder_extras
 ) -> None:
+    calibration = temperature_calibration(val_probs, inputs.part_labels("val"))
+    if calibration is not None:
+        summary["temperature"] = calibration.temperature
     with atomic_dir(paths.model) as tmp:
         save_classifier(model, tmp)
+        if calibration is not None:
+            save_calibration(calibration, tmp)
         write_model_folder(
             tmp,
             classes=inputs.classes,
@@ -178,7 +189,9 @@ def _train_on_texts(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict
     if live is not None:
         live.log_metric("epoch_time_s", fit_s)  # one point, so the plots folder exists
     log_epoch(live, [row])
-    _write_outputs(settings, fold, inputs, model, summary, live, paths, extra_meta=extra_meta)
+    _write_outputs(
+        settings, fold, inputs, model, summary, live, paths, val_probs, extra_meta=extra_meta
+    )
     # a one-pass fit has nothing to resume: the checkpoint folder only records that this
     # run is complete
     Checkpointer(paths.checkpoints, key).mark_complete()
@@ -258,6 +271,8 @@ def _train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dic
         **({"word_vectors": vectors_record} if vectors_record is not None else {}),
     }
     if rt.is_main:
+        # the best model's validation probabilities, once: what the temperature is fitted on
+        val_probs = predict_proba(model, batches["val"], rt, settings.train.eval_batch_size)
         _write_outputs(
             settings,
             fold,
@@ -266,6 +281,7 @@ def _train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dic
             summary,
             live,
             paths,
+            val_probs,
             tokenizer_dir=None if words is not None else layout.tokenizer_dir(),
             word_vocabulary=words,
             extra_meta=extra_meta,
