@@ -50,7 +50,9 @@ def make_project(root: Path, dataset: str, train_size: int, folds: list[int]) ->
     params["data"]["predict_size"] = 0  # this profile: no predict sample (time)
     params["folds"]["run"] = folds
     params["model"]["variant"] = "lttw_tfidf"
-    params["train"].update(min_steps=0, max_epochs=3)  # this profile: 2-3 epochs
+    # this profile: the encoder frozen (the encode stage's cached states; the CPU is shared)
+    # and 2-3 epochs (train.min_steps 0, train.max_epochs 3)
+    params["train"].update(freeze_encoder=True, min_steps=0, max_epochs=3)
     for group, values in DATASET_SET.get(dataset, {}).items():
         params[group].update(values)
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

@@ -68,7 +68,7 @@ def fake_train_part(settings, run, inputs, paths, extra_meta):
     )
     write_model_folder(paths.model, CLASSES, tfidf, run, extra_meta=extra_meta)
     record_checksums(paths.model)
-    return {"epochs_run": 1, "device": "cpu"}
+    return {"epochs_run": 1, "epochs_planned": 1, "device": "cpu"}
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +78,7 @@ def ensemble_dir(tmp_path_factory):
     settings = Settings(model=ModelSettings(variant="lttw_tfidf"))
     summary = train_ensemble(settings, 0, ValOnlyInputs(), paths, None, fake_train_part)
     assert set(summary["weights"]) == {"lttw", "tfidf_linear"}
+    assert {"epochs_run", "epochs_planned", "time_per_epoch_s"} <= set(summary)  # the stage logs
     assert json.loads((root / "m.json").read_text())["weights"] == summary["weights"]
     return paths.model
 

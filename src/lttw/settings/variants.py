@@ -18,7 +18,7 @@ FACTOR_VARIANTS = {"lttw", "lttw_tfidf"}
 WORD_VOCAB_VARIANTS = {"bilstm_attention", "transformer", "leam"}
 #: variants that read the pretrained encoder's last hidden states (train.freeze_encoder can
 #: cache them: the encode stage)
-ENCODER_VARIANTS = {"lttw", "encoder", "encoder_cnn"}
+ENCODER_VARIANTS = {"lttw", "encoder", "encoder_cnn", "lttw_tfidf"}  # lttw_tfidf: its LTTW
 #: variants that need no tokenizer / torch at all
 NON_NEURAL_VARIANTS = {"tfidf_linear"}
 #: ensembles of other variants, trained side by side on the same fold (models.ensemble)

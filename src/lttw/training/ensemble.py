@@ -34,7 +34,10 @@ def part_val_probs(folder: Path, settings, run, inputs, features: Path) -> np.nd
     if reads(model) == TEXTS:
         return calibrated(predict_proba(model, inputs.part_texts("val")), folder)
     rt = make_runtime(settings.train)
-    batches = load_tensors(inputs, run, None, settings.model.max_len, features=features)
+    frozen = settings.train.freeze_encoder  # then the encode stage's cached states
+    batches = load_tensors(
+        inputs, run, None, settings.model.max_len, frozen_encoder=frozen, features=features
+    )
     probs = predict_proba(model.to(rt.device), batches["val"], rt, settings.train.eval_batch_size)
     return calibrated(probs, folder)
 
@@ -68,6 +71,8 @@ def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict
     elapsed = time.perf_counter() - t0
     summary = {
         "epochs_run": max(s["epochs_run"] for s in summaries.values()),
+        "epochs_planned": max(s.get("epochs_planned", 1) for s in summaries.values()),
+        "best_epoch": max(s.get("best_epoch", 0) for s in summaries.values()),  # final.py
         "time_per_epoch_s": elapsed,
         "best_val_f1_macro": weights.val_f1_macro,
         "weights": dict(zip(parts, weights.weights)),
