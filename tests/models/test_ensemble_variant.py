@@ -123,6 +123,8 @@ def test_save_load_symmetry_and_prediction(ensemble_dir, tmp_path):
         parts.append(np.exp(z) / np.exp(z).sum(1, keepdims=True))
     assert np.allclose(got, saved.combine(parts), atol=1e-5)
     assert predictor.predict(texts)[0] == "sport"
+    with pytest.raises(UserError, match="ensemble model folder"):  # explain / ONNX export
+        predictor.model_inputs(texts)
 
 
 def test_a_changed_weights_file_is_refused(ensemble_dir, tmp_path):

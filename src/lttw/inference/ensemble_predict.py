@@ -44,7 +44,8 @@ class EnsemblePredictor:
     ``predict_proba`` and ``predict`` as a ``Predictor``'s (``explain`` and the ONNX export
     are not supported for ensembles: explain one of its parts)."""
 
-    model = None
+    #: no classifier, tokenizer or factor lookup of its own: its parts have them
+    model = tokenizer = lookup = runtime = words = None
 
     def __init__(self, folder: Path, meta: dict, classes: list[str], parts, weights):
         self.folder, self.meta, self.classes = folder, meta, classes
@@ -77,4 +78,7 @@ class EnsemblePredictor:
     def model_inputs(self, texts: list[str]):
         from lttw.errors import UserError
 
-        raise UserError(f"{self.folder}: an ensemble model folder; explain one of its parts")
+        raise UserError(
+            f"{self.folder}: an ensemble model folder ({self.meta.get('variant')}); "
+            f"explain or export one of its parts instead ({self.folder / self.weights.parts[0]})"
+        )
