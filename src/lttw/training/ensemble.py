@@ -58,7 +58,7 @@ def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict
                 model=tmp / part,
                 checkpoints=paths.checkpoints / part,
                 metrics=None,
-                live=None,
+                live=paths.live if part == parts[0] else None,  # the stage's curves: LTTW's
             )
             summaries[part] = train_part(part_settings, run, inputs, part_paths, extra_meta)
             val_probs.append(part_val_probs(tmp / part, settings, run, inputs, paths.features))
