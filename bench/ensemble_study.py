@@ -80,8 +80,10 @@ def repro(root: Path, log: Path) -> float:
 def part_metrics(root: Path, fold: int, settings) -> dict[str, tuple[dict, pd.DataFrame]]:
     """Each part's metrics (as the evaluate stage writes them) and held-out predictions."""
     from lttw.data.fold_inputs import load_fold_inputs
+    from lttw.evaluation.calibration_error import calibration_metrics
     from lttw.evaluation.metrics import classification_metrics, predicted_labels
     from lttw.inference.predict import predict_cached_parts
+    from lttw.models.calibration import load_calibration
 
     os.chdir(root)
     inputs = load_fold_inputs(fold)
@@ -90,12 +92,15 @@ def part_metrics(root: Path, fold: int, settings) -> dict[str, tuple[dict, pd.Da
     for part in PARTS:
         folder = root / f"models/fold_{fold}/{part}"
         probs = predict_cached_parts(folder, inputs, fold, settings.train)
+        temperature = load_calibration(folder).temperature
         metrics = {**{k: ensemble[k] for k in ("fold", "dataset", "seed")}, "variant": part}
         for name in ("fold_test", "test"):
             y = inputs.part_labels(name)
             metrics[name] = classification_metrics(
                 y, predicted_labels(probs[name]), inputs.n_labels
             )
+            # ECE / NLL before and after the part's own temperature (as the evaluate stage)
+            metrics[name].update(calibration_metrics(probs[name], y, temperature))
         y = inputs.part_labels("test")
         out[part] = (metrics, predictions(fold, y, predicted_labels(probs["test"])))
     predicted = pd.read_parquet(root / f"data/eval/fold_{fold}/predictions.parquet")
@@ -171,6 +176,10 @@ def main() -> None:
             "mean": float(load_run(f).values("f1_macro").mean()),
             "per_fold": load_run(f).values("f1_macro").tolist(),
         }
+        for v, f in folders.items()
+    }
+    report["test_ece"] = {  # the ensemble's: no temperature of its own (ece == uncalibrated)
+        v: {k: float(load_run(f).values(k).mean()) for k in ("ece", "ece_uncalibrated")}
         for v, f in folders.items()
     }
     report["weights"] = {
