@@ -4,13 +4,15 @@ part 5), at a reduced profile that fits a small CPU.
 One `dvc repro` per dataset with ``model.variant: lttw_tfidf`` trains LTTW and tf-idf on each
 fold (the ensemble's parts are the two variants' own training runs, same settings and seed),
 then each part folder of ``models/fold_N`` is scored on its own. Cells are written as
-``lttw exp collect`` writes them (``evidence/runs/<cell>/``: cell.json, params.yaml,
+``lttw exp collect`` writes them (``<out>/<cell>/``: cell.json, params.yaml,
 summary.json, folds/fold_N.json, test_predictions.parquet), named
 ``ev-<dataset>-n<train texts>-<variant>``, and the paired tests of the study report (the
 paired t-test across folds, McNemar's exact test on the pooled held-out predictions) of the
 ensemble against each part go to ``<out>/ens-<dataset>-n<texts>.json``.
 
     python bench/ensemble_study.py sst2 --train-size 1500 --folds 0 1 2
+
+(``--out``: evidence/ensemble, kept apart from the study's evidence/runs.)
 """
 
 from __future__ import annotations
@@ -138,7 +140,7 @@ def main() -> None:
     ap.add_argument("--train-size", type=int, default=1500)
     ap.add_argument("--folds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "ens")
-    ap.add_argument("--out", type=Path, default=REPO / "evidence" / "runs")
+    ap.add_argument("--out", type=Path, default=REPO / "evidence" / "ensemble")
     args = ap.parse_args()
     root = args.work / args.dataset
     if not (root / "dvc.yaml").is_file():
@@ -191,7 +193,7 @@ def main() -> None:
             "paired": paired_test(ensemble, load_run(folders[part])),
             "mcnemar": pooled_mcnemar(pd.concat(cells[part][1]), pd.concat(cells["lttw_tfidf"][1])),
         }
-    path = args.out.parent / f"ens-{args.dataset}-n{texts}.json"
+    path = args.out / f"ens-{args.dataset}-n{texts}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
 
