@@ -16,6 +16,7 @@ import pandas as pd
 from lttw import layout
 from lttw.data.fold_inputs import EVAL_PARTS, load_fold_inputs
 from lttw.data.label_sets import label_lists
+from lttw.evaluation.calibration_error import calibration_metrics
 from lttw.evaluation.metrics import (
     classification_metrics,
     confusion_counts,
@@ -38,7 +39,12 @@ def main(settings, fold: int):
     calibration = folder_calibration(model_dir, checked_meta(model_dir))
     multi = calibration is not None and calibration.multi_label
     decide = calibration.decide if calibration is not None and multi else predicted_labels
-    probs = predict_cached_parts(model_dir, inputs, fold, settings.train, calibration)
+    # single-label: the probabilities at T = 1 (the labels and predictions.parquet as before);
+    # the folder's temperature enters the calibration metrics (ece, nll) only
+    probs = predict_cached_parts(
+        model_dir, inputs, fold, settings.train, calibration if multi else None
+    )
+    temperature = 1.0 if calibration is None or multi else calibration.temperature
     training = read_json(layout.train_metrics(fold))
     m = settings.model
     metrics = {
@@ -60,6 +66,8 @@ def main(settings, fold: int):
         if multi:  # per label in the metrics file too, for `dvc metrics diff`
             metrics[part]["per_label"] = report[part]["per_class"]
         else:
+            # ECE / NLL before (T = 1) and after temperature scaling; labels are the same
+            metrics[part].update(calibration_metrics(probs[part], y, temperature))
             report[part]["confusion"] = confusion_counts(y, pred, inputs.n_labels)
         label, predicted = (label_lists(y), label_lists(pred)) if multi else (y, pred)
         frames.append(

@@ -5,7 +5,14 @@
 from typing import Literal
 
 Variant = Literal[
-    "lttw", "encoder", "encoder_cnn", "transformer", "bilstm_attention", "leam", "tfidf_linear"
+    "lttw",
+    "encoder",
+    "encoder_cnn",
+    "transformer",
+    "bilstm_attention",
+    "leam",
+    "tfidf_linear",
+    "lttw_tfidf",
 ]
 Fusion = Literal["concat", "sequence", "none"]
 Attention = Literal["linformer", "mha", "none"]

@@ -132,7 +132,7 @@ def test_one_list_of_variants():
     import sys
 
     from lttw.reporting.report import VARIANTS as REPORT_ROWS
-    from lttw.settings import BASELINES, NON_NEURAL_VARIANTS, VARIANTS
+    from lttw.settings import BASELINES, ENSEMBLE_VARIANTS, NON_NEURAL_VARIANTS, VARIANTS
 
     code = (
         "import json; from lttw.models.registry import MODEL_REGISTRY; "
@@ -143,7 +143,7 @@ def test_one_list_of_variants():
             [sys.executable, "-c", code], check=True, capture_output=True, text=True
         ).stdout
     )
-    assert set(registered) | NON_NEURAL_VARIANTS == set(VARIANTS)
+    assert set(registered) | NON_NEURAL_VARIANTS | ENSEMBLE_VARIANTS == set(VARIANTS)
     assert [r for r in REPORT_ROWS if r in VARIANTS] == list(BASELINES)
 
 

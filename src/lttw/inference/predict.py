@@ -7,7 +7,7 @@ says), so the pipeline's metrics and ``lttw predict`` give each text the same la
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from lttw.inference.scores import checked_calibration, model_logits
 from lttw.io import read_json
 from lttw.models.bundle import META
 from lttw.models.calibration import Calibration
+from lttw.models.ensemble import ENSEMBLE_PARTS
 from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
 from lttw.settings import CountSettings, TrainSettings
 
@@ -72,6 +73,10 @@ def predict_cached_parts(
     from lttw.data.fold_inputs import EVAL_PARTS, load_tensors
 
     meta = checked_meta(model_dir)
+    if meta.get("variant") in ENSEMBLE_PARTS:  # each part predicts, calibrated, then combined
+        from lttw.inference.ensemble_predict import ensemble_cached_parts
+
+        return ensemble_cached_parts(model_dir, inputs, fold, train_settings, predict_cached_parts)
     rt = inference_runtime(model_dir, meta, train_settings.device, train_settings.num_threads)
     model = load_classifier(model_dir, rt.device)
     if reads(model) == TEXTS:
@@ -186,6 +191,11 @@ class Predictor:
         from lttw.models.folder_files import check_folder
 
         meta, classes = read_model_meta(folder)
+        if meta.get("variant") in ENSEMBLE_PARTS:  # a folder of model folders
+            from lttw.inference.ensemble_predict import EnsemblePredictor
+
+            # duck-typed: folder, meta, classes, predict_proba, predict as a Predictor's
+            return cast(Predictor, EnsemblePredictor.load_ensemble(folder, device, cls.load))
         check_folder(folder, meta)  # files present and as recorded, before any is read
         inference_precision(folder, meta)
         if (folder / TOKENIZER).is_dir():

@@ -26,12 +26,14 @@ from lttw.errors import UserError
 from lttw.io import read_json, write_json
 from lttw.models.bundle import FACTORS, LABELS, META, TOKENIZER, WORDS
 from lttw.models.calibration import CALIBRATION
+from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS
 
 CHECKSUMS = "sha256"
 #: the top-level files a loader reads: the classifier (torch, or tfidf's extra vocabulary),
 #: what prediction needs, and what ``lttw export --onnx`` / ``lttw serve`` add (model.onnx
-#: and onnx.json: ``serving.onnx_runtime``; metrics.json: ``serving.info``), and how scores
-#: become probabilities and labels (calibration.json: ``models.calibration``)
+#: and onnx.json: ``serving.onnx_runtime``; metrics.json: ``serving.info``), how scores
+#: become probabilities and labels (calibration.json: ``models.calibration``; absent:
+#: softmax, temperature 1), and an ensemble's weights (``models.ensemble``)
 TOP_LEVEL = (
     "config.json",
     "model.safetensors",
@@ -42,6 +44,7 @@ TOP_LEVEL = (
     "onnx.json",
     "metrics.json",
     CALIBRATION,
+    ENSEMBLE_FILE,
 )
 #: sub-folders the loader reads, and the kinds of file it reads in them (never pickles,
 #: torch checkpoints or code: a stray pytorch_model.bin is not a file of the model)
@@ -89,6 +92,8 @@ def required_files(folder: Path, meta: dict) -> dict[str, str]:
     """What loading ``folder`` cannot do without, whatever is recorded, and what each file
     is: labels, config and weights (and tfidf's vocabulary), the tokenizer's tokenizer.json
     and config, the word vocabulary, the factor files, a multi-label folder's thresholds."""
+    if meta.get("variant") in ENSEMBLE_PARTS:  # its parts are model folders of their own
+        return {LABELS: "class names", ENSEMBLE_FILE: "ensemble weights"}
     needed = {LABELS: "class names", "config.json": "model config"}
     if not (folder / "model.onnx").is_file():
         needed["model.safetensors"] = "model weights"

@@ -19,8 +19,10 @@ class ModelSettings(_Group):
         default="lttw",
         description="The classifier: `lttw` (the paper's model), `encoder` (the fine-tuned "
         "encoder, [CLS] -> linear: the paper's BERT row), `encoder_cnn` (BERT-CNN), "
-        "`transformer` (trained from scratch), `bilstm_attention`, `leam`, or `tfidf_linear` "
-        "(TF-IDF and a linear model).",
+        "`transformer` (trained from scratch), `bilstm_attention`, `leam`, `tfidf_linear` "
+        "(TF-IDF and a linear model), or `lttw_tfidf` (LTTW and `tfidf_linear` trained on "
+        "the same fold, their temperature-scaled probabilities weighted by a weight chosen "
+        "on the validation part: `lttw.models.ensemble`).",
     )
     encoder: str = Field(
         default="sentence-transformers/all-MiniLM-L6-v2",

@@ -13,13 +13,15 @@ ATTENTIONS: tuple[str, ...] = get_args(Attention)
 RANKINGS: tuple[str, ...] = get_args(Ranking)
 
 #: variants whose inputs include the latent-factor tensor (when fusion != none)
-FACTOR_VARIANTS = {"lttw"}
+FACTOR_VARIANTS = {"lttw", "lttw_tfidf"}
 #: variants that can embed the counts stage's words instead of encoder tokens (model.vocab)
 WORD_VOCAB_VARIANTS = {"bilstm_attention", "transformer", "leam"}
 #: variants that read the pretrained encoder's last hidden states (train.freeze_encoder can
 #: cache them: the encode stage)
-ENCODER_VARIANTS = {"lttw", "encoder", "encoder_cnn"}
+ENCODER_VARIANTS = {"lttw", "encoder", "encoder_cnn", "lttw_tfidf"}  # lttw_tfidf: its LTTW
 #: variants that need no tokenizer / torch at all
 NON_NEURAL_VARIANTS = {"tfidf_linear"}
+#: ensembles of other variants, trained side by side on the same fold (models.ensemble)
+ENSEMBLE_VARIANTS = {"lttw_tfidf"}
 #: every variant but LTTW: the comparators of the paper's Table 4 (``make baselines``)
-BASELINES = tuple(v for v in VARIANTS if v not in FACTOR_VARIANTS)
+BASELINES = tuple(v for v in VARIANTS if v not in FACTOR_VARIANTS | ENSEMBLE_VARIANTS)

@@ -20,11 +20,14 @@ from lttw.evaluation.metrics import validation_f1
 from lttw.io import atomic_dir, read_arrays_metadata, write_json
 from lttw.models.bundle import write_model_folder
 from lttw.models.calibration import save_calibration
+from lttw.models.ensemble import ENSEMBLE_PARTS
 from lttw.models.folder_files import record_checksums
 from lttw.models.trained import TEXTS, predict_proba, save_classifier, variant_reads
 from lttw.settings import check_batch_size
 from lttw.text.words import read_rule
+from lttw.training.calibrating import temperature_calibration
 from lttw.training.checkpoint import Checkpointer, can_resume
+from lttw.training.ensemble import train_ensemble
 from lttw.training.live import log_epoch, open_live
 from lttw.training.multi_label import (
     is_multi_label_run,
@@ -103,9 +106,12 @@ def train_run(settings, run: int | str, inputs, paths: RunPaths, extra_meta=None
     folder at ``paths.model``; ``run``: the fold (or "final"), as the model folder records
     it; ``extra_meta``: more keys for the folder's lttw.json. Returns the training summary.
     Multi-label ``inputs`` (2-D labels): binary cross-entropy, per-class thresholds tuned on
-    the val part (``thresholds.tune_thresholds``) in the folder's calibration.json."""
+    the val part (``thresholds.tune_thresholds``) in the folder's calibration.json;
+    single-label: a temperature fitted on the val part there (``calibrating``)."""
     if is_multi_label_run(inputs):
         refuse_single_label_only(settings.model.variant)
+    if settings.model.variant in ENSEMBLE_PARTS:  # its parts, each trained by this function
+        return train_ensemble(settings, run, inputs, paths, extra_meta, train_run)
     if variant_reads(settings.model.variant) == TEXTS:
         return _train_on_texts(settings, run, inputs, paths, extra_meta)
     return _train_on_tokens(settings, run, inputs, paths, extra_meta)
@@ -129,9 +135,14 @@ def _write_outputs(
     summary: dict,
     live,
     paths: RunPaths,
+    val_probs,
     calibration=None,
     **folder_extras,
 ) -> None:
+    if calibration is None:  # single-label: a temperature fitted on the val part
+        calibration = temperature_calibration(val_probs, inputs.part_labels("val"))
+        if calibration is not None:
+            summary["temperature"] = calibration.temperature
     with atomic_dir(paths.model) as tmp:
         save_classifier(model, tmp)
         if calibration is not None:  # before the checksums: a file the loader reads
@@ -209,6 +220,7 @@ def _train_on_texts(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict
         summary,
         live,
         paths,
+        val_probs,
         extra_meta={**(extra_meta or {}), **meta} or None,
         **calibration,
     )
@@ -296,16 +308,14 @@ def _train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dic
         **({"word_vectors": vectors_record} if vectors_record is not None else {}),
     }
     if rt.is_main:
-        val_probs = (  # multi-label: the val part's sigmoids, to tune the thresholds on
-            predict_proba(
-                model,
-                batches["val"],
-                rt,
-                settings.train.eval_batch_size,
-                calibration=validation_calibration(batches["val"].labels),
-            )
-            if is_multi_label_run(inputs)
-            else None
+        # the best model's validation probabilities, once: the multi-label thresholds are
+        # tuned on their sigmoids, the single-label temperature fitted on their softmax
+        val_probs = predict_proba(
+            model,
+            batches["val"],
+            rt,
+            settings.train.eval_batch_size,
+            calibration=validation_calibration(batches["val"].labels),
         )
         meta, calibration = multi_label_record(settings, inputs, val_probs)
         _write_outputs(
@@ -316,6 +326,7 @@ def _train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dic
             summary,
             live,
             paths,
+            val_probs,
             tokenizer_dir=None if words is not None else layout.tokenizer_dir(),
             word_vocabulary=words,
             extra_meta={**(extra_meta or {}), **meta} or None,

@@ -1,0 +1,82 @@
+"""Probabilities of an ensemble model folder (``models.ensemble``, ``model.variant:
+lttw_tfidf``): each part folder predicts as a model folder of its own (checked, at its
+precision), its probabilities are scaled by its own temperature, and the ensemble's weights
+combine them. The part folders are read by ``inference.predict``'s own functions, passed in
+(``predict_part``, ``load_part``), so that this module does not import it back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from lttw.evaluation.temperature import logits_of
+from lttw.models.bundle import read_model_meta
+from lttw.models.calibration import load_calibration
+from lttw.models.ensemble import EnsembleWeights
+
+
+def _calibrated(probs: np.ndarray, folder: Path) -> np.ndarray:
+    """A part's probabilities at ``T = 1`` scaled by its folder's temperature. (Where a part's
+    ``Predictor`` applies its calibration.json itself, this must not apply it again.)"""
+    return load_calibration(folder).probabilities(logits_of(probs))
+
+
+def ensemble_cached_parts(
+    model_dir, inputs, fold: int, train_settings, predict_part
+) -> dict[str, np.ndarray]:
+    """``predict_cached_parts`` of an ensemble folder (already checked): its parts'
+    calibrated probabilities on the fold's evaluation parts (``predict_part``:
+    ``predict_cached_parts``), combined."""
+    folder = Path(model_dir)
+    weights = EnsembleWeights.load(folder)
+    per_part = [predict_part(folder / part, inputs, fold, train_settings) for part in weights.parts]
+    return {
+        name: weights.combine(
+            [_calibrated(probs[name], folder / p) for probs, p in zip(per_part, weights.parts)]
+        )
+        for name in per_part[0]
+    }
+
+
+class EnsemblePredictor:
+    """An ensemble folder that classifies raw texts: ``folder``, ``meta``, ``classes``,
+    ``predict_proba`` and ``predict`` as a ``Predictor``'s (``explain`` and the ONNX export
+    are not supported for ensembles: explain one of its parts)."""
+
+    #: no classifier, tokenizer or factor lookup of its own: its parts have them
+    model = tokenizer = lookup = runtime = words = None
+
+    def __init__(self, folder: Path, meta: dict, classes: list[str], parts, weights):
+        self.folder, self.meta, self.classes = folder, meta, classes
+        self.parts = parts  # a Predictor per part, in weight order
+        self.weights: EnsembleWeights = weights
+
+    @classmethod
+    def load_ensemble(cls, folder: Path, device: str, load_part) -> EnsemblePredictor:
+        """The ensemble at ``folder``, its own files and every part folder checked
+        (``load_part``: ``Predictor.load``)."""
+        from lttw.models.folder_files import check_folder
+
+        meta, classes = read_model_meta(folder)
+        check_folder(folder, meta)
+        weights = EnsembleWeights.load(folder)
+        parts = [load_part(folder / part, device) for part in weights.parts]
+        return cls(folder, meta, classes, parts, weights)
+
+    def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        texts = list(texts)  # each part's Predictor applies its own calibration.json
+        return self.weights.combine([part.predict_proba(texts, batch_size) for part in self.parts])
+
+    def predict(self, texts: list[str], batch_size: int = 64) -> list[str]:
+        """The most probable label of each text."""
+        best = self.predict_proba(texts, batch_size).argmax(axis=1)
+        return [self.classes[i] for i in best.tolist()]
+
+    def model_inputs(self, texts: list[str]):
+        from lttw.errors import UserError
+
+        raise UserError(
+            f"{self.folder}: an ensemble model folder ({self.meta.get('variant')}); "
+            f"explain or export one of its parts instead ({self.folder / self.weights.parts[0]})"
+        )

@@ -1,0 +1,85 @@
+"""Train an ensemble variant (``models.ensemble``, e.g. ``lttw_tfidf``): each part with its
+own training code on the same fold (``fold.train_run`` with the part's ``model.variant``,
+into a sub-folder of the ensemble's model folder, with its own temperature), then the parts'
+weights chosen on the validation part's calibrated probabilities."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+
+from lttw.evaluation.temperature import logits_of
+from lttw.io import atomic_dir, write_json
+from lttw.models.bundle import write_model_folder
+from lttw.models.calibration import load_calibration
+from lttw.models.ensemble import ENSEMBLE_PARTS, choose_weights
+from lttw.models.folder_files import record_checksums
+from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
+
+
+def calibrated(probs: np.ndarray, folder: str | Path) -> np.ndarray:
+    """A part's ``(n, C)`` probabilities at ``T = 1`` scaled by its folder's temperature."""
+    return load_calibration(folder).probabilities(logits_of(probs))
+
+
+def part_val_probs(folder: Path, settings, run, inputs, features: Path) -> np.ndarray:
+    """A trained part's calibrated probabilities on the validation part."""
+    from lttw.data.fold_inputs import load_tensors
+    from lttw.device import make_runtime
+
+    model = load_classifier(folder)
+    if reads(model) == TEXTS:
+        return calibrated(predict_proba(model, inputs.part_texts("val")), folder)
+    rt = make_runtime(settings.train)
+    frozen = settings.train.freeze_encoder  # then the encode stage's cached states
+    batches = load_tensors(
+        inputs, run, None, settings.model.max_len, frozen_encoder=frozen, features=features
+    )
+    probs = predict_proba(model.to(rt.device), batches["val"], rt, settings.train.eval_batch_size)
+    return calibrated(probs, folder)
+
+
+def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict:
+    """Train every part of ``settings.model.variant`` with ``train_part`` (``fold.train_run``)
+    and write the ensemble's model folder at ``paths.model``; returns the training summary
+    (each part's, and the chosen weights)."""
+    parts = ENSEMBLE_PARTS[settings.model.variant]
+    t0 = time.perf_counter()
+    summaries, val_probs = {}, []
+    with atomic_dir(paths.model) as tmp:
+        for part in parts:
+            model = settings.model.model_copy(update={"variant": part})
+            part_settings = settings.model_copy(update={"model": model})
+            part_paths = dataclasses.replace(
+                paths,
+                model=tmp / part,
+                checkpoints=paths.checkpoints / part,
+                metrics=None,
+                live=paths.live if part == parts[0] else None,  # the stage's curves: LTTW's
+            )
+            summaries[part] = train_part(part_settings, run, inputs, part_paths, extra_meta)
+            val_probs.append(part_val_probs(tmp / part, settings, run, inputs, paths.features))
+        weights = choose_weights(
+            (parts[0], parts[1]), val_probs, inputs.part_labels("val"), inputs.n_labels
+        )
+        write_model_folder(tmp, inputs.classes, settings, run, extra_meta=extra_meta)
+        weights.save(tmp)
+        record_checksums(tmp)
+    elapsed = time.perf_counter() - t0
+    summary = {
+        "epochs_run": max(s["epochs_run"] for s in summaries.values()),
+        "epochs_planned": max(s.get("epochs_planned", 1) for s in summaries.values()),
+        "best_epoch": max(s.get("best_epoch", 0) for s in summaries.values()),  # final.py
+        "time_per_epoch_s": elapsed,
+        "best_val_f1_macro": weights.val_f1_macro,
+        "weights": dict(zip(parts, weights.weights)),
+        "parts": summaries,
+        "device": summaries[parts[0]].get("device", "cpu"),
+        "seed": settings.seed,
+    }
+    if paths.metrics is not None:
+        write_json(paths.metrics, summary)
+    return summary
