@@ -64,5 +64,7 @@ def test_predict_answers_a_list_of_labels(multi_label_run):
     result = lttw(["predict", "--model", folder, "--json", "it is wjoy wlove"], project)
     record = json.loads(result.stdout.strip().splitlines()[-1])
     assert isinstance(record["labels"], list) and record["labels"]
-    assert set(record["labels"]) <= set(CLASSES)
+    chosen = {answer["label"] for answer in record["labels"]}
+    assert chosen <= set(CLASSES)
+    assert all(record["probs"][a["label"]] == a["prob"] for a in record["labels"])
     assert set(record["probs"]) == set(CLASSES)

@@ -116,11 +116,12 @@ def test_save_load_symmetry_and_prediction(ensemble_dir, tmp_path):
     assert got.shape == (3, 3) and np.allclose(got.sum(1), 1, atol=1e-5)
     saved = EnsembleWeights.load(ensemble_dir)
     parts = []
-    for part in saved.parts:  # each part: its own probabilities, scaled by its temperature
-        p = Predictor.load(ensemble_dir / part).predict_proba(texts)
+    for part in saved.parts:  # each part: its Predictor's probabilities, scaled by its
+        # folder's temperature (calibration.json) once
+        part_predictor = Predictor.load(ensemble_dir / part)
         t = json.loads((ensemble_dir / part / "calibration.json").read_text())["temperature"]
-        z = np.log(p) / t
-        parts.append(np.exp(z) / np.exp(z).sum(1, keepdims=True))
+        assert part_predictor.calibration.temperature == t
+        parts.append(part_predictor.predict_proba(texts))
     assert np.allclose(got, saved.combine(parts), atol=1e-5)
     assert predictor.predict(texts)[0] == "sport"
     with pytest.raises(UserError, match="ensemble model folder"):  # explain / ONNX export

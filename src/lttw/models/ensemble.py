@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 from lttw.errors import UserError
-from lttw.evaluation.metrics import classification_metrics
 from lttw.io import read_json, write_json
 
 ENSEMBLE_FILE = "ensemble.json"
@@ -108,6 +107,8 @@ def choose_weights(
     for w in WEIGHT_GRID:
         candidate = EnsembleWeights(parts, (w, round(1.0 - w, 2)))
         probs = candidate.combine(val_probs)
+        from lttw.evaluation.metrics import classification_metrics  # pandas: not at start-up
+
         f1 = classification_metrics(labels, probs.argmax(1), n_labels)["f1_macro"]
         loss = _log_loss(probs, labels)
         key = (-f1, loss, abs(w - 0.5))
