@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,9 @@ def write_run(
 
 
 def invoke(tmp_path: Path, monkeypatch, *args: str, experiments: bool = False):
+    grids = tmp_path / "experiments"  # the paper's numbers: experiments/paper.yaml's `paper`
+    grids.mkdir(exist_ok=True)
+    shutil.copy2(Path(__file__).resolve().parents[2] / "experiments" / "paper.yaml", grids)
     monkeypatch.chdir(tmp_path)
     flag = [] if experiments else ["--no-experiments"]
     result = CliRunner().invoke(app, ["report", "--out", "report.md", *flag, *args])

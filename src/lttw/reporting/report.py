@@ -7,8 +7,9 @@ optional ``params.yaml`` beside ``summary.json`` names LTTW's ablations (LTTW-M 
 
 For each dataset and variant: macro P / R / F1 on the held-out test sample, mean ± sample std
 over folds, time per epoch, samples per second and device, next to the paper's numbers; and a
-paired test of LTTW against every other variant on the per-fold held-out test F1. The only
-numbers written here are the paper's (``PAPER``); everything else is read from the files.
+paired test of LTTW against every other variant on the per-fold held-out test F1. Every
+number is read: the runs' from their files, the paper's from the grid files' ``paper`` block
+(``experiments/paper.yaml``; ``reporting.paper_numbers``).
 """
 
 from __future__ import annotations
@@ -23,44 +24,9 @@ import yaml
 
 from lttw.errors import UserError
 from lttw.io import read_json
+from lttw.reporting.paper_numbers import PaperTables
 from lttw.settings import BASELINES
 
-#: paper Table 4 (P / R / F1 %, the held-out results of ten-fold CV) and Table 5 (ablations on
-#: the same protocol, with time per epoch in s: RTX 4070 Super, BERT-base, batch 128).
-#: Table 5's LTTW rows differ from Table 4's for AG News R / F1 and for SST-2; Table 4 is used
-#: for LTTW's P / R / F1 and Table 5 for its time per epoch.
-PAPER: dict[str, dict[str, tuple[float, float, float, float | None]]] = {
-    "ag_news": {
-        "LTTW": (93.73, 93.71, 93.70, 109.87),
-        "BERT": (92.60, 92.58, 92.58, None),
-        "ERNIE": (92.88, 92.83, 92.83, None),
-        "BERT-CNN": (91.66, 91.63, 91.60, None),
-        "PS-NET": (92.95, 92.99, 92.93, None),
-        "LTTW-M": (92.43, 92.41, 92.39, 106.45),
-        "LTTW-L": (92.84, 92.81, 92.82, 108.43),
-        "LTTW-Att": (93.27, 93.13, 93.15, 111.63),
-    },
-    "yahoo_answers": {
-        "LTTW": (70.91, 70.96, 70.87, 129.37),
-        "BERT": (70.73, 70.68, 70.68, None),
-        "ERNIE": (70.28, 70.90, 70.12, None),
-        "BERT-CNN": (70.23, 70.49, 70.10, None),
-        "PS-NET": (70.78, 70.75, 70.69, None),
-        "LTTW-M": (68.40, 68.31, 68.37, 124.60),
-        "LTTW-L": (70.18, 70.05, 70.12, 127.18),
-        "LTTW-Att": (70.83, 70.80, 70.69, 132.55),
-    },
-    "sst2": {
-        "LTTW": (93.81, 93.95, 93.82, 86.77),
-        "BERT": (92.54, 92.48, 92.51, None),
-        "ERNIE": (93.01, 92.84, 92.92, None),
-        "BERT-CNN": (91.86, 91.12, 91.97, None),
-        "PS-NET": (92.86, 92.91, 92.88, None),
-        "LTTW-M": (93.25, 93.15, 93.18, 86.25),
-        "LTTW-L": (93.61, 93.51, 93.57, 87.51),
-        "LTTW-Att": (94.61, 94.86, 94.72, 88.32),
-    },
-}
 DATASET_NAMES = {
     "ag_news": "AG News",
     "yahoo_answers": "Yahoo! Answers",
@@ -224,19 +190,19 @@ def _plain(values: np.ndarray, digits: int = 1) -> str:
     return f"{values.mean():.{digits}f}" if values.size else "n/a"
 
 
-def _paper(dataset: str, variant: str) -> str:
-    row = PAPER.get(dataset, {}).get(VARIANTS.get(variant) or "")
+def _paper(dataset: str, variant: str, paper: PaperTables) -> str:
+    row = paper.get(dataset, {}).get(VARIANTS.get(variant) or "")
     if row is None:
         return "–"
     p, r, f1, seconds = row
     return f"{p:.2f} / {r:.2f} / {f1:.2f}" + (f" ({seconds:.2f} s/epoch)" if seconds else "")
 
 
-def _row(dataset: str, variant: str, run: Run | None) -> str:
+def _row(dataset: str, variant: str, run: Run | None, paper: PaperTables) -> str:
     paper_name = VARIANTS.get(variant) or ""
     name = f"{variant} (paper: {paper_name})" if paper_name and paper_name != variant else variant
     if run is None:
-        return f"| {name} | not run | | | | | | | {_paper(dataset, variant)} |"
+        return f"| {name} | not run | | | | | | | {_paper(dataset, variant, paper)} |"
     devices = sorted({str(m.get("device", "?")) for m in run.folds.values()})
     cells = [
         str(len(run.folds)),
@@ -246,7 +212,7 @@ def _row(dataset: str, variant: str, run: Run | None) -> str:
         _plain(run.values("time_per_epoch_s", None), 2),
         _plain(run.values("samples_per_s", None)),
         ", ".join(devices),
-        _paper(dataset, variant),
+        _paper(dataset, variant, paper),
     ]
     return f"| {name} | " + " | ".join(cells) + " |"
 
@@ -312,8 +278,9 @@ def _order(variant: str) -> tuple[int, str]:
     return (names.index(variant) if variant in names else len(names), variant)
 
 
-def render(runs: list[Run]) -> str:
-    """The report as markdown."""
+def render(runs: list[Run], paper: PaperTables | None = None) -> str:
+    """The report as markdown; ``paper``: the paper's numbers (``paper_numbers``) beside
+    the runs."""
     sources = sorted({s for run in runs for s in run.sources})
     lines = [
         "# LTTW results",
@@ -326,15 +293,18 @@ def render(runs: list[Run]) -> str:
         "(LTTW, BERT, BERT-CNN) and Table 5 (the ablations; all times per epoch). "
         "`encoder` is the paper's BERT row with the encoder in `model.encoder`.",
     ]
-    return "\n".join(lines + dataset_tables(runs)) + "\n"
+    return "\n".join(lines + dataset_tables(runs, paper=paper)) + "\n"
 
 
-def dataset_tables(runs: list[Run], level: str = "##") -> list[str]:
-    """A table per dataset (its variants next to the paper's, then the paired tests), the
-    paper's datasets first; ``level``: the headings' markdown level."""
+def dataset_tables(
+    runs: list[Run], level: str = "##", paper: PaperTables | None = None
+) -> list[str]:
+    """A table per dataset (its variants next to the ``paper``'s numbers, then the paired
+    tests), the paper's datasets first; ``level``: the headings' markdown level."""
+    paper = paper or {}
     merged = merge_runs(runs)
     ran = {d for d, _ in merged}
-    datasets = [d for d in dict.fromkeys([*PAPER, *sorted(ran)]) if d in ran]
+    datasets = [d for d in dict.fromkeys([*paper, *sorted(ran)]) if d in ran]
     lines: list[str] = []
     for dataset in datasets:
         present = {v: r for (d, v), r in merged.items() if d == dataset}
@@ -345,7 +315,7 @@ def dataset_tables(runs: list[Run], level: str = "##") -> list[str]:
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for variant in sorted(set(VARIANTS) | set(present), key=_order):
-            lines.append(_row(dataset, variant, present.get(variant)))
+            lines.append(_row(dataset, variant, present.get(variant), paper))
         lines += _samples_and_final(present)
         lines += _tests(merged, dataset)
     return lines
