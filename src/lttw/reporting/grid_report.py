@@ -18,7 +18,8 @@ from lttw.errors import UserError
 from lttw.reporting.cells import RUNS_DIR
 from lttw.reporting.grids import GRIDS_DIR, Grid, grid_paths, load_grid
 from lttw.reporting.paper_numbers import PaperTables, merge_tables
-from lttw.reporting.report import Run, collect_runs, dataset_tables, load_run, render
+from lttw.reporting.report import dataset_tables, render
+from lttw.reporting.runs import Run, collect_runs, load_run
 from lttw.reporting.sweep_report import sweep_sections
 
 

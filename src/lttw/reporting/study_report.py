@@ -19,7 +19,8 @@ import pandas as pd
 import yaml
 
 from lttw.reporting.cells import RUNS_DIR
-from lttw.reporting.report import DATASET_NAMES, Run, load_run, paired_test
+from lttw.reporting.report import DATASET_NAMES, paired_test
+from lttw.reporting.runs import Run, load_run
 from lttw.reporting.study import Cell, Study, read_study, train_share
 from lttw.reporting.sweep_report import mcnemar
 
