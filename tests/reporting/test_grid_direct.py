@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from lttw.reporting.grid_direct import WORK_DIR, Clock
+from lttw.reporting.grid_budget import Clock
+from lttw.reporting.grid_direct import WORK_DIR
 from lttw.reporting.grid_window import main, run_window
 
 GRID = """\

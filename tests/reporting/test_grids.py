@@ -48,6 +48,11 @@ def test_every_grid_loads_and_its_cells_are_valid_settings():
     assert paper.cell("lttw").params["folds.run"] == list(range(10))
     assert paper.cell("lttw").params["train.lr"] == 2e-5
     assert paper.cell("lttw-att").params["model.attention"] == "mha"
+    # the paper's Tables 4 and 5 as data: P / R / F1 (%) and s/epoch where it reports one
+    assert list(paper.paper) == ["ag_news", "yahoo_answers", "sst2"]
+    assert paper.paper["ag_news"]["LTTW"] == (93.73, 93.71, 93.70, 109.87)
+    assert paper.paper["sst2"]["BERT"] == (92.54, 92.48, 92.51, None)
+    assert all(len(rows) == 8 for rows in paper.paper.values())
     assert {c.name for c in grids["ablations"].cells} == {"lttw", "lttw-m", "lttw-l", "lttw-att"}
     from lttw.settings import BASELINES
 
@@ -68,6 +73,8 @@ def test_every_grid_loads_and_its_cells_are_valid_settings():
         ("description: d\nsweep: 1\ncells: {a: {}}\n", "unknown key\\(s\\) sweep"),
         ("description: d\ncells: {a: {sett: {}}}\n", "cells.a: unknown key\\(s\\) sett"),
         ("description: d\ncells: {a: {paper: [1, 2]}}\n", "paper must be \\[P, R, F1\\]"),
+        ("description: d\npaper: {x: {M: [1, 2, 3, 0]}}\ncells: {a: {}}\n", "paper.x.M must be"),
+        ("description: d\npaper: [1]\ncells: {a: {}}\n", "paper must map datasets"),
         ("description: d\nreference: b\ncells: {a: {}}\n", "reference 'b' is not one"),
         ("description: d\ncolumn: x\ncells: {a: {}}\n", "needs a reference cell"),
         ("description: d\nfolds: [-1]\ncells: {a: {}}\n", "folds must be"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 
 from lttw.cli import app
 from lttw.reporting import report
+from lttw.reporting.runs import load_run, merge_runs, variant_label
 
 
 def write_run(
@@ -56,6 +58,9 @@ def write_run(
 
 
 def invoke(tmp_path: Path, monkeypatch, *args: str, experiments: bool = False):
+    grids = tmp_path / "experiments"  # the paper's numbers: experiments/paper.yaml's `paper`
+    grids.mkdir(exist_ok=True)
+    shutil.copy2(Path(__file__).resolve().parents[2] / "experiments" / "paper.yaml", grids)
     monkeypatch.chdir(tmp_path)
     flag = [] if experiments else ["--no-experiments"]
     result = CliRunner().invoke(app, ["report", "--out", "report.md", *flag, *args])
@@ -118,16 +123,16 @@ def test_workspace_metrics_params_labels_and_stale_folds(tmp_path, monkeypatch):
 
 
 def test_runs_of_one_variant_merge_their_folds(tmp_path):
-    first = report.load_run(write_run(tmp_path / "a", "lttw", {0: 0.9, 1: 0.8}))
-    second = report.load_run(write_run(tmp_path / "b", "lttw", {1: 0.1, 2: 0.7}))
-    merged = report.merge_runs([first, second])[("ag_news", "LTTW")]
+    first = load_run(write_run(tmp_path / "a", "lttw", {0: 0.9, 1: 0.8}))
+    second = load_run(write_run(tmp_path / "b", "lttw", {1: 0.1, 2: 0.7}))
+    merged = merge_runs([first, second])[("ag_news", "LTTW")]
     assert sorted(merged.folds) == [0, 1, 2]
     assert merged.folds[1]["test"]["f1_macro"] == pytest.approx(0.8)  # first one wins
 
 
 def test_identical_scores_have_no_p_value(tmp_path):
-    a = report.load_run(write_run(tmp_path / "a", "lttw", LTTW))
-    b = report.load_run(write_run(tmp_path / "b", "encoder", LTTW))
+    a = load_run(write_run(tmp_path / "a", "lttw", LTTW))
+    b = load_run(write_run(tmp_path / "b", "encoder", LTTW))
     assert report.paired_test(a, b)["why"] == "n/a (identical per-fold F1)"
 
 
@@ -141,8 +146,8 @@ def test_identical_scores_have_no_p_value(tmp_path):
     ],
 )
 def test_variant_labels(model, label):
-    assert report.variant_label("lttw", model) == label
-    assert report.variant_label("leam", model) == "leam"
+    assert variant_label("lttw", model) == label
+    assert variant_label("leam", model) == "leam"
 
 
 def test_no_metrics_is_one_line_error(tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ from lttw.reporting import grid_queue
 from lttw.reporting.grid_queue import plan_queue, queue_command
 from lttw.reporting.grid_report import load_grids
 from lttw.reporting.grids import find_grid, param_value, validate_grid
-from lttw.reporting.report import Run
+from lttw.reporting.runs import Run
 from lttw.reporting.sweep_report import mcnemar, sweep_sections
 
 GRIDS = REPO / "experiments"

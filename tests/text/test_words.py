@@ -12,14 +12,8 @@ from lttw.errors import DataError, UserError
 from lttw.factors.counts import build_vectorizer, tokenize
 from lttw.settings import CountSettings
 from lttw.text import words
-from lttw.text.words import (
-    WordSplitter,
-    degenerate_warning,
-    make_splitter,
-    resolve_splitter,
-    splitting_quality,
-    zero_row_share,
-)
+from lttw.text.splitting_quality import degenerate_warning, splitting_quality, zero_row_share
+from lttw.text.words import WordSplitter, make_splitter, resolve_splitter
 
 ENGLISH = ["The cat sat on the mat.", "Stocks FELL 3.5% -- oil_price up!", "", "C++ & naïve café"]
 CHINESE = [

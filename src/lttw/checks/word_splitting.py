@@ -11,7 +11,8 @@ from lttw.data.datasets import Dataset
 from lttw.data.sample_sizes import pools_of
 from lttw.factors.features import resolve_slots
 from lttw.settings import DataSettings, Settings
-from lttw.text.words import degenerate_warning, make_splitter, splitting_quality
+from lttw.text.splitting_quality import degenerate_warning, splitting_quality
+from lttw.text.words import make_splitter
 
 #: texts (evenly spaced) of the train pool that word_splitting measures
 WORD_SAMPLE = 2000

@@ -31,13 +31,8 @@ import scipy.sparse as sp
 from lttw.errors import DataError
 from lttw.io import read_arrays, write_arrays
 from lttw.settings import CountSettings
-from lttw.text.words import (
-    WordSplitter,
-    degenerate_warning,
-    make_splitter,
-    splitting_quality,
-    write_rule,
-)
+from lttw.text.splitting_quality import degenerate_warning, splitting_quality
+from lttw.text.words import WordSplitter, make_splitter, write_rule
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from lttw.factors.cross_fit import out_of_fold_factors
 from lttw.factors.features import FactorLookup, resolve_slots, slot_fill
 from lttw.factors.nmf import FACTORS_FILE
 from lttw.io import read_arrays
-from lttw.text.words import degenerate_warning, read_rule, zero_row_share
+from lttw.text.splitting_quality import degenerate_warning, zero_row_share
+from lttw.text.words import read_rule
 
 log = logging.getLogger(__name__)
 

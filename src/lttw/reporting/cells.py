@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from lttw.io import atomic_dir, write_json, write_parquet
-from lttw.reporting.report import PART
+from lttw.reporting.runs import PART
 
 RUNS_DIR = Path("evidence/runs")
 #: what a finished fold leaves in a work folder (format with fold=), all a resume needs

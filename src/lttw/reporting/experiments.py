@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lttw import layout
-from lttw.reporting.report import Run, make_run
+from lttw.reporting.runs import Run, make_run
 
 log = logging.getLogger(__name__)
 

@@ -23,53 +23,25 @@ import copy
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from lttw.errors import UserError
-from lttw.io import read_json, write_json
+from lttw.io import read_json
 from lttw.reporting.cells import restore_fold, save_fold, test_predictions, write_cell_folder
+from lttw.reporting.grid_budget import Clock, Outcome, stop_stage
 from lttw.reporting.grids import GridCell, cell_params
 from lttw.reporting.stage_plan import Stage, expand_stages, stage_keys
 
 SHARED = frozenset({"sample", "folds", "tokens", "encode", "counts", "nmf"})
 WORK_DIR = Path("data/grid")
 FOLD_STAGES = ("counts", "nmf", "features", "train", "evaluate")
-STOP_GRACE_S = 20
-
-
-@dataclass
-class Clock:
-    """The budget's deadline (None: no budget)."""
-
-    deadline: float | None
-
-    def left(self) -> float | None:
-        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
-
-    def up(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
-
-    def starting(self) -> None:
-        """A stage is about to start (a test's clock counts them)."""
-
-
-@dataclass
-class Outcome:
-    """What a window did: cells written, skipped (written before), failed, left to do."""
-
-    done: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    left: list[str] = field(default_factory=list)
 
 
 def _absolute_paths(params: dict, repo: Path) -> None:
@@ -144,7 +116,7 @@ class DirectRunner:
             try:
                 rc = proc.wait(timeout=clock.left())
             except subprocess.TimeoutExpired:
-                _stop(proc)
+                stop_stage(proc)
                 log.write(f"# {stage.name}: stopped at the budget\n".encode())
                 return "stopped"
             finally:
@@ -303,7 +275,7 @@ class DirectRunner:
         except KeyboardInterrupt:  # stop the running stages too, not only the main thread
             self._interrupted = True
             for proc in list(self._running):
-                _stop(proc)
+                stop_stage(proc)
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -319,20 +291,3 @@ def _fold_major(stages: list[Stage]) -> list[Stage]:
         return (int(fold) if fold else float("inf"), stages.index(stage))
 
     return sorted(stages, key=order)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to the stage's process group, SIGKILL after a grace period."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    except ProcessLookupError:
-        pass
-
-
-def write_window(path: Path, outcome: Outcome, seconds: float) -> None:
-    """A window's account (JSON): what it wrote, skipped, failed and left."""
-    write_json(path, {**outcome.__dict__, "wall_s": round(seconds, 1)})

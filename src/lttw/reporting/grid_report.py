@@ -1,7 +1,8 @@
 """``lttw report`` (and ``lttw exp report``): the whole report from what exists. In order:
 
 - the workspace's run (``metrics/``), the DVC experiments of the current commit and extra
-  run folders, a table per dataset next to the paper's, with paired tests (``report``);
+  run folders, a table per dataset next to the paper's numbers (the grid files' ``paper``
+  block, ``paper_numbers``), with paired tests (``report``);
 - the paired study (``experiments/study.yaml``) from its cells (``study_report``);
 - every other grid of ``experiments/`` that has cells in ``evidence/runs``, a section each
   with the same per-dataset tables and paired tests;
@@ -16,7 +17,9 @@ from pathlib import Path
 from lttw.errors import UserError
 from lttw.reporting.cells import RUNS_DIR
 from lttw.reporting.grids import GRIDS_DIR, Grid, grid_paths, load_grid
-from lttw.reporting.report import Run, collect_runs, dataset_tables, load_run, render
+from lttw.reporting.paper_numbers import PaperTables, merge_tables
+from lttw.reporting.report import dataset_tables, render
+from lttw.reporting.runs import Run, collect_runs, load_run
 from lttw.reporting.sweep_report import sweep_sections
 
 
@@ -37,7 +40,7 @@ def cell_runs(grid: Grid, runs_dir: Path) -> list[Run]:
     return runs
 
 
-def grid_sections(grids: list[Grid], runs_dir: Path) -> list[str]:
+def grid_sections(grids: list[Grid], runs_dir: Path, paper: PaperTables | None = None) -> list[str]:
     """A section per plain grid (neither the study nor a sweep) that has cells."""
     lines: list[str] = []
     for grid in grids:
@@ -53,7 +56,7 @@ def grid_sections(grids: list[Grid], runs_dir: Path) -> list[str]:
             "",
             f"{first}. From `{runs_dir}/<cell>/` (`lttw exp run {grid.name}`).",
         ]
-        lines += dataset_tables(runs, level="###")
+        lines += dataset_tables(runs, level="###", paper=paper)
     return lines
 
 
@@ -69,19 +72,20 @@ def build_report(
     """The report's markdown and the files it wrote beside it (the learning curve)."""
     grids = load_grids(grids_dir, n_folds) if Path(grids_dir).is_dir() else []
     cells = {g.name: cell_runs(g, runs_dir) for g in grids}
+    paper = merge_tables([g.paper for g in grids])  # the paper's numbers (experiments/paper.yaml)
     try:
-        text = render(collect_runs(workspace, params, extra, experiments))
+        text = render(collect_runs(workspace, params, extra, experiments), paper)
     except UserError:
         if not any(cells.values()):
             raise
-        text = render([])  # only cells: the title and introduction
+        text = render([], paper)  # only cells: the title and introduction
     written: list[Path] = []
     study = next((g for g in grids if g.study is not None), None)
     if study is not None:
         from lttw.reporting.study_report import with_study
 
         text, written = with_study(text, study.path, runs_dir)
-    text += "".join(f"{line}\n" for line in grid_sections(grids, runs_dir))
+    text += "".join(f"{line}\n" for line in grid_sections(grids, runs_dir, paper))
     sweep_runs = [*(run for g in grids if g.is_sweep for run in cells[g.name]), *experiments]
     text += "".join(f"{line}\n" for line in sweep_sections(grids, sweep_runs))
     return text, written

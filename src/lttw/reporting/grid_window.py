@@ -20,7 +20,8 @@ import yaml
 
 from lttw.errors import UserError
 from lttw.reporting.cells import RUNS_DIR
-from lttw.reporting.grid_direct import WORK_DIR, Clock, DirectRunner, Outcome, write_window
+from lttw.reporting.grid_budget import Clock, Outcome, write_window
+from lttw.reporting.grid_direct import WORK_DIR, DirectRunner
 from lttw.reporting.grids import GRIDS_DIR, find_grid
 
 MAX_JOBS = 16

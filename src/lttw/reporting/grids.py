@@ -21,19 +21,23 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from lttw.errors import UserError
+from lttw.reporting.paper_numbers import PaperTables, paper_tables
 from lttw.reporting.study import PREFIX as STUDY_PREFIX
 from lttw.reporting.study import Study, read_study
 
 GRIDS_DIR = Path("experiments")
 FROZEN_SUFFIX = "-frozen"
-_GRID_KEYS = {"description", "prefix", "reference", "folds", "set", "cells", "title", "column"}
+_GRID_KEYS = {
+    *("description", "prefix", "reference", "folds", "set", "cells", "title", "column"),
+    "paper",  # the paper's numbers per dataset and model (``paper_numbers``)
+}
 _CELL_KEYS = {"set", "label", "paper", "name"}
 MAX_CELLS = 500  # a grid larger than this is a typo, not a plan
 
@@ -61,6 +65,8 @@ class Grid:
     title: str | None = None  # sweeps: the paper table's title
     column: str | None = None  # sweeps: the table's first column
     study: Study | None = None  # the paired study's own form
+    #: the paper's reported rows per dataset and model (Tables 4, 5; ``paper_numbers``)
+    paper: PaperTables = field(default_factory=dict)
 
     @property
     def is_sweep(self) -> bool:
@@ -191,6 +197,7 @@ def load_grid(path: str | Path, n_folds: int = 10) -> Grid:
         reference,
         str(title) if title else None,
         str(column) if column is not None else None,
+        paper=paper_tables(raw.get("paper"), f"{path}: paper"),
     )
 
 

@@ -1,66 +1,24 @@
-"""``lttw report``: ``metrics/report.md`` from the metrics files that runs wrote.
-
-A *run folder* holds ``summary.json`` (the summary stage's output, which names the dataset and
-variant) and ``folds/fold_<i>.json`` (the evaluate stage's per-fold metrics); ``metrics/`` of
-the workspace is one, and runs copied elsewhere (e.g. from ``dvc exp``) are others. An
-optional ``params.yaml`` beside ``summary.json`` names LTTW's ablations (LTTW-M / -L / -Att).
+"""``lttw report``: ``metrics/report.md`` from the metrics files that runs wrote (run folders,
+read by ``reporting.runs``).
 
 For each dataset and variant: macro P / R / F1 on the held-out test sample, mean ± sample std
 over folds, time per epoch, samples per second and device, next to the paper's numbers; and a
-paired test of LTTW against every other variant on the per-fold held-out test F1. The only
-numbers written here are the paper's (``PAPER``); everything else is read from the files.
+paired test of LTTW against every other variant on the per-fold held-out test F1. Every
+number is read: the runs' from their files, the paper's from the grid files' ``paper`` block
+(``experiments/paper.yaml``; ``reporting.paper_numbers``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from lttw.errors import UserError
-from lttw.io import read_json
+from lttw.reporting.paper_numbers import PaperTables
+from lttw.reporting.runs import PART, REFERENCE, Run, merge_runs
 from lttw.settings import BASELINES
 
-#: paper Table 4 (P / R / F1 %, the held-out results of ten-fold CV) and Table 5 (ablations on
-#: the same protocol, with time per epoch in s: RTX 4070 Super, BERT-base, batch 128).
-#: Table 5's LTTW rows differ from Table 4's for AG News R / F1 and for SST-2; Table 4 is used
-#: for LTTW's P / R / F1 and Table 5 for its time per epoch.
-PAPER: dict[str, dict[str, tuple[float, float, float, float | None]]] = {
-    "ag_news": {
-        "LTTW": (93.73, 93.71, 93.70, 109.87),
-        "BERT": (92.60, 92.58, 92.58, None),
-        "ERNIE": (92.88, 92.83, 92.83, None),
-        "BERT-CNN": (91.66, 91.63, 91.60, None),
-        "PS-NET": (92.95, 92.99, 92.93, None),
-        "LTTW-M": (92.43, 92.41, 92.39, 106.45),
-        "LTTW-L": (92.84, 92.81, 92.82, 108.43),
-        "LTTW-Att": (93.27, 93.13, 93.15, 111.63),
-    },
-    "yahoo_answers": {
-        "LTTW": (70.91, 70.96, 70.87, 129.37),
-        "BERT": (70.73, 70.68, 70.68, None),
-        "ERNIE": (70.28, 70.90, 70.12, None),
-        "BERT-CNN": (70.23, 70.49, 70.10, None),
-        "PS-NET": (70.78, 70.75, 70.69, None),
-        "LTTW-M": (68.40, 68.31, 68.37, 124.60),
-        "LTTW-L": (70.18, 70.05, 70.12, 127.18),
-        "LTTW-Att": (70.83, 70.80, 70.69, 132.55),
-    },
-    "sst2": {
-        "LTTW": (93.81, 93.95, 93.82, 86.77),
-        "BERT": (92.54, 92.48, 92.51, None),
-        "ERNIE": (93.01, 92.84, 92.92, None),
-        "BERT-CNN": (91.86, 91.12, 91.97, None),
-        "PS-NET": (92.86, 92.91, 92.88, None),
-        "LTTW-M": (93.25, 93.15, 93.18, 86.25),
-        "LTTW-L": (93.61, 93.51, 93.57, 87.51),
-        "LTTW-Att": (94.61, 94.86, 94.72, 88.32),
-    },
-}
 DATASET_NAMES = {
     "ag_news": "AG News",
     "yahoo_answers": "Yahoo! Answers",
@@ -76,119 +34,7 @@ VARIANTS = {
     "LTTW-Att": "LTTW-Att",
     **{v: {"encoder": "BERT", "encoder_cnn": "BERT-CNN"}.get(v) for v in BASELINES},
 }
-REFERENCE = "LTTW"
-PART = "test"  # the held-out test sample
 WILCOXON_MIN = 6
-
-
-@dataclass
-class Run:
-    """Per-fold metrics of one (dataset, variant), possibly merged from several folders."""
-
-    dataset: str
-    variant: str
-    folds: dict[int, dict] = field(default_factory=dict)
-    sources: list[str] = field(default_factory=list)
-    #: a DVC experiment's name, Git revision and parameters (``reporting.experiments``)
-    name: str | None = None
-    rev: str | None = None
-    params: dict = field(default_factory=dict)
-    #: the summary's ``held_out`` (sample sizes) and ``final`` (the final model's record)
-    held_out: dict | None = None
-    final: dict | None = None
-
-    def values(self, key: str, part: str | None = PART) -> np.ndarray:
-        """One metric per fold (fold order); missing entries are skipped."""
-        out = []
-        for fold in sorted(self.folds):
-            entry = self.folds[fold].get(part, {}) if part else self.folds[fold]
-            if isinstance(entry.get(key), (int, float)):
-                out.append(float(entry[key]))
-        return np.asarray(out, dtype=float)
-
-
-def variant_label(variant: str, model: dict | None) -> str:
-    """The report's name of a run: LTTW's ablations by their paper names, as the fusion
-    (``models.fusion``) and attention kind (``models.attention``) name themselves."""
-    if variant != "lttw":
-        return variant
-    # here, not at the top: torch, only for LTTW runs (`lttw report` of baselines needs none)
-    from lttw.models.attention import attention_ablation
-    from lttw.models.fusion import FUSION_REGISTRY
-
-    model = model or {}
-    fusion = FUSION_REGISTRY.get(model.get("fusion") or "")  # None, "": no fusion registered
-    return (
-        (fusion.ablation if fusion else None)
-        or attention_ablation(model.get("attention"))
-        or REFERENCE
-    )
-
-
-def _model_params(path: Path | None) -> dict | None:
-    if path is None or not path.is_file():
-        return None
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return raw.get("model") if isinstance(raw, dict) else None
-
-
-def load_run(folder: str | Path, params: str | Path | None = None) -> Run:
-    """Read one run folder (``summary.json`` + ``folds/fold_*.json``). ``params``: the
-    parameters file that produced it (default: ``params.yaml`` in the folder, if any)."""
-    folder = Path(folder)
-    summary_path = folder / "summary.json"
-    if not summary_path.is_file():
-        raise UserError(
-            f"{summary_path}: not found; a run folder holds summary.json and "
-            "folds/fold_*.json (run `dvc repro` first)"
-        )
-    summary = read_json(summary_path)
-    fold_files = sorted((folder / "folds").glob("fold_*.json"))
-    params_path = Path(params) if params else folder / "params.yaml"
-    run = make_run(
-        summary,
-        [(p.stem, read_json(p)) for p in fold_files],
-        _model_params(params_path),
-        str(folder),
-    )
-    if run is None:
-        raise UserError(
-            f"{folder / 'folds'}: no fold_*.json metrics for folds {summary.get('folds')}"
-        )
-    return run
-
-
-def make_run(
-    summary: dict, fold_metrics: list[tuple[str, dict]], model: dict | None, source: str
-) -> Run | None:
-    """A run from the summary stage's output, the per-fold metrics (``(fold_<i>, metrics)``;
-    only the folds the summary lists are kept) and the ``model`` parameters that produced
-    them; None without any fold."""
-    wanted = summary.get("folds")
-    folds = {}
-    for stem, metrics in fold_metrics:
-        fold = int(metrics.get("fold", stem.removeprefix("fold_")))
-        if wanted is None or fold in wanted:
-            folds[fold] = metrics
-    if not folds:
-        return None
-    label = variant_label(summary.get("variant", "unknown"), model)
-    run = Run(summary.get("dataset", "unknown"), label, folds, [source])
-    run.held_out, run.final = summary.get("held_out"), summary.get("final")
-    return run
-
-
-def merge_runs(runs: list[Run]) -> dict[tuple[str, str], Run]:
-    """One run per (dataset, variant); a fold seen twice keeps its first occurrence."""
-    merged: dict[tuple[str, str], Run] = {}
-    for run in runs:
-        into = merged.setdefault((run.dataset, run.variant), Run(run.dataset, run.variant))
-        for fold, metrics in run.folds.items():
-            into.folds.setdefault(fold, metrics)
-        into.sources += run.sources
-        into.held_out = into.held_out or run.held_out
-        into.final = into.final or run.final
-    return merged
 
 
 def paired_test(reference: Run, other: Run) -> dict:
@@ -224,19 +70,19 @@ def _plain(values: np.ndarray, digits: int = 1) -> str:
     return f"{values.mean():.{digits}f}" if values.size else "n/a"
 
 
-def _paper(dataset: str, variant: str) -> str:
-    row = PAPER.get(dataset, {}).get(VARIANTS.get(variant) or "")
+def _paper(dataset: str, variant: str, paper: PaperTables) -> str:
+    row = paper.get(dataset, {}).get(VARIANTS.get(variant) or "")
     if row is None:
         return "–"
     p, r, f1, seconds = row
     return f"{p:.2f} / {r:.2f} / {f1:.2f}" + (f" ({seconds:.2f} s/epoch)" if seconds else "")
 
 
-def _row(dataset: str, variant: str, run: Run | None) -> str:
+def _row(dataset: str, variant: str, run: Run | None, paper: PaperTables) -> str:
     paper_name = VARIANTS.get(variant) or ""
     name = f"{variant} (paper: {paper_name})" if paper_name and paper_name != variant else variant
     if run is None:
-        return f"| {name} | not run | | | | | | | {_paper(dataset, variant)} |"
+        return f"| {name} | not run | | | | | | | {_paper(dataset, variant, paper)} |"
     devices = sorted({str(m.get("device", "?")) for m in run.folds.values()})
     cells = [
         str(len(run.folds)),
@@ -246,7 +92,7 @@ def _row(dataset: str, variant: str, run: Run | None) -> str:
         _plain(run.values("time_per_epoch_s", None), 2),
         _plain(run.values("samples_per_s", None)),
         ", ".join(devices),
-        _paper(dataset, variant),
+        _paper(dataset, variant, paper),
     ]
     return f"| {name} | " + " | ".join(cells) + " |"
 
@@ -312,8 +158,9 @@ def _order(variant: str) -> tuple[int, str]:
     return (names.index(variant) if variant in names else len(names), variant)
 
 
-def render(runs: list[Run]) -> str:
-    """The report as markdown."""
+def render(runs: list[Run], paper: PaperTables | None = None) -> str:
+    """The report as markdown; ``paper``: the paper's numbers (``paper_numbers``) beside
+    the runs."""
     sources = sorted({s for run in runs for s in run.sources})
     lines = [
         "# LTTW results",
@@ -326,15 +173,18 @@ def render(runs: list[Run]) -> str:
         "(LTTW, BERT, BERT-CNN) and Table 5 (the ablations; all times per epoch). "
         "`encoder` is the paper's BERT row with the encoder in `model.encoder`.",
     ]
-    return "\n".join(lines + dataset_tables(runs)) + "\n"
+    return "\n".join(lines + dataset_tables(runs, paper=paper)) + "\n"
 
 
-def dataset_tables(runs: list[Run], level: str = "##") -> list[str]:
-    """A table per dataset (its variants next to the paper's, then the paired tests), the
-    paper's datasets first; ``level``: the headings' markdown level."""
+def dataset_tables(
+    runs: list[Run], level: str = "##", paper: PaperTables | None = None
+) -> list[str]:
+    """A table per dataset (its variants next to the ``paper``'s numbers, then the paired
+    tests), the paper's datasets first; ``level``: the headings' markdown level."""
+    paper = paper or {}
     merged = merge_runs(runs)
     ran = {d for d, _ in merged}
-    datasets = [d for d in dict.fromkeys([*PAPER, *sorted(ran)]) if d in ran]
+    datasets = [d for d in dict.fromkeys([*paper, *sorted(ran)]) if d in ran]
     lines: list[str] = []
     for dataset in datasets:
         present = {v: r for (d, v), r in merged.items() if d == dataset}
@@ -345,47 +195,7 @@ def dataset_tables(runs: list[Run], level: str = "##") -> list[str]:
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for variant in sorted(set(VARIANTS) | set(present), key=_order):
-            lines.append(_row(dataset, variant, present.get(variant)))
+            lines.append(_row(dataset, variant, present.get(variant), paper))
         lines += _samples_and_final(present)
         lines += _tests(merged, dataset)
     return lines
-
-
-def collect_runs(
-    workspace: str | Path,
-    params: str | Path | None,
-    extra: list[Path],
-    experiments: list[Run] | None = None,
-) -> list[Run]:
-    """The workspace's run (when its summary exists), then the DVC experiments' runs
-    (``lttw.reporting.experiments``), then the extra run folders; a run seen twice (the
-    workspace holds the last experiment applied) counts once, see ``distinct_runs``."""
-    runs = []
-    if (Path(workspace) / "summary.json").is_file():
-        runs.append(load_run(workspace, params))
-    runs += list(experiments or [])
-    runs += [load_run(folder) for folder in extra]
-    if not runs:
-        raise UserError(
-            f"{Path(workspace) / 'summary.json'}: no metrics yet; run `dvc repro` "
-            "or pass --runs DIR (a folder with summary.json and folds/fold_*.json)"
-        )
-    return distinct_runs(runs)
-
-
-def distinct_runs(runs: list[Run]) -> list[Run]:
-    """Drop a run whose per-fold metrics repeat an earlier one's, and name a run after its
-    source (``LTTW [exp k32]``) where it shares dataset, variant and a fold with an earlier,
-    different run (e.g. two values of model.k); runs of one variant on other folds (e.g.
-    one queued experiment per fold) keep the name and are merged."""
-    out: list[Run] = []
-    for run in runs:
-        if any(run.dataset == o.dataset and run.folds == o.folds for o in out):
-            continue
-        if any(
-            (run.dataset, run.variant) == (o.dataset, o.variant) and set(run.folds) & set(o.folds)
-            for o in out
-        ):
-            run = Run(run.dataset, f"{run.variant} [{run.sources[0]}]", run.folds, run.sources)
-        out.append(run)
-    return out

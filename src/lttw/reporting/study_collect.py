@@ -19,7 +19,7 @@ import pandas as pd
 from lttw.errors import UserError
 from lttw.reporting.cells import write_cell_folder
 from lttw.reporting.experiments import FOLD_FILE, SUMMARY, exp_rows, experiment_name, file_data
-from lttw.reporting.report import Run
+from lttw.reporting.runs import Run
 from lttw.reporting.sweep_report import dvc_predictions
 
 log = logging.getLogger(__name__)

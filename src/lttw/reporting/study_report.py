@@ -19,8 +19,10 @@ import pandas as pd
 import yaml
 
 from lttw.reporting.cells import RUNS_DIR
-from lttw.reporting.report import DATASET_NAMES, Run, load_run, paired_test
+from lttw.reporting.report import DATASET_NAMES, paired_test
+from lttw.reporting.runs import Run, load_run
 from lttw.reporting.study import Cell, Study, read_study, train_share
+from lttw.reporting.study_curve import write_curve
 from lttw.reporting.sweep_report import mcnemar
 
 SIGNIFICANT = 0.05
@@ -284,38 +286,6 @@ def fill_readme(readme: str, study_file: Path, runs_dir: Path = RUNS_DIR) -> str
     study = read_study(study_file)
     body = render_study(study, load_results(study, runs_dir))[2:]
     return head + start + "\n" + "\n".join(body) + "\n" + end + tail
-
-
-def write_curve(curve: pd.DataFrame, folder: Path) -> list[Path]:
-    """``learning_curve.csv`` (for ``dvc plots``) and, where matplotlib is installed,
-    ``learning_curve.png``; the files written."""
-    from lttw.io import atomic_path, write_csv
-
-    written = [folder / "learning_curve.csv"]
-    write_csv(written[0], curve.reset_index())
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return written
-    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=120)
-    for variant in curve.columns:
-        points = curve[variant].dropna()
-        ax.plot(points.index, 100 * points.values, marker="o", label=variant)
-    ax.set_xscale("log")
-    ax.set_xticks(curve.index, [f"{n:,}" for n in curve.index])  # the sizes, not 10^k
-    ax.minorticks_off()
-    ax.set_xlabel("training texts per fold")
-    ax.set_ylabel("held-out macro F1 (%)")
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    with atomic_path(folder / "learning_curve.png") as tmp:
-        fig.savefig(tmp, format="png")
-    plt.close(fig)
-    return [*written, folder / "learning_curve.png"]
 
 
 def with_study(report: str, study_file: Path, runs_dir: Path = RUNS_DIR) -> tuple[str, list[Path]]:

@@ -19,7 +19,8 @@ from collections.abc import Callable
 import numpy as np
 
 from lttw.reporting.grids import Grid
-from lttw.reporting.report import DATASET_NAMES, PART, Run, _pct, paired_test
+from lttw.reporting.report import DATASET_NAMES, _pct, paired_test
+from lttw.reporting.runs import PART, Run
 
 log = logging.getLogger(__name__)
 
