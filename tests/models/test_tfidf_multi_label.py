@@ -5,22 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.multi_label_data import NEWS_LISTS, NEWS_TEXTS
 
 from lttw.data.label_sets import indicator_matrix
 from lttw.models.calibration import Calibration
 from lttw.models.tfidf import CONSTANT_SCORE, TfidfLinear, fit_tfidf_linear
 
-TEXTS = [
-    "stocks fall as oil rises",
-    "the team won the match",
-    "oil prices and the match",
-    "markets rally on oil",
-    "a late goal won it",
-    "bank shares and football",
-    "oil stocks drop again",
-    "cup final goal drama",
-]
-LISTS = [[0], [1], [0, 1], [0], [1], [0, 1], [0], [1]]  # class 2: never present
+TEXTS, LISTS = NEWS_TEXTS, NEWS_LISTS  # class 2 never present
 
 
 @pytest.mark.parametrize("linear_model", ["logistic", "svm"])

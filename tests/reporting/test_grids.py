@@ -24,6 +24,7 @@ EXPECTED = {
     "ablations",
     "baselines",
     "chinese",
+    "goemotions",
     "study",
     "table6",
     "table7",

@@ -59,3 +59,18 @@ def write_multi_label_folder(
         }
         (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     return folder
+
+
+#: eight short business / sport texts and their label lists over (business, sport, weather):
+#: some texts both, "weather" never; for unit tests of multi-label training and metrics
+NEWS_TEXTS = [
+    "stocks fall as oil rises",
+    "the team won the match",
+    "oil prices and the match",
+    "markets rally on oil",
+    "a late goal won it",
+    "bank shares and football",
+    "oil stocks drop again",
+    "cup final goal drama",
+]
+NEWS_LISTS = [[0], [1], [0, 1], [0], [1], [0, 1], [0], [1]]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from support.multi_label_data import NEWS_TEXTS
 from support.training_data import CPU, N_LABELS, build_model, make_data, train_settings
 
 from lttw.data.batching import Batchable
@@ -167,16 +168,7 @@ def test_a_variant_that_cannot_do_multi_label_is_refused(monkeypatch):
 
 # ------------------------------------------------------------------ a tfidf run's folder
 
-TEXTS = [
-    "stocks fall as oil rises",
-    "the team won the match",
-    "oil prices and the match",
-    "markets rally on oil",
-    "a late goal won it",
-    "bank shares and football",
-    "oil stocks drop again",
-    "cup final goal drama",
-]
+TEXTS = NEWS_TEXTS
 #: labels business, sport (some texts both); "weather" never occurs
 LABELS = [[0], [1], [0, 1], [0], [1], [0, 1], [0], [1]]
 

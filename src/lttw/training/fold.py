@@ -136,9 +136,15 @@ def _write_outputs(
     live,
     paths: RunPaths,
     val_probs,
-    calibration=None,
+    extra_meta: dict | None,
     **folder_extras,
 ) -> None:
+    """The model folder: the classifier, calibration.json (multi-label: the thresholds tuned
+    on ``val_probs``; single-label: the temperature fitted on them), lttw.json with
+    ``extra_meta`` and the multi-label / class-weight keys, checksums last."""
+    meta, tuned = multi_label_record(settings, inputs, val_probs)
+    extra_meta = {**(extra_meta or {}), **meta} or None
+    calibration = tuned.get("calibration")
     if calibration is None:  # single-label: a temperature fitted on the val part
         calibration = temperature_calibration(val_probs, inputs.part_labels("val"))
         if calibration is not None:
@@ -154,6 +160,7 @@ def _write_outputs(
             fold=fold,
             words=read_rule(paths.counts),
             selection=factor_selection(paths.features),
+            extra_meta=extra_meta,
             **folder_extras,
         )
         record_checksums(tmp)  # last: the sha256 of every file the loader reads
@@ -211,19 +218,7 @@ def _train_on_texts(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict
     if live is not None:
         live.log_metric("epoch_time_s", fit_s)  # one point, so the plots folder exists
     log_epoch(live, [row])
-    meta, calibration = multi_label_record(settings, inputs, val_probs)
-    _write_outputs(
-        settings,
-        fold,
-        inputs,
-        model,
-        summary,
-        live,
-        paths,
-        val_probs,
-        extra_meta={**(extra_meta or {}), **meta} or None,
-        **calibration,
-    )
+    _write_outputs(settings, fold, inputs, model, summary, live, paths, val_probs, extra_meta)
     # a one-pass fit has nothing to resume: the checkpoint folder only records that this
     # run is complete
     Checkpointer(paths.checkpoints, key).mark_complete()
@@ -317,7 +312,6 @@ def _train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dic
             settings.train.eval_batch_size,
             calibration=validation_calibration(batches["val"].labels),
         )
-        meta, calibration = multi_label_record(settings, inputs, val_probs)
         _write_outputs(
             settings,
             fold,
@@ -327,10 +321,9 @@ def _train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dic
             live,
             paths,
             val_probs,
+            extra_meta,
             tokenizer_dir=None if words is not None else layout.tokenizer_dir(),
             word_vocabulary=words,
-            extra_meta={**(extra_meta or {}), **meta} or None,
-            **calibration,
             factor_dirs=(paths.counts, paths.nmf) if factor_shape(batches) is not None else (),
         )
     rt.barrier()
