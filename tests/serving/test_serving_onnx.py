@@ -168,3 +168,17 @@ def test_a_damaged_onnx_file_is_one_line(fp32_dir, tmp_path):
         "not a loadable ONNX model",
         code=3,
     )
+
+
+def test_a_single_label_check_sample_of_a_multi_label_model_is_one_clear_error(tmp_path):
+    from lttw.errors import UserError
+    from lttw.serving.onnx_export import read_labelled
+
+    path = tmp_path / "check.parquet"
+    pd.DataFrame({"text": ["a", "b"], "label": [0, 1]}).to_parquet(path)
+    with pytest.raises(UserError, match="one label per text, but the model is multi-label"):
+        read_labelled(path, CLASSES, 10, True)
+    lists = tmp_path / "lists.parquet"
+    pd.DataFrame({"text": ["a", "b"], "label": [[0, 1], [1]]}).to_parquet(lists)
+    texts, labels = read_labelled(lists, CLASSES, 10, True)
+    assert texts == ["a", "b"] and labels[:, :2].tolist() == [[1, 1], [0, 1]]

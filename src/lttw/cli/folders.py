@@ -53,7 +53,8 @@ def export(
         Path | None,
         typer.Option(
             help="labelled held-out texts (.parquet/.csv, columns text and label) the ONNX "
-            "export is checked on [default: data/sample/test.parquet where it exists]"
+            "export is checked on [default: data/sample/test.parquet where it exists and "
+            "has the model's classes]"
         ),
     ] = None,
     check_rows: Annotated[int, typer.Option(min=1, help="texts of --check-file used")] = 1000,
@@ -88,7 +89,7 @@ def export(
         )
     if out.exists() and not force:
         raise UserError(f"{out}: exists; pass --force to replace it")
-    if check_file is None and layout.sample_parquet("test").is_file():
+    if check_file is None and _sample_fits(original):
         check_file = layout.sample_parquet("test")
     if int8 and check_file is None:
         raise UserError(
@@ -165,3 +166,18 @@ def verify(
         )
         raise typer.Exit(1)
     typer.echo(f"{folder}: {found.checked} files match their recorded sha256{ignored}")
+
+
+def _sample_fits(predictor) -> bool:
+    """Whether this project's held-out sample (data/sample/test.parquet) labels texts as the
+    model does (the same classes, one label or a set per text): the default --check-file
+    only then, so a model of another dataset is checked on the probe texts."""
+    from lttw.io import read_json
+
+    if not (layout.sample_parquet("test").is_file() and layout.LABELS_JSON.is_file()):
+        return False
+    info = read_json(layout.LABELS_JSON)
+    same_kind = bool(info.get("multi_label", False)) == bool(
+        getattr(predictor, "multi_label", False)
+    )
+    return same_kind and info.get("classes") == list(predictor.classes)

@@ -197,6 +197,11 @@ def _label_sets(column, classes: list[str], path: Path) -> np.ndarray:
     index = {c: i for i, c in enumerate(classes)}
     lists = []
     for value in column:
+        if not isinstance(value, str) and np.ndim(value) == 0:
+            raise UserError(
+                f"{path}: one label per text, but the model is multi-label: the check sample's "
+                "label column must hold a list of labels per text (CSV: joined by '|')"
+            )
         items = value.split("|") if isinstance(value, str) else list(value)
         try:
             lists.append([index[v] if isinstance(v, str) else int(v) for v in items if v != ""])
