@@ -6,7 +6,7 @@ import importlib
 import pkgutil
 
 # modules that support the variants rather than define one
-_SUPPORT = {"attention", "bundle", "fusion", "registry", "tfidf"}
+_SUPPORT = {"attention", "bundle", "fusion", "registry", "tfidf", "tfidf_vectorizer"}
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name not in _SUPPORT:
