@@ -17,7 +17,8 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from lttw import layout
-from lttw.factors.features import FactorLookup, latent_factor_tensor, slot_fill, top_bottom_words
+from lttw.factors.features import FactorLookup, latent_factor_tensor, top_bottom_words
+from lttw.factors.slots import slot_fill
 from lttw.io import read_arrays, read_arrays_metadata, read_json
 from lttw.text.words import WordSplitter
 
@@ -303,7 +304,7 @@ def test_features_without_factors_do_not_depend_on_k_s_rank(tmp_path, monkeypatc
     ],
 )
 def test_auto_slots_are_half_the_mean_distinct_words_at_most_the_papers(words_per_text, k, s, want):
-    from lttw.factors.features import resolve_slots
+    from lttw.factors.slots import resolve_slots
 
     assert resolve_slots(k, s, np.array(words_per_text, dtype=np.int64)) == want
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from lttw.data.datasets import Dataset
 from lttw.data.sample_sizes import pools_of
-from lttw.factors.features import resolve_slots
+from lttw.factors.slots import resolve_slots
 from lttw.settings import DataSettings, Settings
 from lttw.text.splitting_quality import degenerate_warning, splitting_quality
 from lttw.text.words import make_splitter

@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from lttw.factors.cross_fit import out_of_fold_factors
-from lttw.factors.features import FactorLookup, resolve_slots, slot_fill
+from lttw.factors.features import FactorLookup
 from lttw.factors.nmf import FACTORS_FILE
+from lttw.factors.slots import resolve_slots, slot_fill
 from lttw.io import read_arrays
 from lttw.text.splitting_quality import degenerate_warning, zero_row_share
 from lttw.text.words import read_rule

@@ -21,8 +21,9 @@ from collections import Counter
 
 import torch
 
-from lttw.factors.features import slot_fill, top_bottom_words
+from lttw.factors.features import top_bottom_words
 from lttw.factors.nmf import FACTORS_FILE
+from lttw.factors.slots import slot_fill
 from lttw.inference.answers import explained_prediction
 from lttw.io import read_arrays
 from lttw.models.bundle import FACTORS

@@ -38,7 +38,7 @@ class ModelSettings(_Group):
         description="Top-k slots: the factor rows of a text's k most frequent words; a "
         "number, or `auto`: half the mean number of distinct vocabulary words a text of the "
         "fold's train part holds, rounded up, at most the paper's 10 "
-        "(`lttw.factors.features.resolve_slots`; AG News 10, THUCNews titles 5). A slot a "
+        "(`lttw.factors.slots.resolve_slots`; AG News 10, THUCNews titles 5). A slot a "
         "text has no word for stays a zero vector.",
     )
     s: Annotated[int, Field(ge=0, le=1000)] | Literal["auto"] = Field(
