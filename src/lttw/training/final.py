@@ -38,7 +38,8 @@ from lttw.factors.tensors import factor_tensors
 from lttw.io import atomic_dir, read_json, write_arrays, write_json
 from lttw.models.bundle import META
 from lttw.settings import check_batch_size
-from lttw.training.fold import RunPaths, train_run
+from lttw.training.fold import train_run
+from lttw.training.run_outputs import RunPaths
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,134 @@
+"""One training run's identity and outputs (``lttw.training.fold``, ``lttw.training.final``):
+where it reads its factors and writes its model (``RunPaths``), the fingerprint that a
+checkpoint must match to be resumed, its dvclive curves and the model folder it writes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from lttw import layout
+from lttw.io import atomic_dir, read_arrays_metadata, write_json
+from lttw.models.bundle import write_model_folder
+from lttw.models.calibration import save_calibration
+from lttw.models.folder_files import record_checksums
+from lttw.models.trained import save_classifier
+from lttw.text.words import read_rule
+from lttw.training.calibrating import temperature_calibration
+from lttw.training.checkpoint import can_resume
+from lttw.training.live import open_live
+from lttw.training.multi_label import multi_label_record
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where one training run reads its factors and writes its model: a fold's stage folders
+    (``of_fold``), or the final model's (``lttw.training.final``). ``live`` / ``metrics``
+    None: no dvclive curves / no training-metrics file."""
+
+    counts: Path
+    nmf: Path
+    features: Path  # the factor tensors file
+    checkpoints: Path
+    model: Path
+    metrics: Path | None
+    live: Path | None
+
+    @classmethod
+    def of_fold(cls, fold: int) -> RunPaths:
+        return cls(
+            layout.counts_dir(fold),
+            layout.nmf_dir(fold),
+            layout.features_file(fold),
+            layout.checkpoint_dir(fold),
+            layout.model_dir(fold),
+            layout.train_metrics(fold),
+            layout.live_dir(fold),
+        )
+
+
+def fingerprint(settings, fold: int | str) -> str:
+    """What defines this training run; a checkpoint of another run is never resumed."""
+    relevant = settings.model_dump(
+        include={"seed", "data", "folds", "words", "counts", "nmf", "model", "train"}
+    )
+    relevant["train"].pop("log_every", None)
+    if relevant["train"].get("class_weight") == "none":  # as before the parameter existed
+        relevant["train"].pop("class_weight")
+    if relevant["model"].get("vocab") == "encoder":  # as before these parameters existed
+        relevant["model"].pop("vocab")
+        relevant["model"].pop("word_vectors", None)
+    blob = json.dumps({"fold": fold, **relevant}, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def factor_selection(features: Path) -> dict | None:
+    """k, s and ranking of the factor tensors file ``features``, as the features stage
+    recorded them (None: no latent factors). Read from there, not from the parameters, so
+    that a variant without factors does not retrain when model.k changes."""
+    meta = read_arrays_metadata(features)
+    if "k" not in meta:
+        return None
+    return {"k": int(meta["k"]), "s": int(meta["s"]), "ranking": meta["ranking"]}
+
+
+def open_run_live(settings, fold, key: str, paths: RunPaths):
+    """The run's dvclive curves (None where ``paths.live`` is None), resumed where its
+    checkpoint is."""
+    if paths.live is None:
+        return None
+    return open_live(
+        paths.live,
+        {"seed": settings.seed, "fold": fold, "variant": settings.model.variant},
+        resume=can_resume(paths.checkpoints, key),
+    )
+
+
+def write_run_outputs(
+    settings,
+    fold,
+    inputs,
+    model,
+    summary: dict,
+    live,
+    paths: RunPaths,
+    val_probs,
+    extra_meta: dict | None,
+    **folder_extras,
+) -> None:
+    """The model folder: the classifier, calibration.json (multi-label: the thresholds tuned
+    on ``val_probs``; single-label: the temperature fitted on them), lttw.json with
+    ``extra_meta`` and the multi-label / class-weight keys, checksums last."""
+    meta, tuned = multi_label_record(settings, inputs, val_probs)
+    extra_meta = {**(extra_meta or {}), **meta} or None
+    calibration = tuned.get("calibration")
+    if calibration is None:  # single-label: a temperature fitted on the val part
+        calibration = temperature_calibration(val_probs, inputs.part_labels("val"))
+        if calibration is not None:
+            summary["temperature"] = calibration.temperature
+    with atomic_dir(paths.model) as tmp:
+        save_classifier(model, tmp)
+        if calibration is not None:  # before the checksums: a file the loader reads
+            save_calibration(calibration, tmp)
+        write_model_folder(
+            tmp,
+            classes=inputs.classes,
+            settings=settings,
+            fold=fold,
+            words=read_rule(paths.counts),
+            selection=factor_selection(paths.features),
+            extra_meta=extra_meta,
+            **folder_extras,
+        )
+        record_checksums(tmp)  # last: the sha256 of every file the loader reads
+    # timings vary run to run: kept out of the model folder so that its hash (and with it
+    # the evaluate stage) only changes when the weights do
+    if paths.metrics is not None:
+        write_json(paths.metrics, summary)
+    if live is not None:
+        for key in ("best_val_f1_macro", "time_per_epoch_s", "samples_per_s"):
+            if key in summary:
+                live.summary[key] = summary[key]
+        live.end()
