@@ -12,6 +12,11 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# one intra-op thread in this process and in every process a test starts (dvc repro, stages,
+# lttw): the tiny models run fastest on one, and the suite runs 2 xdist workers on 2 cores,
+# where OpenMP threads that wait on each other slow a training step 10-fold
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 
 import string  # noqa: E402
 from pathlib import Path  # noqa: E402

@@ -24,25 +24,24 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lttw import layout
-from lttw.data.fold_inputs import load_fold_inputs
 from lttw.data.folds import read_fold_parts
 from lttw.errors import UserError
-from lttw.factors.counts import write_part_counts
-from lttw.factors.features import empty_features
-from lttw.factors.nmf import factor_counts_folder
-from lttw.factors.tensors import factor_tensors
 from lttw.io import atomic_dir, read_json, write_arrays, write_json
-from lttw.models.bundle import META
 from lttw.settings import check_batch_size
-from lttw.training.fold import train_run
-from lttw.training.run_outputs import RunPaths
+
+if TYPE_CHECKING:
+    from lttw.training.run_outputs import RunPaths
 
 log = logging.getLogger(__name__)
 
+#: the model folder's metadata file, ``lttw.models.bundle.META`` (not imported from there: the
+#: ``lttw.models`` package imports torch and every variant)
+META = "lttw.json"
 FINAL_MODEL_DIR = layout.FINAL_MODEL_DIR
 FINAL_METRICS = layout.FINAL_METRICS
 FINAL_CHECKPOINTS = layout.CHECKPOINTS_DIR / "final"
@@ -99,6 +98,11 @@ def _copy_first_fold(fold: int) -> dict:
 
 
 def _train_final(settings) -> dict:
+    # imported here: torch, scikit-learn and the factor code cost seconds of start-up that
+    # the copy of ``final.enabled: false`` (the tiny profiles, quick experiments) never uses
+    from lttw.data.fold_inputs import load_fold_inputs
+    from lttw.training.fold import train_run
+
     epochs, per_fold = chosen_epochs(settings.folds.run)
     inputs = load_fold_inputs(settings.folds.run[0])
     everything = np.arange(len(inputs.labels["train"]), dtype=np.int64)
@@ -144,6 +148,12 @@ def _train_final(settings) -> dict:
 def _factor_inputs(settings, inputs, work: Path) -> RunPaths:
     """Counts (and the word-splitting rule), NMF factors and factor tensors of every labelled
     row, in ``work``: what the counts, nmf and features stages write for a fold."""
+    from lttw.factors.counts import write_part_counts
+    from lttw.factors.features import empty_features
+    from lttw.factors.nmf import factor_counts_folder
+    from lttw.factors.tensors import factor_tensors
+    from lttw.training.run_outputs import RunPaths
+
     rows = inputs.parts["train"]
     labels = inputs.labels["train"]
     labels_info = read_json(layout.LABELS_JSON)
