@@ -114,6 +114,11 @@ def test_enabled_final_trains_on_every_labelled_row(enabled):
     # counts over every row: more words than fold 0's train part has
     words = json.loads((factors / "vocabulary.json").read_text())
     assert len(words) > len(json.loads((fold_factors / "vocabulary.json").read_text()))
+    # no validation rows of its own: fold 0's temperature, not the default T = 1
+    calibration = "calibration.json"
+    fold_t = json.loads((enabled / layout.model_dir(0) / calibration).read_text())["temperature"]
+    final_cal = json.loads((enabled / layout.FINAL_MODEL_DIR / calibration).read_text())
+    assert final_cal["temperature"] == fold_t != 1.0 and "first fold" in record["calibration"]
     summary = json.loads((enabled / layout.SUMMARY_METRICS).read_text())
     assert summary["final"]["trained_on"] == n_train and summary["final"]["epochs"] == fold_best
     assert QUALITY in summary["final"]["quality"]

@@ -1,7 +1,9 @@
 """Train an ensemble variant (``models.ensemble``, e.g. ``lttw_tfidf``): each part with its
 own training code on the same fold (``fold.train_run`` with the part's ``model.variant``,
 into a sub-folder of the ensemble's model folder, with its own temperature), then the parts'
-weights chosen on the validation part's calibrated probabilities."""
+weights chosen on the validation part's calibrated probabilities (a run without validation
+rows, the final model, takes the weights and the parts' calibrations of
+``RunPaths.calibration_from``, the fold's ensemble)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from lttw.evaluation.temperature import logits_of
 from lttw.io import atomic_dir, write_json
 from lttw.models.bundle import write_model_folder
 from lttw.models.calibration import load_calibration
-from lttw.models.ensemble import ENSEMBLE_PARTS, choose_weights
+from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS, EnsembleWeights, choose_weights
 from lttw.models.folder_files import record_checksums
 from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
 
@@ -42,6 +44,15 @@ def part_val_probs(folder: Path, settings, run, inputs, features: Path) -> np.nd
     return calibrated(probs, folder)
 
 
+def borrowed_weights(paths, inputs) -> EnsembleWeights | None:
+    """``paths.calibration_from``'s ensemble weights where this run has no validation rows to
+    choose its own on (the final model: the fold's weights, not 0.5 each)."""
+    source = paths.calibration_from
+    if source is None or len(inputs.part_labels("val")) or not (source / ENSEMBLE_FILE).is_file():
+        return None
+    return EnsembleWeights.load(source)
+
+
 def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict:
     """Train every part of ``settings.model.variant`` with ``train_part`` (``fold.train_run``)
     and write the ensemble's model folder at ``paths.model``; returns the training summary
@@ -59,10 +70,11 @@ def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict
                 checkpoints=paths.checkpoints / part,
                 metrics=None,
                 live=paths.live if part == parts[0] else None,  # the stage's curves: LTTW's
+                calibration_from=paths.calibration_from and paths.calibration_from / part,
             )
             summaries[part] = train_part(part_settings, run, inputs, part_paths, extra_meta)
             val_probs.append(part_val_probs(tmp / part, settings, run, inputs, paths.features))
-        weights = choose_weights(
+        weights = borrowed_weights(paths, inputs) or choose_weights(
             (parts[0], parts[1]), val_probs, inputs.part_labels("val"), inputs.n_labels
         )
         write_model_folder(tmp, inputs.classes, settings, run, extra_meta=extra_meta)

@@ -5,9 +5,12 @@ early stopping chose, written to ``models/final`` in the folds' model-folder for
 The epoch count is the median over the folds in ``folds.run`` of the epochs up to each fold's
 best validation epoch (``best_epoch + 1`` in ``metrics/train/fold_N.json``), rounded up. The
 schedule (warm-up, linear decay) is planned for exactly that many epochs; nothing is held out,
-so there is no early stopping and the last epoch's weights are kept. The word counts, NMF
-factors and factor tensors are those of all the rows (the fold stages' library functions on
-every row; the rows' own factors cross-fitted as ``model.train_factors`` says).
+so there is no early stopping and the last epoch's weights are kept. Nor is there a validation
+part to calibrate on: calibration.json (the temperature; multi-label: the per-label thresholds;
+an ensemble: also its weights) is the first fold's, fitted on its validation part
+(``CALIBRATION_RULE``). The word counts, NMF factors and factor tensors are those of all the
+rows (the fold stages' library functions on every row; the rows' own factors cross-fitted as
+``model.train_factors`` says).
 
 With ``final.enabled: false`` ``models/final`` is the first fold's model folder, its
 ``lttw.json`` saying so. Either way the final model's quality estimate is the folds'
@@ -50,6 +53,11 @@ QUALITY = "the folds' held-out metrics: the final model has no held-out rows of 
 EPOCHS_RULE = (
     "median over folds.run of the epochs up to each fold's best validation macro-F1 "
     "(metrics/train/fold_N.json best_epoch + 1), rounded up"
+)
+#: where the final model's calibration.json comes from: it has no validation part to fit one
+CALIBRATION_RULE = (
+    "the first fold's (folds.run[0]): its temperature or per-label thresholds, fitted on its "
+    "validation part (an ensemble: also its weights)"
 )
 
 
@@ -121,6 +129,7 @@ def _train_final(settings) -> dict:
         "epochs": epochs,
         "epochs_rule": EPOCHS_RULE,
         "fold_best_epochs": per_fold,
+        "calibration": CALIBRATION_RULE,
         "quality": QUALITY,
     }
     log.info(
@@ -178,4 +187,7 @@ def _factor_inputs(settings, inputs, work: Path) -> RunPaths:
     else:
         arrays = {split: empty_features(len(t)) for split, t in inputs.texts.items()}
     write_arrays(features, metadata=metadata, **arrays)
-    return RunPaths(counts, nmf, features, FINAL_CHECKPOINTS, FINAL_MODEL_DIR, None, None)
+    first_fold = layout.model_dir(settings.folds.run[0])  # its calibration: see CALIBRATION_RULE
+    return RunPaths(
+        counts, nmf, features, FINAL_CHECKPOINTS, FINAL_MODEL_DIR, None, None, first_fold
+    )

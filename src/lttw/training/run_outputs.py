@@ -12,7 +12,7 @@ from pathlib import Path
 from lttw import layout
 from lttw.io import atomic_dir, read_arrays_metadata, write_json
 from lttw.models.bundle import write_model_folder
-from lttw.models.calibration import save_calibration
+from lttw.models.calibration import CALIBRATION, Calibration, load_calibration, save_calibration
 from lttw.models.folder_files import record_checksums
 from lttw.models.trained import save_classifier
 from lttw.text.words import read_rule
@@ -35,6 +35,9 @@ class RunPaths:
     model: Path
     metrics: Path | None
     live: Path | None
+    #: a run without validation rows (the final model) takes calibration.json (an ensemble
+    #: also its weights) from this model folder, trained on the same kind of data with them
+    calibration_from: Path | None = None
 
     @classmethod
     def of_fold(cls, fold: int) -> RunPaths:
@@ -86,6 +89,15 @@ def open_run_live(settings, fold, key: str, paths: RunPaths):
     )
 
 
+def borrowed_calibration(paths: RunPaths, inputs) -> Calibration | None:
+    """``paths.calibration_from``'s calibration.json where this run has no validation rows to
+    fit its own on (None otherwise, or where that folder has none)."""
+    source = paths.calibration_from
+    if source is None or len(inputs.part_labels("val")) or not (source / CALIBRATION).is_file():
+        return None
+    return load_calibration(source)
+
+
 def write_run_outputs(
     settings,
     fold,
@@ -103,11 +115,11 @@ def write_run_outputs(
     ``extra_meta`` and the multi-label / class-weight keys, checksums last."""
     meta, tuned = multi_label_record(settings, inputs, val_probs)
     extra_meta = {**(extra_meta or {}), **meta} or None
-    calibration = tuned.get("calibration")
+    calibration = borrowed_calibration(paths, inputs) or tuned.get("calibration")
     if calibration is None:  # single-label: a temperature fitted on the val part
         calibration = temperature_calibration(val_probs, inputs.part_labels("val"))
-        if calibration is not None:
-            summary["temperature"] = calibration.temperature
+    if calibration is not None and not calibration.multi_label:
+        summary["temperature"] = calibration.temperature
     with atomic_dir(paths.model) as tmp:
         save_classifier(model, tmp)
         if calibration is not None:  # before the checksums: a file the loader reads
