@@ -112,3 +112,33 @@ def test_a_bf16_run_resumes_and_ends_with_fp32_weights(one_thread, tiny_encoder_
     assert result.steps == ref.steps
     assert_same_weights(model, ref_model, atol=1e-6)
     assert ref.best_val_f1 > 0.5  # it learned (the labels are in the inputs)
+
+
+@pytest.mark.parametrize("variant", ["transformer", "bilstm_attention", "leam"])
+def test_baselines_train_on_bf16_weights(variant, tiny_encoder_dir):
+    """An fp32 positional table before a LayerNorm (transformer), an LSTM, an auxiliary loss
+    on the raw parameters (LEAM): each gets the autocast step's gradients, to bf16 precision."""
+    from lttw.models.registry import MODEL_REGISTRY
+    from lttw.settings import ModelSettings
+
+    settings = ModelSettings(variant=variant, hidden=16, layers=1, heads=2, dropout=0.0, max_len=16)
+    ids = torch.randint(5, 60, (4, 16), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(4, 16, dtype=torch.int64)
+    mask[::2, 10:] = 0
+    grads = []
+    for wrapped in (False, True):
+        torch.manual_seed(0)
+        model = MODEL_REGISTRY[variant].from_settings(settings, 3, None, tiny_encoder_dir)
+        step_model = Bf16Weights(model) if wrapped else model
+        with BF16.autocast():
+            logits = step_model(ids * mask, mask).float()
+            loss = torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 2, 1]))
+            aux = model.auxiliary_loss()
+            loss = loss if aux is None else loss + aux.float()
+        loss.backward()
+        if wrapped:
+            step_model.grads_to_fp32()
+        grads.append(torch.cat([p.grad.reshape(-1) for p in model.parameters()]))
+    autocast, ours = grads
+    assert torch.isfinite(ours).all()
+    assert (ours - autocast).norm() <= 0.05 * autocast.norm()

@@ -14,10 +14,10 @@ fp32 tensors, as before.
 
 What changes is the forward's precision where autocast kept fp32 and the op follows its
 inputs: on the CPU (whose autocast runs LayerNorm in the input's dtype) the embeddings,
-LayerNorms and residual stream compute in bf16 (LayerNorm accumulates in fp32); on CUDA
-LayerNorm and softmax stay fp32 by autocast's own list. The step uses it only where it
-runs eager on one process (``applies``): DDP reduces the parameters' own gradients, and a
-compiled step fuses the casts anyway.
+LayerNorm outputs and residual stream are bf16 (LayerNorm computes in fp32 with its fp32
+weights); on CUDA LayerNorm and softmax stay fp32 by autocast's own list. The step uses it
+only where it runs eager on one process (``applies``): DDP reduces the parameters' own
+gradients, and a compiled step fuses the casts anyway.
 """
 
 from __future__ import annotations
@@ -26,18 +26,28 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+#: modules whose parameters stay fp32: the CPU's LayerNorm takes a bf16 input with fp32
+#: parameters but not an fp32 input (e.g. a sum with an fp32 positional table) with bf16
+#: ones, and CUDA's autocast computes normalisation in fp32 anyway
+_NORMS = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm)
+
 
 class Bf16Weights(nn.Module):
-    """``model`` whose forward computes with a bf16 copy of its trainable fp32 parameters,
-    made once per call; ``grads_to_fp32`` moves that copy's gradients to the fp32
+    """``model`` whose forward computes with a bf16 copy of its trainable fp32 parameters
+    (but those of normalisation layers), made once per call; ``grads_to_fp32`` moves that copy's gradients to the fp32
     parameters after the backward. The flat buffers are kept from step to step (about 3x
     the fp32 parameters' size): allocating them anew costs more than the copies."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
+        kept = {  # normalisation layers keep fp32 parameters (see ``_NORMS``)
+            id(p) for m in model.modules() if isinstance(m, _NORMS) for p in m.parameters()
+        }
         self._names = [
-            n for n, p in model.named_parameters() if p.requires_grad and p.dtype == torch.float32
+            n
+            for n, p in model.named_parameters()
+            if p.requires_grad and p.dtype == torch.float32 and id(p) not in kept
         ]
         self._leaves: list[torch.Tensor] = []
         self._flat: dict[str, torch.Tensor] = {}
