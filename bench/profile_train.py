@@ -55,6 +55,7 @@ from train_throughput import (  # noqa: E402
 from lttw.device import make_runtime  # noqa: E402
 from lttw.io import write_json  # noqa: E402
 from lttw.settings import TrainSettings  # noqa: E402
+from lttw.training.bf16_weights import applies  # noqa: E402
 from lttw.training.loop import compiles, train_classifier  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -406,6 +407,8 @@ def main(argv=None) -> dict:
             "variant": args.variant,
             "precision": args.precision,
             "bf16_autocast": rt.bf16,
+            # the step casts all weights to bf16 at once (training.bf16_weights)
+            "bf16_weights": applies(rt, compiled),
             "seq": seq,
             "batch": batch,
             "warmup": warmup,

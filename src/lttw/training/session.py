@@ -15,6 +15,7 @@ from torch import nn
 from lttw.data.batching import Batchable
 from lttw.device import Runtime
 from lttw.settings import TrainSettings
+from lttw.training.bf16_weights import Bf16Weights, applies
 from lttw.training.checkpoint import Checkpointer
 from lttw.training.live import trim_history
 from lttw.training.steps import CompiledOrEager, compiles
@@ -197,6 +198,8 @@ def _set_up(
     model.to(rt.device)
     step_model = rt.wrap(model)
     optimizer = _optimizer(step_model, cfg, rt)
+    if applies(rt, compiles(cfg, rt)):  # bf16 weights cast once a step, not one by one
+        step_model = Bf16Weights(step_model)
     if compiles(cfg, rt):  # the step runs compiled; checkpoints and the result use ``model``
         step_model = CompiledOrEager(step_model)
     steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))

@@ -14,6 +14,7 @@ from lttw.device import Runtime
 from lttw.evaluation.metrics import validation_f1
 from lttw.models.trained import predict_proba
 from lttw.settings import TrainSettings
+from lttw.training.bf16_weights import Bf16Weights
 from lttw.training.losses import classification_loss, loss_weights
 from lttw.training.thresholds import validation_calibration
 
@@ -90,6 +91,8 @@ def _forward_backward(ddp_model, model, inputs, labels, share, optimizer, rt) ->
     with record_function("lttw.backward"):
         optimizer.zero_grad(set_to_none=True)
         (loss * share if rt.world_size > 1 else loss).backward()
+        if isinstance(ddp_model, Bf16Weights):  # the bf16 copy's gradients, cast at once
+            ddp_model.grads_to_fp32()
     return loss
 
 
