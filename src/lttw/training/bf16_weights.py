@@ -34,8 +34,8 @@ _NORMS = (nn.LayerNorm, nn.GroupNorm, nn.modules.batchnorm._BatchNorm)
 
 class Bf16Weights(nn.Module):
     """``model`` whose forward computes with a bf16 copy of its trainable fp32 parameters
-    (but those of normalisation layers), made once per call; ``grads_to_fp32`` moves that copy's gradients to the fp32
-    parameters after the backward. The flat buffers are kept from step to step (about 3x
+    (but those of normalisation layers), made once per call; ``grads_to_fp32`` moves that
+    copy's gradients to the fp32 parameters after the backward. The flat buffers are kept from step to step (about 3x
     the fp32 parameters' size): allocating them anew costs more than the copies."""
 
     def __init__(self, model: nn.Module):
