@@ -7,13 +7,8 @@ import logging
 import pandas as pd
 
 from lttw import layout
-from lttw.encoder.pretrained import (
-    check_max_len,
-    load_tokenizer,
-    load_transformers_encoder,
-    resolve_encoder,
-    save_tokenizer,
-)
+from lttw.encoder.pretrained import check_max_len, load_transformers_encoder, resolve_encoder
+from lttw.encoder.tokenizer import load_tokenizer, save_tokenizer
 from lttw.encoder.tokens import UNK_SHARE_WARN, coverage_warning, encode_texts, unknown_share
 from lttw.io import atomic_dir, read_json, write_arrays, write_json
 from lttw.stage import run_stage

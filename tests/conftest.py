@@ -48,7 +48,7 @@ def tiny_vocab() -> list[str]:
 def tiny_encoder_dir(tmp_path_factory) -> Path:
     """A Hugging Face folder (config.json, model.safetensors, tokenizer files) holding a
     random 2-layer, 32-wide ``BertModel`` (4 heads, 128 positions, no pooler) and an uncased
-    WordPiece tokenizer over ``tiny_vocab()``. Load it with ``lttw.encoder.pretrained.load_tokenizer`` /
+    WordPiece tokenizer over ``tiny_vocab()``. Load it with ``lttw.encoder.tokenizer.load_tokenizer`` /
     ``load_pretrained_encoder`` (or ``AutoModel``/``AutoTokenizer``); treat it as read-only."""
     import torch
     from transformers import BertConfig, BertModel, BertTokenizer

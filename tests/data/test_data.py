@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from lttw.data.datasets import hub_split_files, load_dataset
+from lttw.data.dataset_sources import hub_split_files
+from lttw.data.datasets import load_dataset
 from lttw.data.sampling import draw_samples
 from lttw.data.tables import encode_labels
 from lttw.errors import DataError

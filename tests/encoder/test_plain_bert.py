@@ -13,11 +13,9 @@ from lttw.encoder.pretrained import (
     encoder_config_dict,
     encoder_from_config,
     load_pretrained_encoder,
-    load_saved_tokenizer,
-    load_tokenizer,
     load_transformers_encoder,
-    save_tokenizer,
 )
+from lttw.encoder.tokenizer import load_saved_tokenizer, load_tokenizer, save_tokenizer
 from lttw.encoder.tokens import WordPieceFile, encode_texts
 from lttw.errors import UserError
 

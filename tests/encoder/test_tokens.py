@@ -7,7 +7,7 @@ import yaml
 from support.chinese_data import write_dataset
 from support.cli_runner import invoke
 
-from lttw.encoder.pretrained import load_saved_tokenizer, load_tokenizer, save_tokenizer
+from lttw.encoder.tokenizer import load_saved_tokenizer, load_tokenizer, save_tokenizer
 from lttw.encoder.tokens import (
     UNK_SHARE_WARN,
     WordPieceFile,

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import lttw.models  # noqa: F401  (registers every variant)
-from lttw.encoder.pretrained import load_pretrained_encoder, load_tokenizer
+from lttw.encoder.pretrained import load_pretrained_encoder
+from lttw.encoder.tokenizer import load_tokenizer
 from lttw.models import registry
 from lttw.models.tfidf import TfidfLinear, fit_tfidf_linear
 from lttw.settings import ModelSettings

@@ -19,11 +19,11 @@ from lttw.encoder.pretrained import (
     encoder_config_dict,
     encoder_from_config,
     load_pretrained_encoder,
-    load_tokenizer,
     load_transformers_encoder,
     max_positions,
     resolve_encoder,
 )
+from lttw.encoder.tokenizer import load_tokenizer
 from lttw.errors import UserError
 from lttw.inference.explain import cls_weights
 from lttw.models import registry

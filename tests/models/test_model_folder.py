@@ -203,7 +203,7 @@ def test_a_damaged_folder_through_the_installed_command(model_dir, tmp_path):
 
 SAVE_TOKENIZER = """
 import sys
-from lttw.encoder.pretrained import load_tokenizer, save_tokenizer
+from lttw.encoder.tokenizer import load_tokenizer, save_tokenizer
 save_tokenizer(load_tokenizer(sys.argv[1]), sys.argv[2])
 """
 

@@ -172,7 +172,7 @@ def test_a_damaged_onnx_file_is_one_line(fp32_dir, tmp_path):
 
 def test_a_single_label_check_sample_of_a_multi_label_model_is_one_clear_error(tmp_path):
     from lttw.errors import UserError
-    from lttw.serving.onnx_export import read_labelled
+    from lttw.serving.check_sample import read_labelled
 
     path = tmp_path / "check.parquet"
     pd.DataFrame({"text": ["a", "b"], "label": [0, 1]}).to_parquet(path)

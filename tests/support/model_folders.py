@@ -13,7 +13,7 @@ def build_model_folder(folder: Path, encoder_dir: Path) -> Path:
     tokenizer/."""
     import torch
 
-    from lttw.encoder.pretrained import load_tokenizer, save_tokenizer
+    from lttw.encoder.tokenizer import load_tokenizer, save_tokenizer
     from lttw.models._layers import pretrained_encoder
     from lttw.models.bundle import TOKENIZER, write_model_folder
     from lttw.models.encoder_head import EncoderClassifier, EncoderHeadConfig

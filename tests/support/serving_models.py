@@ -44,7 +44,7 @@ def shared_lttw_folder(tmp_path_factory, encoder_dir: Path) -> Path:
 def build_lttw_folder(folder: Path, encoder_dir: Path) -> Path:
     import torch
 
-    from lttw.encoder.pretrained import load_tokenizer, save_tokenizer
+    from lttw.encoder.tokenizer import load_tokenizer, save_tokenizer
     from lttw.factors.counts import normalise_rows, save_counts, word_label_counts
     from lttw.factors.nmf import latent_factors, save_factors
     from lttw.models.bundle import TOKENIZER, write_model_folder

@@ -8,13 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from lttw.encoder.pretrained import (
-    load_pretrained_encoder,
-    load_saved_tokenizer,
-    load_tokenizer,
-    load_transformers_encoder,
-    save_tokenizer,
-)
+from lttw.encoder.pretrained import load_pretrained_encoder, load_transformers_encoder
+from lttw.encoder.tokenizer import load_saved_tokenizer, load_tokenizer, save_tokenizer
 from lttw.encoder.tokens import UNK_SHARE_WARN, encode_texts, unknown_share
 from lttw.settings import ModelSettings
 from lttw.text.encoder_vocab import (

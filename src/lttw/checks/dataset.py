@@ -1,6 +1,6 @@
 """``lttw data check``: what the pipeline would see in a dataset, computed with
 ``lttw.data.datasets`` and ``lttw.data.sampling`` themselves (no second reading of the rules).
-``lttw data list`` is ``lttw.checks.dataset_list``.
+``lttw data list`` is ``lttw.checks.dataset_list``; the check drawn as tables, ``lttw.checks.dataset_tables``.
 
 A check finds *problems* (the data is not what the pipeline assumes: rows it would drop, sizes
 it cannot draw) and *notes* (worth knowing, harmless: duplicates, rounding of sizes).
@@ -17,15 +17,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lttw.checks.encoder_coverage import encoder_coverage, render_encoder_coverage
+from lttw.checks.encoder_coverage import encoder_coverage
 from lttw.checks.label_format import (
     Cardinality,
     cardinality,
     label_format_advice,
-    render_cardinality,
 )
 from lttw.checks.sample_plan import plan_quotas, sample_plan
-from lttw.checks.word_splitting import render_word_splitting, word_splitting
+from lttw.checks.word_splitting import word_splitting
 from lttw.data.datasets import Dataset, load_dataset
 from lttw.data.label_sets import label_counts
 from lttw.data.sample_sizes import (
@@ -248,63 +247,3 @@ def problems(check: DataCheck) -> list[str]:
     if check.sample_error:
         out.append(check.sample_error)
     return out
-
-
-# ---------------------------------------------------------------- rendering
-
-
-def render(check: DataCheck, console) -> None:
-    """Draw a check as rich tables; its problems are the caller's to report."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    ds = check.dataset
-    console.print(
-        escape(
-            f"{ds.source}: {len(ds.labels)} usable rows, {len(ds.classes)} "
-            f"classes, splits {', '.join(sorted(set(ds.splits.tolist())))}"
-        )
-    )
-    balance = Table(title="Class balance")
-    balance.add_column("class")
-    for column in check.class_table.columns:
-        balance.add_column(str(column), justify="right")
-    for name, row in check.class_table.iterrows():
-        balance.add_row(
-            escape(str(name)),
-            *(f"{v:.1%}" if c == "share" else str(int(v)) for c, v in row.items()),
-        )
-    quality = Table(title="Quality (UTF-8 decoding is checked on read)")
-    quality.add_column("check")
-    quality.add_column("rows", justify="right")
-    for what, n in check.quality.items():
-        dropped = n and what in (DROPPED_EMPTY, DROPPED_UNLABELLED)
-        quality.add_row(what, str(n), style="red" if dropped else None)
-    plan = Table(
-        title=f"What `sample` would draw with the sizes in --params "
-        f"(data.sampling={check.settings.sampling})"
-    )
-    for name in ("sample", "from", "rows", "per class", "fits", "a size that fits"):
-        plan.add_column(name)
-    for split, row in check.plan.iterrows():
-        plan.add_row(
-            split,
-            row["from"],
-            str(row["rows"]),
-            row["per_class"],
-            "yes" if row["fits"] else "NO",
-            str(row["fitting_size"]),
-            style=None if row["fits"] else "red",
-        )
-    for table in (balance, quality, plan):
-        console.print(table)
-    if check.cardinality:
-        render_cardinality(check.cardinality, console)
-    if check.words:
-        render_word_splitting(check.words, console)
-    if check.coverage:
-        render_encoder_coverage(check.coverage, console)
-    for note in check.notes:
-        console.print(f"note: {escape(note)}")
-    if not check.problems:
-        console.print("ok: the sample stage can use this dataset as configured")

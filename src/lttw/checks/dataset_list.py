@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lttw.data.datasets import KNOWN_DATASETS
+from lttw.data.dataset_sources import KNOWN_DATASETS
 from lttw.data.tables import PARQUET_SUFFIXES, TABLE_SUFFIXES
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from lttw.checks.word_splitting import evenly_spaced, train_pool_texts
 from lttw.data.datasets import Dataset
-from lttw.encoder.pretrained import load_tokenizer, resolve_encoder
+from lttw.encoder.pretrained import resolve_encoder
+from lttw.encoder.tokenizer import load_tokenizer
 from lttw.encoder.tokens import UNK_SHARE_WARN, coverage_warning, encode_texts, unknown_share
 from lttw.errors import UserError
 from lttw.settings import DataSettings, Settings

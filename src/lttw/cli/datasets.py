@@ -52,7 +52,8 @@ def data_check(
     """Validate a dataset and show what the `sample` stage would draw from it with the sizes
     in --params. Exit code 3 (bad data) when the pipeline would drop rows or cannot draw a
     size; the message then names every unmet size and sizes that fit together."""
-    from lttw.checks.dataset import check_dataset, render
+    from lttw.checks.dataset import check_dataset
+    from lttw.checks.dataset_tables import render
     from lttw.settings import read_settings
 
     settings = read_settings(params)
@@ -145,7 +146,7 @@ def init(
     # checked before anything is written
     check = _check_new_data(data, text_column, label_column, label_delimiter)
     project = init_project(directory, data, text_column, label_column, label_delimiter)
-    from lttw.checks.dataset import render
+    from lttw.checks.dataset_tables import render
 
     render(check, console())
     for problem in check.problems:

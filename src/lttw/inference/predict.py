@@ -203,7 +203,7 @@ class Predictor:
         model = load_model(folder)
         if reads(model) == TEXTS:
             return cls(folder, meta, classes, model)
-        from lttw.encoder.pretrained import load_saved_tokenizer
+        from lttw.encoder.tokenizer import load_saved_tokenizer
 
         lookup = None
         if meta.get("with_factors"):  # imported here: scikit-learn only where it is needed

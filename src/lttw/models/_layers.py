@@ -119,7 +119,8 @@ def word_embedding_init(
     random and pretrained runs differ only in their initialisation); with ``pretrained`` the
     weight is a copy of the encoder's input word embeddings (rows for ids the encoder lacks,
     e.g. added tokens, are left to the layer's random init)."""
-    from lttw.encoder.pretrained import load_pretrained_encoder, load_tokenizer
+    from lttw.encoder.pretrained import load_pretrained_encoder
+    from lttw.encoder.tokenizer import load_tokenizer
 
     weight = load_pretrained_encoder(encoder_path).get_input_embeddings().weight.detach()
     vocab = max(len(load_tokenizer(encoder_path)), weight.shape[0])

@@ -71,7 +71,7 @@ class TransformerClassifier(Classifier):
 
     @classmethod
     def from_settings(cls, model, n_labels, factor_shape, encoder_path):
-        from lttw.encoder.pretrained import load_tokenizer
+        from lttw.encoder.tokenizer import load_tokenizer
 
         tokenizer = load_tokenizer(require_encoder_path(encoder_path, model))
         return cls(
