@@ -1,8 +1,9 @@
 """Stage `final`: the model a user takes away, `models/final` (``lttw.training.final``). With
 `final.enabled` the chosen variant retrained on every labelled row of the train sample for
 the epochs the folds' early stopping chose; otherwise a copy of the first fold's model,
-marked as such. Its quality estimate is the folds' held-out metrics. Also writes
-`metrics/final.json` (rows, epochs and how they were chosen)."""
+marked as such. Its quality estimate is the folds' held-out metrics; a trained one is also
+measured on the held-out test sample. Also writes `metrics/final.json` (rows, epochs and how
+they were chosen, and that test metric)."""
 
 import logging
 

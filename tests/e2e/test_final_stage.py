@@ -106,6 +106,9 @@ def test_enabled_final_trains_on_every_labelled_row(enabled):
     record = json.loads((enabled / layout.FINAL_METRICS).read_text())
     fold_best = json.loads((enabled / layout.train_metrics(0)).read_text())["best_epoch"] + 1
     assert record["enabled"] is True and record["trained_on"] == n_train
+    # measured on the held-out test sample (the whole test split), as `lttw predict` answers
+    assert record["test"]["n"] == TEST_PER_CLASS * len(CLASSES)
+    assert 0.0 <= record["test"]["f1_macro"] <= 1.0 and "accuracy" in record["test"]
     assert record["epochs"] == fold_best and record["fold_best_epochs"] == {"0": fold_best}
     meta = json.loads((enabled / layout.FINAL_MODEL_DIR / "lttw.json").read_text())
     assert meta["final"]["trained_on"] == n_train and meta["with_factors"] is True

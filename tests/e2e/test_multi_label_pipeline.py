@@ -32,6 +32,7 @@ def multi_label_run(tmp_path_factory, tiny_repro) -> tuple[Path, str]:
             "sampling": "all",
             "predict_size": 0,
         },
+        final={"enabled": True},
     )
     return project, run(["dvc", "repro"], project)
 
@@ -68,3 +69,16 @@ def test_predict_answers_a_list_of_labels(multi_label_run):
     assert chosen <= set(CLASSES)
     assert all(record["probs"][a["label"]] == a["prob"] for a in record["labels"])
     assert set(record["probs"]) == set(CLASSES)
+
+
+def test_final_model_keeps_the_folds_thresholds_and_is_measured_on_the_test_split(
+    multi_label_run,
+):
+    project, out = multi_label_run
+    assert "final" in ran(out)
+    fold = json.loads((project / layout.model_dir(0) / "calibration.json").read_text())
+    final = json.loads((project / layout.FINAL_MODEL_DIR / "calibration.json").read_text())
+    assert final == fold  # tuned on fold 0's val part, not the default 0.5 for every label
+    record = json.loads((project / layout.FINAL_METRICS).read_text())
+    assert record["enabled"] is True and record["test"]["n"] == 60
+    assert 0.0 <= record["test"]["f1_micro"] <= 1.0 and "subset_accuracy" in record["test"]

@@ -14,7 +14,8 @@ rows (the fold stages' library functions on every row; the rows' own factors cro
 
 With ``final.enabled: false`` ``models/final`` is the first fold's model folder, its
 ``lttw.json`` saying so. Either way the final model's quality estimate is the folds'
-held-out metrics: it has no held-out rows of its own.
+held-out metrics; a trained one is also measured on the held-out test sample (no row of which
+is in the train sample), as ``lttw predict`` would answer: ``test`` in its record.
 """
 
 from __future__ import annotations
@@ -49,7 +50,10 @@ FINAL_MODEL_DIR = layout.FINAL_MODEL_DIR
 FINAL_METRICS = layout.FINAL_METRICS
 FINAL_CHECKPOINTS = layout.CHECKPOINTS_DIR / "final"
 #: how the final model's quality is estimated (metrics/summary.json and `lttw report` say so)
-QUALITY = "the folds' held-out metrics: the final model has no held-out rows of its own"
+QUALITY = (
+    "the folds' held-out metrics; with final.enabled, also the final model's own on the "
+    "held-out test sample (test), none of whose rows it trained on"
+)
 EPOCHS_RULE = (
     "median over folds.run of the epochs up to each fold's best validation macro-F1 "
     "(metrics/train/fold_N.json best_epoch + 1), rounded up"
@@ -146,12 +150,32 @@ def _train_final(settings) -> dict:
         paths = _factor_inputs(settings, inputs, Path(work))
         t0 = time.perf_counter()
         summary = train_run(settings, "final", inputs, paths, extra_meta={"final": record})
+    train_time = time.perf_counter() - t0
     return {
         **record,
-        "train_time_s": time.perf_counter() - t0,
+        "train_time_s": train_time,
         "time_per_epoch_s": summary["time_per_epoch_s"],
         "device": summary["device"],
+        **held_out_test(inputs, settings.train.eval_batch_size),
     }
+
+
+def held_out_test(inputs, batch_size: int) -> dict:
+    """``{"test": metrics}``: the trained final model (read back from its folder, as
+    ``lttw predict`` reads it) on the held-out test sample, none of whose rows is in the
+    train sample it was trained on; ``{}`` where there is no test sample."""
+    from lttw.evaluation.metrics import classification_metrics
+    from lttw.inference.predict import Predictor
+
+    texts, labels = inputs.part_texts("test"), inputs.part_labels("test")
+    if not len(texts):
+        return {}
+    predictor = Predictor.load(FINAL_MODEL_DIR)
+    probs = predictor.predict_proba(texts, batch_size)
+    predicted = predictor.calibration.decide(probs) if inputs.multi_label else probs.argmax(1)
+    metrics = classification_metrics(labels, predicted, inputs.n_labels)
+    log.info("final model on the held-out test sample: macro F1 %.4f", metrics["f1_macro"])
+    return {"test": metrics}
 
 
 def _factor_inputs(settings, inputs, work: Path) -> RunPaths:
