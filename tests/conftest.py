@@ -107,9 +107,11 @@ def pytest_configure(config):
 
 def run_order(items) -> list:
     """The tests, files that run the real pipeline (a ``slow`` test) first, so the long ones
-    start early and the unit tests even out the end on both workers: first those that build
-    a project of their own, then those that read ``tiny_repro``, so that while one worker
-    builds it the other has work. Collection order holds within each part."""
+    start early and the unit tests even out the end on both workers: the first file that
+    reads ``tiny_repro`` (its worker builds the run while the other starts on the next
+    files), then those that build a project of their own, then the other readers of
+    ``tiny_repro``, built by then, so that no worker waits on its lock. Collection order
+    holds within each part."""
     by_file: dict = {}
     for item in items:
         by_file.setdefault(item.path, []).append(item)
@@ -117,7 +119,10 @@ def run_order(items) -> list:
     for path, tests in by_file.items():
         slow = any(test.get_closest_marker("slow") for test in tests)
         shared = any("tiny_repro" in getattr(test, "fixturenames", ()) for test in tests)
-        part[path] = int(shared) if slow else 2  # 0, 1: end-to-end; 2: the rest
+        part[path] = (2 if shared else 1) if slow else 3  # 0, 1, 2: end-to-end; 3: the rest
+    builder = next((path for path in by_file if part[path] == 2), None)
+    if builder is not None:
+        part[builder] = 0
     return sorted(items, key=lambda item: part[item.path])
 
 
