@@ -87,7 +87,8 @@ def build_synthetic_folder(
 ) -> None:
     """A model folder as the train stage writes it, with a random head (see module doc)."""
     from lttw import models  # noqa: F401  (registers the variants)
-    from lttw.encoder.pretrained import load_encoder_config, load_tokenizer
+    from lttw.encoder.pretrained import load_encoder_config
+    from lttw.encoder.tokenizer import load_tokenizer
     from lttw.factors.counts import normalise_rows, save_counts, word_label_counts
     from lttw.factors.nmf import latent_factors, save_factors
     from lttw.io import read_json, write_json
@@ -294,7 +295,7 @@ def main(argv=None) -> dict:
                 "--model DIR, or use --synthetic"
             )
     try:
-        from lttw.encoder.pretrained import load_tokenizer
+        from lttw.encoder.tokenizer import load_tokenizer
         from lttw.io import read_json, write_json
 
         meta = read_json(folder / "lttw.json")

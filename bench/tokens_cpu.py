@@ -19,7 +19,8 @@ from pathlib import Path
 
 from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 
-from lttw.encoder.pretrained import load_tokenizer, resolve_encoder
+from lttw.encoder.pretrained import resolve_encoder
+from lttw.encoder.tokenizer import load_tokenizer
 from lttw.encoder.tokens import encode_texts, unknown_share
 from lttw.io import write_json
 

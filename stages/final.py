@@ -6,15 +6,18 @@ measured on the held-out test sample. Also writes `metrics/final.json` (rows, ep
 they were chosen, and that test metric)."""
 
 import logging
+from functools import partial
 
+from lttw.inference.held_out import held_out_test
 from lttw.stage import run_stage
-from lttw.training.final import write_final_model
+from lttw.training.final import FINAL_MODEL_DIR, write_final_model
 
 log = logging.getLogger("lttw.final")
 
 
 def main(settings):
-    record = write_final_model(settings)
+    measure = partial(held_out_test, FINAL_MODEL_DIR, batch_size=settings.train.eval_batch_size)
+    record = write_final_model(settings, measure)
     log.info(
         "%s%s: trained on %d rows",
         record["model"],

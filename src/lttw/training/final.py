@@ -26,9 +26,10 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -79,11 +80,14 @@ def chosen_epochs(folds: list[int]) -> tuple[int, dict[str, int]]:
     return math.ceil(statistics.median(per_fold.values())), per_fold
 
 
-def write_final_model(settings) -> dict:
+def write_final_model(settings, measure: Callable[[Any], dict] | None = None) -> dict:
     """The final stage's work: ``models/final`` and ``metrics/final.json``; returns the
-    record written to both (in the model folder's ``lttw.json`` as ``final``)."""
+    record written to both (in the model folder's ``lttw.json`` as ``final``). ``measure``:
+    called with the rows' ``FoldInputs`` once a final model is trained, its dict joins the
+    record (the stage passes ``inference.held_out.held_out_test``: training does not import
+    inference)."""
     if settings.final.enabled:
-        record = _train_final(settings)
+        record = _train_final(settings, measure)
     else:
         record = _copy_first_fold(settings.folds.run[0])
     write_json(FINAL_METRICS, record)
@@ -109,7 +113,7 @@ def _copy_first_fold(fold: int) -> dict:
     return record
 
 
-def _train_final(settings) -> dict:
+def _train_final(settings, measure: Callable[[Any], dict] | None) -> dict:
     # imported here: torch, scikit-learn and the factor code cost seconds of start-up that
     # the copy of ``final.enabled: false`` (the tiny profiles, quick experiments) never uses
     from lttw.data.fold_inputs import load_fold_inputs
@@ -156,26 +160,8 @@ def _train_final(settings) -> dict:
         "train_time_s": train_time,
         "time_per_epoch_s": summary["time_per_epoch_s"],
         "device": summary["device"],
-        **held_out_test(inputs, settings.train.eval_batch_size),
+        **(measure(inputs) if measure is not None else {}),
     }
-
-
-def held_out_test(inputs, batch_size: int) -> dict:
-    """``{"test": metrics}``: the trained final model (read back from its folder, as
-    ``lttw predict`` reads it) on the held-out test sample, none of whose rows is in the
-    train sample it was trained on; ``{}`` where there is no test sample."""
-    from lttw.evaluation.metrics import classification_metrics
-    from lttw.inference.predict import Predictor
-
-    texts, labels = inputs.part_texts("test"), inputs.part_labels("test")
-    if not len(texts):
-        return {}
-    predictor = Predictor.load(FINAL_MODEL_DIR)
-    probs = predictor.predict_proba(texts, batch_size)
-    predicted = predictor.calibration.decide(probs) if inputs.multi_label else probs.argmax(1)
-    metrics = classification_metrics(labels, predicted, inputs.n_labels)
-    log.info("final model on the held-out test sample: macro F1 %.4f", metrics["f1_macro"])
-    return {"test": metrics}
 
 
 def _factor_inputs(settings, inputs, work: Path) -> RunPaths:
