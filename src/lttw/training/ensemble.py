@@ -20,6 +20,7 @@ from lttw.models.calibration import load_calibration
 from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS, EnsembleWeights, choose_weights
 from lttw.models.folder_files import record_checksums
 from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
+from lttw.training.run_outputs import borrowed_file
 
 
 def calibrated(probs: np.ndarray, folder: str | Path) -> np.ndarray:
@@ -47,10 +48,8 @@ def part_val_probs(folder: Path, settings, run, inputs, features: Path) -> np.nd
 def borrowed_weights(paths, inputs) -> EnsembleWeights | None:
     """``paths.calibration_from``'s ensemble weights where this run has no validation rows to
     choose its own on (the final model: the fold's weights, not 0.5 each)."""
-    source = paths.calibration_from
-    if source is None or len(inputs.part_labels("val")) or not (source / ENSEMBLE_FILE).is_file():
-        return None
-    return EnsembleWeights.load(source)
+    path = borrowed_file(paths, inputs, ENSEMBLE_FILE)
+    return None if path is None else EnsembleWeights.load(path.parent)
 
 
 def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict:

@@ -89,13 +89,20 @@ def open_run_live(settings, fold, key: str, paths: RunPaths):
     )
 
 
+def borrowed_file(paths: RunPaths, inputs, name: str) -> Path | None:
+    """``paths.calibration_from / name`` where this run has no validation rows to fit its own
+    calibration (or choose an ensemble's weights) on and that file exists; else None."""
+    source = paths.calibration_from
+    if source is None or len(inputs.part_labels("val")) or not (source / name).is_file():
+        return None
+    return source / name
+
+
 def borrowed_calibration(paths: RunPaths, inputs) -> Calibration | None:
     """``paths.calibration_from``'s calibration.json where this run has no validation rows to
     fit its own on (None otherwise, or where that folder has none)."""
-    source = paths.calibration_from
-    if source is None or len(inputs.part_labels("val")) or not (source / CALIBRATION).is_file():
-        return None
-    return load_calibration(source)
+    path = borrowed_file(paths, inputs, CALIBRATION)
+    return None if path is None else load_calibration(path.parent)
 
 
 def write_run_outputs(
