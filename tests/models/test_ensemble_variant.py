@@ -9,6 +9,12 @@ import numpy as np
 import pytest
 
 from lttw.errors import UserError
+from lttw.evaluation.temperature import (
+    fit_temperature,
+    logits_of,
+    negative_log_likelihood,
+    scaled_probabilities,
+)
 from lttw.inference.predict import Predictor
 from lttw.models.bundle import write_model_folder
 from lttw.models.calibration import Calibration, save_calibration
@@ -95,6 +101,20 @@ def test_weights_are_chosen_on_the_validation_part_only(ensemble_dir):
     assert saved.val_f1_macro == pytest.approx(f1)
 
 
+def test_the_mixture_temperature_is_fitted_on_the_validation_part(ensemble_dir):
+    """The ensemble folder's temperature is the NLL-optimal one of the chosen mixture of the
+    parts' calibrated validation probabilities, and it lowers that NLL."""
+    texts, labels = ValOnlyInputs().data["val"]
+    saved = EnsembleWeights.load(ensemble_dir)
+    mixture = saved.combine(
+        [Predictor.load(ensemble_dir / p).predict_proba(texts) for p in saved.parts]
+    )
+    t_mix = json.loads((ensemble_dir / "calibration.json").read_text())["temperature"]
+    assert t_mix == pytest.approx(fit_temperature(logits_of(mixture), labels), rel=1e-4)
+    nll = negative_log_likelihood
+    assert nll(logits_of(mixture), labels, t_mix) < nll(logits_of(mixture), labels, 1.0)
+
+
 def test_choose_weights_follows_the_better_part():
     labels = np.array([0, 1, 2, 0, 1, 2])
     right = np.eye(3)[labels] * 0.8 + 0.2 / 3
@@ -122,7 +142,10 @@ def test_save_load_symmetry_and_prediction(ensemble_dir, tmp_path):
         t = json.loads((ensemble_dir / part / "calibration.json").read_text())["temperature"]
         assert part_predictor.calibration.temperature == t
         parts.append(part_predictor.predict_proba(texts))
-    assert np.allclose(got, saved.combine(parts), atol=1e-5)
+    # the mixture, scaled by the ensemble folder's own temperature (its calibration.json)
+    t_mix = json.loads((ensemble_dir / "calibration.json").read_text())["temperature"]
+    assert predictor.calibration.temperature == t_mix != 1.0
+    assert np.allclose(got, scaled_probabilities(logits_of(saved.combine(parts)), t_mix), atol=1e-5)
     assert predictor.predict(texts)[0] == "sport"
     with pytest.raises(UserError, match="ensemble model folder"):  # explain / ONNX export
         predictor.model_inputs(texts)

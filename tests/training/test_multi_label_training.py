@@ -164,6 +164,9 @@ def test_a_variant_that_cannot_do_multi_label_is_refused(monkeypatch):
     monkeypatch.setattr(MODEL_REGISTRY["leam"], "supports_multi_label", False)
     with pytest.raises(UserError, match=r"^model\.variant leam: cannot train on multi-label"):
         refuse_single_label_only("leam")
+    # the ensemble chooses its weights on single-label macro F1: refused before any training
+    with pytest.raises(UserError, match=r"^model\.variant lttw_tfidf: cannot train on multi"):
+        refuse_single_label_only("lttw_tfidf")
 
 
 # ------------------------------------------------------------------ a tfidf run's folder

@@ -1,7 +1,9 @@
 """Probabilities of an ensemble model folder (``models.ensemble``, ``model.variant:
 lttw_tfidf``): each part folder predicts as a model folder of its own (checked, at its
-precision), its probabilities are scaled by its own temperature, and the ensemble's weights
-combine them. The part folders are read by ``inference.predict``'s own functions, passed in
+precision), its probabilities are scaled by its own temperature, the ensemble's weights
+combine them, and the ensemble folder's own calibration.json (a temperature fitted to the
+mixture on the validation part; absent in folders written before it: none) scales the
+mixture. The part folders are read by ``inference.predict``'s own functions, passed in
 (``predict_part``, ``load_part``), so that this module does not import it back."""
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import numpy as np
 
 from lttw.evaluation.temperature import logits_of
 from lttw.models.bundle import read_model_meta
-from lttw.models.calibration import load_calibration
+from lttw.models.calibration import Calibration, load_calibration
 from lttw.models.ensemble import EnsembleWeights
 
 
@@ -27,7 +29,8 @@ def ensemble_cached_parts(
 ) -> dict[str, np.ndarray]:
     """``predict_cached_parts`` of an ensemble folder (already checked): its parts'
     calibrated probabilities on the fold's evaluation parts (``predict_part``:
-    ``predict_cached_parts``), combined."""
+    ``predict_cached_parts``), combined; the mixture at ``T = 1`` (the evaluate stage applies
+    the folder's own temperature where it measures calibration, as for any folder)."""
     folder = Path(model_dir)
     weights = EnsembleWeights.load(folder)
     per_part = [predict_part(folder / part, inputs, fold, train_settings) for part in weights.parts]
@@ -47,26 +50,43 @@ class EnsemblePredictor:
     #: no classifier, tokenizer or factor lookup of its own: its parts have them
     model = tokenizer = lookup = runtime = words = None
 
-    def __init__(self, folder: Path, meta: dict, classes: list[str], parts, weights):
+    def __init__(
+        self,
+        folder: Path,
+        meta: dict,
+        classes: list[str],
+        parts,
+        weights,
+        calibration: Calibration | None = None,
+    ):
         self.folder, self.meta, self.classes = folder, meta, classes
         self.parts = parts  # a Predictor per part, in weight order
         self.weights: EnsembleWeights = weights
+        #: the mixture's temperature (the folder's own calibration.json; default: none)
+        self.calibration: Calibration = calibration or Calibration()
 
     @classmethod
     def load_ensemble(cls, folder: Path, device: str, load_part) -> EnsemblePredictor:
         """The ensemble at ``folder``, its own files and every part folder checked
         (``load_part``: ``Predictor.load``)."""
+        from lttw.inference.scores import checked_calibration
         from lttw.models.folder_files import check_folder
 
         meta, classes = read_model_meta(folder)
         check_folder(folder, meta)
         weights = EnsembleWeights.load(folder)
         parts = [load_part(folder / part, device) for part in weights.parts]
-        return cls(folder, meta, classes, parts, weights)
+        calibration = checked_calibration(folder, meta, len(classes))
+        return cls(folder, meta, classes, parts, weights, calibration)
 
     def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         texts = list(texts)  # each part's Predictor applies its own calibration.json
-        return self.weights.combine([part.predict_proba(texts, batch_size) for part in self.parts])
+        mixture = self.weights.combine(
+            [part.predict_proba(texts, batch_size) for part in self.parts]
+        )
+        if self.calibration == Calibration():
+            return mixture
+        return self.calibration.probabilities(logits_of(mixture))
 
     def predict(self, texts: list[str], batch_size: int = 64) -> list[str]:
         """The most probable label of each text."""

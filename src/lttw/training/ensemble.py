@@ -1,9 +1,12 @@
 """Train an ensemble variant (``models.ensemble``, e.g. ``lttw_tfidf``): each part with its
 own training code on the same fold (``fold.train_run`` with the part's ``model.variant``,
 into a sub-folder of the ensemble's model folder, with its own temperature), then the parts'
-weights chosen on the validation part's calibrated probabilities (a run without validation
-rows, the final model, takes the weights and the parts' calibrations of
-``RunPaths.calibration_from``, the fold's ensemble)."""
+weights chosen on the validation part's calibrated probabilities, and a temperature fitted
+to their mixture on the same part (a weighted mean of calibrated parts is underconfident:
+it is saved as the ensemble folder's own calibration.json). A run without validation rows,
+the final model, takes the weights and every calibration of ``RunPaths.calibration_from``,
+the fold's ensemble. Multi-label data is refused in one line
+(``multi_label.refuse_single_label_only``: the weights are chosen on single-label macro F1)."""
 
 from __future__ import annotations
 
@@ -16,11 +19,12 @@ import numpy as np
 from lttw.evaluation.temperature import logits_of
 from lttw.io import atomic_dir, write_json
 from lttw.models.bundle import write_model_folder
-from lttw.models.calibration import load_calibration
+from lttw.models.calibration import load_calibration, save_calibration
 from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS, EnsembleWeights, choose_weights
 from lttw.models.folder_files import record_checksums
 from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
-from lttw.training.run_outputs import borrowed_file
+from lttw.training.calibrating import temperature_calibration
+from lttw.training.run_outputs import borrowed_calibration, borrowed_file
 
 
 def calibrated(probs: np.ndarray, folder: str | Path) -> np.ndarray:
@@ -76,8 +80,14 @@ def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict
         weights = borrowed_weights(paths, inputs) or choose_weights(
             (parts[0], parts[1]), val_probs, inputs.part_labels("val"), inputs.n_labels
         )
+        # the mixture's temperature, fitted on the same val part (or the fold's, borrowed)
+        mixture = borrowed_calibration(paths, inputs) or temperature_calibration(
+            weights.combine(val_probs), inputs.part_labels("val")
+        )
         write_model_folder(tmp, inputs.classes, settings, run, extra_meta=extra_meta)
         weights.save(tmp)
+        if mixture is not None:
+            save_calibration(mixture, tmp)
         record_checksums(tmp)
     elapsed = time.perf_counter() - t0
     summary = {
@@ -87,6 +97,7 @@ def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict
         "time_per_epoch_s": elapsed,
         "best_val_f1_macro": weights.val_f1_macro,
         "weights": dict(zip(parts, weights.weights)),
+        **({"temperature": mixture.temperature} if mixture is not None else {}),
         "parts": summaries,
         "device": summaries[parts[0]].get("device", "cpu"),
         "seed": settings.seed,

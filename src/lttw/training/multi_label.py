@@ -15,7 +15,12 @@ def is_multi_label_run(inputs) -> bool:
 
 
 def refuse_single_label_only(variant: str) -> None:
-    """A one-line UserError for a variant that cannot train on multi-label data."""
+    """A one-line UserError for a variant that cannot train on multi-label data (an
+    ensemble: its weights are chosen on single-label macro F1)."""
+    from lttw.models.ensemble import ENSEMBLE_PARTS
+
+    if variant in ENSEMBLE_PARTS:
+        raise_single_label_only(variant)
     if variant_reads(variant) == TEXTS:
         return  # tfidf_linear: one vs rest
     from lttw import models  # noqa: F401  (registers the variants)
@@ -41,10 +46,14 @@ def check_multi_label_variant(variant: str, model_class: type | None) -> None:
     """Refuse, in one line, a ``model.variant`` that cannot train on multi-label data: one
     whose class says ``supports_multi_label = False`` (every variant of this repository's
     registry emits one logit per class, so binary cross-entropy trains it)."""
+    if model_class is not None and not getattr(model_class, "supports_multi_label", True):
+        raise_single_label_only(variant)
+
+
+def raise_single_label_only(variant: str) -> None:
     from lttw.errors import UserError
 
-    if model_class is not None and not getattr(model_class, "supports_multi_label", True):
-        raise UserError(
-            f"model.variant {variant}: cannot train on multi-label data (labels.json "
-            '"multi_label": true); choose lttw, tfidf_linear or another variant'
-        )
+    raise UserError(
+        f"model.variant {variant}: cannot train on multi-label data (labels.json "
+        '"multi_label": true); choose lttw, tfidf_linear or another variant'
+    )
