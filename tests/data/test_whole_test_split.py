@@ -93,3 +93,44 @@ def test_data_check_still_takes_a_path(root, tmp_path):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({"data": {"sampling": "all"}}))
     result = lttw(["data", "check", root / "colours"], tmp_path)
     assert "ok: the sample stage can use this dataset" in result.output
+
+
+@pytest.fixture(scope="module")
+def with_dev(tmp_path_factory) -> Path:
+    """data.root holding ``colours/`` with a dev split beside train and test."""
+    root = tmp_path_factory.mktemp("with_dev")
+    folder = root / "colours"
+    folder.mkdir()
+    splits = {}
+    for split, counts in (("train", TRAIN), ("dev", [4, 4, 4]), ("test", TEST)):
+        labels = np.repeat(CLASSES, counts)
+        texts = [f"{split} row {i} is {label}" for i, label in enumerate(labels)]
+        pd.DataFrame({"text": texts, "label": labels}).to_parquet(folder / f"{split}.parquet")
+        splits[split] = f"{split}.parquet"
+    (folder / "manifest.json").write_text(
+        json.dumps({"text_column": "text", "label_column": "label", "splits": splits})
+    )
+    return root
+
+
+def test_a_dev_split_is_left_out_unless_train_splits_names_it(with_dev, caplog):
+    """data.train_splits [train] (the default) draws nothing from dev and says how to use
+    it; [train, dev] draws the train sample from both, the test sample from test alone."""
+    with caplog.at_level("WARNING", logger="lttw"):
+        frames, info = draw(with_dev, sampling="all", predict_size=0)
+    assert len(frames["train"]) == sum(TRAIN) and info["pools"]["train"] == "train"
+    assert "dev (12 rows)" in caplog.text and "data.train_splits=[train, dev]" in caplog.text
+    frames, info = draw(with_dev, sampling="all", predict_size=0, train_splits=["train", "dev"])
+    assert len(frames["train"]) == sum(TRAIN) + 12 and info["pools"]["train"] == "train+dev"
+    assert sum(t.startswith("dev row") for t in frames["train"]["text"]) == 12
+    assert sorted(frames["test"]["text"]) == sorted(
+        pd.read_parquet(with_dev / "colours" / "test.parquet")["text"]
+    )
+
+
+@pytest.mark.parametrize("splits", [["train", "test"], ["train", "validation"]])
+def test_train_splits_must_name_splits_to_train_on(with_dev, splits):
+    from lttw.errors import DataError
+
+    with pytest.raises(DataError, match=r"data\.train_splits names (test|validation).*dev"):
+        draw(with_dev, sampling="all", predict_size=0, train_splits=splits)

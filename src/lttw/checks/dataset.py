@@ -161,9 +161,7 @@ def fold_note(check: DataCheck, n_folds: int) -> str | None:
     multi-label data some folds would lack it)."""
     if not check.plan["fits"].all():
         return None
-    pool = next(
-        p for p in pools_of(check.dataset, check.settings.use_splits) if "train" in p.splits
-    )
+    pool = next(p for p in pools_of(check.dataset, check.settings) if "train" in p.splits)
     train = plan_quotas(check.dataset, pool, sizes_of(check.settings), check.settings.sampling)[
         "train"
     ]

@@ -29,7 +29,7 @@ def sample_plan(dataset: Dataset, settings: DataSettings) -> pd.DataFrame:
     if settings.sampling == "balanced":
         per_class_sizes(settings, len(dataset.classes))  # a size below p: one clear error
     sizes, sampling = sizes_of(settings), settings.sampling
-    pools = pools_of(dataset, settings.use_splits)
+    pools = pools_of(dataset, settings)
     short = {split for pool in shortfalls(pools, sizes, sampling) for split in pool.splits}
     fit = fitting_sizes(pools, sizes, sampling)
     rows = []

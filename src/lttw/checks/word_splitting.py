@@ -20,7 +20,7 @@ WORD_SAMPLE = 2000
 
 def train_pool_texts(dataset: Dataset, data: DataSettings) -> list[str]:
     """The texts of the pool the train sample is drawn from."""
-    pool = next(p for p in pools_of(dataset, data.use_splits) if "train" in p.splits)
+    pool = next(p for p in pools_of(dataset, data) if "train" in p.splits)
     return dataset.texts[dataset.rows_of(pool.source)].tolist()
 
 

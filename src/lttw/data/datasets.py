@@ -55,9 +55,11 @@ class Dataset:
     multi_label: bool = False  # a set of classes per text (lttw.data.label_sets)
 
     def rows_of(self, split: str | None) -> np.ndarray:
-        """Indices of the rows of one split (all rows for None)."""
+        """Indices of the rows of one split (several: "train+dev"; all rows for None)."""
         if split is None:
             return np.arange(len(self.texts))
+        if "+" in split:
+            return np.flatnonzero(np.isin(self.splits, split.split("+")))
         return np.flatnonzero(self.splits == split)
 
 

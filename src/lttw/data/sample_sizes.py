@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Pool:
-    source: str | None  # the dataset split the rows come from (None: all rows pooled)
+    # the dataset split the rows come from ("train+dev": several, ``Dataset.rows_of``; None:
+    # all rows pooled)
+    source: str | None
     splits: tuple[str, ...]  # the samples drawn from it, in drawing order
     counts: np.ndarray  # rows per class, shape (p,) (multi-label: rows having the class)
     n_rows: int = -1  # rows in the pool (-1: the sum of ``counts``, single-label)
@@ -42,14 +44,26 @@ class Pool:
 
     @property
     def where(self) -> str:
-        return f"the {self.source} split" if self.source else "all rows (pooled)"
+        if not self.source:
+            return "all rows (pooled)"
+        return f"the {self.source} split{'s' if '+' in self.source else ''}"
 
 
-def sample_pools(dataset: Dataset, use_splits: bool) -> dict[str, str | None]:
-    """Which split each sample is drawn from (None: all rows pooled)."""
+def sample_pools(
+    dataset: Dataset, use_splits: bool, train_splits: tuple[str, ...] = ("train",)
+) -> dict[str, str | None]:
+    """Which split each sample is drawn from (None: all rows pooled); the train sample from
+    every split of ``train_splits`` (``data.train_splits``), named ``"train+dev"``."""
     present = set(dataset.splits.tolist())
     if use_splits and {"train", "test"} <= present:
-        return {"train": "train", "test": "test", "predict": "test"}
+        missing = [s for s in train_splits if s not in present or s == "test"]
+        if missing:
+            raise DataError(
+                f"{dataset.source}: data.train_splits names {', '.join(missing)}, which "
+                f"{'is' if len(missing) == 1 else 'are'} not a split to train on; the dataset's "
+                f"splits: {', '.join(sorted(present))} (test is the held-out one)"
+            )
+        return {"train": "+".join(dict.fromkeys(train_splits)), "test": "test", "predict": "test"}
     if use_splits:
         log.info(
             "%s has no separate train and test splits (has %s): pooling all rows",
@@ -59,9 +73,27 @@ def sample_pools(dataset: Dataset, use_splits: bool) -> dict[str, str | None]:
     return {split: None for split in SPLITS}
 
 
-def pools_of(dataset: Dataset, use_splits: bool) -> list[Pool]:
+def unused_splits_note(dataset: Dataset, settings: DataSettings) -> str | None:
+    """A note naming the splits no sample is drawn from (e.g. a dev split beside train and
+    test), with their rows and how to train on them; None when every split is used."""
+    pools = sample_pools(dataset, settings.use_splits, tuple(settings.train_splits))
+    used = {s for source in pools.values() if source for s in source.split("+")}
+    if not used:  # all rows pooled
+        return None
+    unused = sorted(set(dataset.splits.tolist()) - used)
+    if not unused:
+        return None
+    rows = ", ".join(f"{s} ({dataset.rows_of(s).size} rows)" for s in unused)
+    wanted = ", ".join([*settings.train_splits, *unused])
+    return (
+        f"no sample is drawn from the split{'s' if len(unused) > 1 else ''} {rows}; "
+        f"data.train_splits=[{wanted}] trains on {'them' if len(unused) > 1 else 'it'} too"
+    )
+
+
+def pools_of(dataset: Dataset, settings: DataSettings) -> list[Pool]:
     """The pools in first-use order (the order rows are drawn in)."""
-    assignment = sample_pools(dataset, use_splits)
+    assignment = sample_pools(dataset, settings.use_splits, tuple(settings.train_splits))
     p = len(dataset.classes)
     return [
         Pool(
@@ -220,7 +252,7 @@ def size_problem(dataset: Dataset, settings: DataSettings) -> str | None:
     """One message naming every size that cannot be met and a set of sizes that fits together
     (None when the sizes fit)."""
     sampling, sizes = settings.sampling, sizes_of(settings)
-    pools = pools_of(dataset, settings.use_splits)
+    pools = pools_of(dataset, settings)
     short = shortfalls(pools, sizes, sampling)
     if not short:
         return None

@@ -32,6 +32,7 @@ from lttw.data.sample_sizes import (
     sample_pools,
     size_problem,
     sizes_of,
+    unused_splits_note,
 )
 from lttw.errors import DataError
 from lttw.layout import SPLITS
@@ -125,10 +126,13 @@ def draw_samples(
     """The three samples as frames, and the ``labels.json`` record describing them. Sizes that
     cannot be met raise one ``DataError`` naming all of them and sizes that fit."""
     sampling = settings.sampling
+    unused = unused_splits_note(dataset, settings)
+    if unused:
+        log.warning("%s", unused)
     refuse_balanced(dataset, sampling)
     if sampling == "balanced":
         per_class = per_class_sizes(settings, len(dataset.classes))
-    pools = pools_of(dataset, settings.use_splits)
+    pools = pools_of(dataset, settings)
     problem = size_problem(dataset, settings)
     if problem:
         raise DataError(problem)

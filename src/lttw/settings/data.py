@@ -75,6 +75,13 @@ class DataSettings(_Group):
         description="Draw the test and predict samples from the dataset's test split when it "
         "has one.",
     )
+    train_splits: list[str] = Field(
+        default_factory=lambda: ["train"],
+        min_length=1,
+        description="With `data.use_splits`: the dataset's splits the train sample is drawn "
+        "from, e.g. `[train, dev]` to train on a dev split too (the folds make their own "
+        "validation parts, so a dev split is otherwise left unused); never `test`.",
+    )
     sampling: Sampling = Field(
         default="balanced",
         description="`balanced` (the paper): `size // p` rows of each of the p classes; "
