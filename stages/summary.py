@@ -1,7 +1,8 @@
 """Stage `summary`: mean and standard deviation over the folds in `folds.run` of every metric
 (macro P / R / F1, accuracy, time per epoch, samples per second), for `dvc metrics diff`; the
 held-out samples' sizes (`held_out`) and the final model's record (`final`: its rows, epochs
-and quality estimate, the folds' held-out metrics)."""
+and quality estimate, the folds' held-out metrics; a trained final model's own metrics on the
+held-out test sample, `test`)."""
 
 import logging
 
@@ -42,6 +43,7 @@ def main(settings):
                 "epochs",
                 "epochs_rule",
                 "quality",
+                "test",
             )
             if key in final
         }

@@ -125,6 +125,7 @@ def test_enabled_final_trains_on_every_labelled_row(enabled):
     summary = json.loads((enabled / layout.SUMMARY_METRICS).read_text())
     assert summary["final"]["trained_on"] == n_train and summary["final"]["epochs"] == fold_best
     assert QUALITY in summary["final"]["quality"]
+    assert summary["final"]["test"] == record["test"]  # what a grid's cell keeps of it
     result = lttw(["predict", "--model", layout.FINAL_MODEL_DIR, "the team won the match"], enabled)
     assert any(name in result.output for name in CLASSES)
 

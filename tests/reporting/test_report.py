@@ -303,3 +303,16 @@ def test_report_reads_real_dvc_experiments(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "wrote report.md" in out
     assert "| 1 | 90.00 |" in row(text, "LTTW") and "| 1 | 80.00 |" in row(text, "encoder")
+
+
+def test_a_trained_final_model_states_its_own_held_out_f1():
+    from lttw.reporting.runs import Run
+
+    final = {"trained_on": 48836, "epochs": 1, "epochs_rule": "median", "quality": "the folds'"}
+    copied = Run("goemotions", "tfidf_linear", final={**final, "copy_of": "models/fold_0"})
+    trained = Run("goemotions", "lttw", final={**final, "test": {"f1_macro": 0.46002}})
+    lines = report._samples_and_final({"tfidf_linear": copied, "lttw": trained})
+    assert [line for line in lines if "held-out test macro F1 0.4600." in line] == [
+        line for line in lines if line.startswith("- lttw: final model")
+    ]
+    assert not [line for line in lines if "tfidf_linear" in line and "macro F1" in line]

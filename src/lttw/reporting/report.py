@@ -124,7 +124,8 @@ def _tests(merged: dict[tuple[str, str], Run], dataset: str) -> list[str]:
 
 def _samples_and_final(present: dict[str, Run]) -> list[str]:
     """Per run that records them: the held-out test sample's size and source, and the final
-    model (its rows, epochs, and that its quality estimate is the folds' held-out metrics)."""
+    model (its rows, epochs, that its quality estimate is the folds' held-out metrics, and a
+    trained one's own held-out test macro F1)."""
     lines = []
     for variant, run in sorted(present.items(), key=lambda item: _order(item[0])):
         if run.held_out:
@@ -146,9 +147,11 @@ def _samples_and_final(present: dict[str, Run]) -> list[str]:
                 else f"retrained on {f.get('trained_on', 0):,} labelled rows for "
                 f"{f.get('epochs', '?')} epochs ({f.get('epochs_rule', '?')})"
             )
+            measured = f.get("test", {}).get("f1_macro")
+            own = "" if measured is None else f"; held-out test macro F1 {measured:.4f}"
             lines.append(
                 f"- {variant}: final model `{f.get('model', 'models/final')}`: {how}; its "
-                f"quality estimate is {f.get('quality', 'the folds held-out metrics')}."
+                f"quality estimate is {f.get('quality', 'the folds held-out metrics')}{own}."
             )
     return [""] + lines if lines else []
 
