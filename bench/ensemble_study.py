@@ -151,7 +151,8 @@ def main() -> None:
     seconds = repro(root, args.work / f"{args.dataset}.log")
     print(f"{args.dataset}: dvc repro {seconds:.0f} s", flush=True)
     sys.path.insert(0, str(root / "src"))
-    from lttw.reporting.report import load_run, paired_test
+    from lttw.reporting.report import paired_test
+    from lttw.reporting.runs import load_run
     from lttw.reporting.study_report import pooled_mcnemar
     from lttw.settings.reading import settings_from_dict
 
@@ -180,7 +181,7 @@ def main() -> None:
         }
         for v, f in folders.items()
     }
-    report["test_ece"] = {  # the ensemble's: no temperature of its own (ece == uncalibrated)
+    report["test_ece"] = {  # the ensemble's: before / after the mixture's own temperature
         v: {k: float(load_run(f).values(k).mean()) for k in ("ece", "ece_uncalibrated")}
         for v, f in folders.items()
     }
