@@ -50,6 +50,9 @@ def project(tmp_path_factory, tiny_encoder_dir) -> Path:
             "word_vectors": str(vectors),
             "hidden": 16,
             "layers": 1,
+            # the tiny encoder reads none of these characters, and auto would grow it in the
+            # tokens stage (transformers' model code: seconds); this model reads words only
+            "extend_vocab": False,
         },
     )
     git_commit(root, "tiny Chinese profile, word vectors")
