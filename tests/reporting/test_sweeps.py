@@ -132,8 +132,7 @@ def test_one_fold_uses_mcnemar_on_the_test_texts():
 
 @pytest.mark.slow
 def test_a_two_setting_grid_runs_through_the_queue_and_renders(queued_grids):
-    """Table 7's two frozen settings, run by ``lttw exp run`` (``support.queued_grids``: the
-    queue also runs two study cells, queued before them)."""
+    """Table 7's two frozen settings, run by ``lttw exp run`` (``support.queued_grids``)."""
     from support.queued_grids import experiment_logs
     from support.tiny_project import ran
 

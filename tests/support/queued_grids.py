@@ -1,32 +1,34 @@
-"""One run of DVC's experiment queue, shared by the tests of the queued grids
+"""One project that has run DVC's experiment queue, shared by the tests of the queued grids
 (tests/reporting/test_study.py, test_sweeps.py): the session fixture ``queued_grids``.
 
 A copy of ``tiny_repro`` with this repository's grid files and a two-cell paired study
-(``experiments/study.yaml``: lttw, the committed setting, and tfidf_linear) runs, in order:
-the study's cells queued (``lttw exp run study --queue``, twice, and ``lttw exp status``),
-then Table 7's two frozen settings (``lttw exp run table7 --frozen --only k10s10 --only
-k5s5``: queued, then ``dvc exp run --run-all`` runs the four queued experiments, study cells
-first, and Table 7's are collected), the study collected (``lttw exp collect study``), the
-reports written, and Table 7's cell queued once more (skipped). Each command's output is
-kept for the tests, which only read the project: one worker start and one pass through the
-queue instead of one each (with pytest-xdist the fixture is in conftest's ``SHARED_RUNS``).
+(``experiments/study.yaml``) runs, in order: Table 7's two frozen settings (``lttw exp run
+table7 --frozen --only k10s10 --only k5s5``: queued, run by ``dvc exp run --run-all``,
+collected); the study's cells queued (``lttw exp run study --queue``, twice, and ``lttw exp
+status``), run (``dvc exp run --run-all``) and collected (``lttw exp collect study``); the
+reports; Table 7's cell queued once more (skipped). The study's cells are lttw, the committed
+setting, and ``frozen``, Table 7's k5s5 frozen setting: every stage of both is DVC's cached
+one (the commit's, and the run cache's of the sweep's experiment), so the study costs the
+queue's own work only. Each command's output is kept for the tests, which only read the
+project (with pytest-xdist the fixture is in conftest's ``SHARED_RUNS``).
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from support.tiny_project import QUEUE_TIMEOUT, REPO, lttw, run_queue
+from support.tiny_project import REPO, lttw, run_queue
 
 STUDY = (
     "folds: [0]\ndatasets: {ag_news: {}}\n"
-    "variants: {lttw: {}, tfidf_linear: {model.variant: tfidf_linear}}\n"
-    "reference: tfidf_linear\n"
+    "variants: {lttw: {}, frozen: {model.k: 5, model.s: 5, train.freeze_encoder: true}}\n"
+    "reference: frozen\n"
 )
 SWEEP = ["table7", "--frozen", "--only", "k10s10", "--only", "k5s5"]
 
@@ -40,6 +42,7 @@ class QueuedGrids:
     study_queued_again: str  # the same again: nothing queued twice
     study_status_queued: str  # lttw exp status study, before the queue ran
     sweep_run: str  # lttw exp run table7 --frozen --only k10s10 --only k5s5 (runs the queue)
+    study_run: str  # dvc exp run --run-all, the study's two cells
     study_collected: str  # lttw exp collect study
     study_status_collected: str  # lttw exp status study, after collecting
     sweep_queued_again: str  # lttw exp run table7 --frozen --only k5s5 --queue
@@ -61,12 +64,11 @@ def run_queued_grids(project: Path) -> QueuedGrids:
     """The steps of the module docstring in ``project`` (a copy of ``tiny_repro``)."""
     shutil.copytree(REPO / "experiments", project / "experiments", dirs_exist_ok=True)
     (project / "experiments" / "study.yaml").write_text(STUDY)
+    sweep_run = run_queue(["lttw", "exp", "run", *SWEEP], project)
     study_queued = lttw(["exp", "run", "study", "--queue"], project).output
     study_queued_again = lttw(["exp", "run", "study", "--queue"], project).output
     study_status_queued = lttw(["exp", "status", "study"], project).output
-    # four experiments, where each test's own queue ran two: twice the time before it counts
-    # as stuck (then ``run_queue`` runs what is left, and the sweep's collect line is missing)
-    sweep_run = run_queue(["lttw", "exp", "run", *SWEEP], project, timeout=2 * QUEUE_TIMEOUT)
+    study_run = run_queue([sys.executable, "-m", "dvc", "exp", "run", "--run-all"], project)
     study_collected = lttw(["exp", "collect", "study"], project).output
     study_status_collected = lttw(["exp", "status", "study"], project).output
     lttw(["report", "--out", "report.md"], project)
@@ -79,6 +81,7 @@ def run_queued_grids(project: Path) -> QueuedGrids:
         study_queued_again,
         study_status_queued,
         sweep_run,
+        study_run,
         study_collected,
         study_status_collected,
         sweep_queued_again,
