@@ -76,6 +76,7 @@ def tiny_encoder_dir(tmp_path_factory) -> Path:
     return folder
 
 
+from support.queued_grids import queued_grids  # noqa: E402,F401  (session fixture: DVC's queue)
 from support.stage_cases import stage_runs  # noqa: E402,F401  (session fixture: stage runs on bad inputs)
 
 
@@ -95,7 +96,7 @@ def tiny_repro(request, tmp_path_factory, tiny_encoder_dir):
 #: session fixtures that cost a pipeline run and are built per worker: with pytest-xdist
 #: (``-n 2 --dist loadgroup``, ``make test``) every test that uses one runs on the same worker,
 #: so each is built once (``tiny_repro`` is built once for all workers under a file lock)
-SHARED_RUNS = ("stage_runs",)
+SHARED_RUNS = ("stage_runs", "queued_grids")
 
 
 def pytest_configure(config):

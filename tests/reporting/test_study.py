@@ -4,7 +4,6 @@ collected cells' folders, and `lttw report`'s table, verdicts and learning curve
 from __future__ import annotations
 
 import shutil
-import sys
 
 import numpy as np
 import pandas as pd
@@ -328,30 +327,18 @@ def test_collect_keeps_the_newest_run_of_a_cell_and_skips_what_it_has(tmp_path, 
 
 
 @pytest.mark.slow
-def test_cells_run_through_the_queue_are_collected_and_reported(tmp_path, tiny_repro):
-    from support.tiny_project import lttw, run_queue
-
-    project = tiny_repro.copy(tmp_path / "project")
-    (project / "experiments").mkdir()
-    (project / "experiments" / "study.yaml").write_text(
-        "folds: [0]\ndatasets: {ag_news: {}}\n"
-        "variants: {lttw: {}, tfidf_linear: {model.variant: tfidf_linear}}\n"
-        "reference: tfidf_linear\n"
-    )
-    out = lttw(["exp", "run", "study", "--queue"], project).output
-    assert "queued 2 cell(s)" in out
-    again = lttw(["exp", "run", "study", "--queue"], project).output
-    assert (
-        "skipped (collected, queued or run before): ev-ag_news-lttw, ev-ag_news-tfidf_linear"
-        in again
-    )
+def test_cells_run_through_the_queue_are_collected_and_reported(queued_grids, tiny_repro):
+    """The study's two cells (``support.queued_grids``): queued, run by the queue, collected."""
+    project = queued_grids.root
+    assert "queued 2 cell(s)" in queued_grids.study_queued
+    again = queued_grids.study_queued_again
+    assert "skipped (collected, queued or run before): ev-ag_news-lttw, ev-ag_news-frozen" in again
     assert "queued 0 cell(s)" in again  # not twice
-    status = lttw(["exp", "status", "study"], project).output
+    status = queued_grids.study_status_queued
     assert status.count("queued or finished (lttw exp collect)") == 2
-    run_queue([sys.executable, "-m", "dvc", "exp", "run", "--run-all"], project)
-    out = lttw(["exp", "collect", "study"], project).output
-    assert "collected 2 cell(s): ev-ag_news-lttw, ev-ag_news-tfidf_linear" in out
-    assert lttw(["exp", "status", "study"], project).output.count("collected") == 2
+    out = queued_grids.study_collected
+    assert "collected 2 cell(s): ev-ag_news-frozen, ev-ag_news-lttw" in out
+    assert queued_grids.study_status_collected.count("collected") == 2
     results = load_results(
         read_study(project / "experiments" / "study.yaml"), project / "evidence" / "runs"
     )
@@ -359,8 +346,7 @@ def test_cells_run_through_the_queue_are_collected_and_reported(tmp_path, tiny_r
     committed = yaml.safe_load((tiny_repro.root / "metrics/folds/fold_0.json").read_text())
     assert cell.f1()[0] == committed["test"]["f1_macro"]  # the same run: from DVC's cache
     assert len(cell.predictions) == committed["test"]["n"]
-    lttw(["report", "--out", "report.md"], project)
-    text = (project / "report.md").read_text()
+    text = queued_grids.report.read_text()
     assert "2 of 2 cells of `experiments/study.yaml` collected" in text
     assert learning_curve(read_study(project / "experiments" / "study.yaml"), results).empty
 
