@@ -175,10 +175,13 @@ class DirectRunner:
 
     def _restore_folds(self, cell: GridCell, folder: Path, stages: list[Stage]) -> list[int]:
         """Folds a previous window finished (``.partial``): their files back into ``folder``,
-        their stages marked done; the folds restored."""
+        their stages marked done; the folds restored. Not the first fold of ``folds.run``:
+        the final stage reads its model folder, which ``.partial`` does not keep (a model
+        is too big to carry between windows), so that fold reruns."""
         done, restored = folder / ".done", []
-        for stage in stages:
-            if stage.base != "evaluate" or (done / stage.name).exists():
+        evaluate = [stage for stage in stages if stage.base == "evaluate"]  # folds.run order
+        for stage in evaluate[1:]:
+            if (done / stage.name).exists():
                 continue
             fold = int(stage.name.split("@")[1])
             if restore_fold(self.runs_dir, cell.name, folder, fold):
