@@ -74,3 +74,36 @@ NEWS_TEXTS = [
     "cup final goal drama",
 ]
 NEWS_LISTS = [[0], [1], [0, 1], [0], [1], [0, 1], [0], [1]]
+
+
+def multi_label_tfidf_run(tmp_path: Path, train: dict, final: bool = False):
+    """``train_run`` of a multi-label ``tfidf_linear`` (logistic) on ``NEWS_TEXTS``, its val
+    part the train rows, with ``train`` settings: returns (summary, the run's ``RunPaths``,
+    the (8, 3) targets). ``final``: the final model's run (an empty val part)."""
+    from lttw.data.fold_inputs import FoldInputs
+    from lttw.data.label_sets import indicator_matrix
+    from lttw.io import write_arrays
+    from lttw.settings import settings_from_dict
+    from lttw.text.words import WordSplitter, write_rule
+    from lttw.training.fold import RunPaths, train_run
+
+    y = indicator_matrix(NEWS_LISTS, 3)
+    val = np.arange(0 if final else 8)
+    inputs = FoldInputs(
+        classes=["business", "sport", "weather"],
+        parts={"train": np.arange(8), "val": val, "fold_test": np.arange(0)},
+        labels={"train": y, "test": y[:0], "predict": y[:0]},
+        texts={"train": NEWS_TEXTS, "test": [], "predict": []},
+    )
+    counts = tmp_path / "counts"
+    counts.mkdir(parents=True)
+    write_rule(counts, WordSplitter("regex", r"(?u)\b\w+\b", True))
+    write_arrays(tmp_path / "features.safetensors", none=np.zeros(0, np.float32))
+    paths = RunPaths(
+        counts, tmp_path / "nmf", tmp_path / "features.safetensors", tmp_path / "ckpt",
+        tmp_path / "model", None, None,
+    )  # fmt: skip
+    settings = settings_from_dict(
+        {"model": {"variant": "tfidf_linear", "linear_model": "logistic"}, "train": train}
+    )
+    return train_run(settings, "final" if final else 0, inputs, paths), paths, y

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from support.multi_label_data import NEWS_TEXTS
+from support.multi_label_data import NEWS_TEXTS, multi_label_tfidf_run
 from support.training_data import CPU, N_LABELS, build_model, make_data, train_settings
 
 from lttw.data.batching import Batchable
@@ -171,44 +171,14 @@ def test_a_variant_that_cannot_do_multi_label_is_refused(monkeypatch):
 
 # ------------------------------------------------------------------ a tfidf run's folder
 
-TEXTS = NEWS_TEXTS
-#: labels business, sport (some texts both); "weather" never occurs
-LABELS = [[0], [1], [0, 1], [0], [1], [0, 1], [0], [1]]
-
 
 def test_multi_label_tfidf_run_writes_thresholds_in_a_checked_folder(tmp_path):
-    from lttw.data.fold_inputs import FoldInputs
-    from lttw.data.label_sets import indicator_matrix
-    from lttw.io import read_json, write_arrays
+    from lttw.io import read_json
     from lttw.models.calibration import load_calibration
     from lttw.models.folder_files import verify
     from lttw.models.trained import folder_calibration, load_classifier, predict_proba
-    from lttw.settings import settings_from_dict
-    from lttw.text.words import WordSplitter, write_rule
-    from lttw.training.fold import RunPaths, train_run
 
-    y = indicator_matrix(LABELS, 3)
-    inputs = FoldInputs(
-        classes=["business", "sport", "weather"],
-        parts={"train": np.arange(8), "val": np.arange(8), "fold_test": np.arange(0)},
-        labels={"train": y, "test": y[:0], "predict": y[:0]},
-        texts={"train": TEXTS, "test": [], "predict": []},
-    )
-    counts = tmp_path / "counts"
-    counts.mkdir()
-    write_rule(counts, WordSplitter("regex", r"(?u)\b\w+\b", True))
-    write_arrays(tmp_path / "features.safetensors", none=np.zeros(0, np.float32))
-    paths = RunPaths(
-        counts, tmp_path / "nmf", tmp_path / "features.safetensors", tmp_path / "ckpt",
-        tmp_path / "model", None, None,
-    )  # fmt: skip
-    settings = settings_from_dict(
-        {
-            "model": {"variant": "tfidf_linear", "linear_model": "logistic"},
-            "train": {"class_weight": "balanced"},
-        }
-    )
-    summary = train_run(settings, 0, inputs, paths)
+    summary, paths, y = multi_label_tfidf_run(tmp_path, {"class_weight": "balanced"})
     meta = read_json(paths.model / "lttw.json")
     assert meta["multi_label"] is True and meta["class_weight"] == "balanced"
     assert "calibration.json" in meta["sha256"]  # a checksummed file of the folder
@@ -217,8 +187,8 @@ def test_multi_label_tfidf_run_writes_thresholds_in_a_checked_folder(tmp_path):
     assert cal.multi_label and len(cal.thresholds) == 3
     assert folder_calibration(paths.model, meta) == cal
     model = load_classifier(paths.model)
-    probs = predict_proba(model, TEXTS, calibration=cal)
-    np.testing.assert_allclose(probs, predict_proba(model, TEXTS), rtol=1e-5)  # sigmoids
+    probs = predict_proba(model, NEWS_TEXTS, calibration=cal)
+    np.testing.assert_allclose(probs, predict_proba(model, NEWS_TEXTS), rtol=1e-5)  # sigmoids
     assert 0 <= summary["best_val_f1_macro"] <= 1
     # train F1 of the tuned thresholds: both real labels right on their own texts
     np.testing.assert_array_equal(cal.decide(probs)[:, :2], y[:, :2])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from lttw.choices import Device
 from lttw.settings.group import _Group
@@ -122,12 +122,28 @@ class TrainSettings(_Group):
         "class as binary cross-entropy `pos_weight`; `tfidf_linear` passes "
         '`class_weight="balanced"` to scikit-learn. Computed on the fold\'s train part.',
     )
+    threshold_cv: int = Field(
+        default=0,
+        ge=0,
+        description="Multi-label `tfidf_linear`: where its per-label thresholds are tuned. "
+        "0: on the fold's validation part; k >= 2: on k-fold out-of-fold probabilities of "
+        "the rows it trains on, as scikit-learn's `TunedThresholdClassifierCV` does (k more "
+        "fits; the final model tunes its own instead of borrowing the first fold's). "
+        "GoEmotions: docs/results.md.",
+    )
     freeze_encoder: bool = Field(
         default=False,
         description="Do not train the pretrained encoder: its hidden states are computed "
         "once (the `encode` stage, cached by DVC) and only the new layers train. Fast sweeps, "
         "but another model than the paper's.",
     )
+
+    @field_validator("threshold_cv")
+    @classmethod
+    def _folds_to_cross_validate(cls, value: int) -> int:
+        if value == 1:
+            raise ValueError("0 (the validation part) or at least 2 folds")
+        return value
 
 
 class FinalSettings(_Group):

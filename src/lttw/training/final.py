@@ -64,6 +64,11 @@ CALIBRATION_RULE = (
     "the first fold's (folds.run[0]): its temperature or per-label thresholds, fitted on its "
     "validation part (an ensemble: also its weights)"
 )
+#: ... unless train.threshold_cv tunes its per-label thresholds by cross-validation
+CV_CALIBRATION_RULE = (
+    "its own: per-label thresholds tuned on {k}-fold out-of-fold probabilities of the rows "
+    "it trains on (train.threshold_cv)"
+)
 
 
 def chosen_epochs(folds: list[int]) -> tuple[int, dict[str, int]]:
@@ -137,7 +142,11 @@ def _train_final(settings, measure: Callable[[Any], dict] | None) -> dict:
         "epochs": epochs,
         "epochs_rule": EPOCHS_RULE,
         "fold_best_epochs": per_fold,
-        "calibration": CALIBRATION_RULE,
+        "calibration": (
+            CV_CALIBRATION_RULE.format(k=settings.train.threshold_cv)
+            if settings.train.threshold_cv
+            else CALIBRATION_RULE
+        ),
         "quality": QUALITY,
     }
     log.info(

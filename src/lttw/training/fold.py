@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 
 from lttw.data.fold_inputs import load_fold_inputs
 from lttw.evaluation.metrics import validation_f1
@@ -18,8 +19,13 @@ from lttw.text.words import read_rule
 from lttw.training.checkpoint import Checkpointer
 from lttw.training.ensemble import train_ensemble
 from lttw.training.live import log_epoch
-from lttw.training.multi_label import is_multi_label_run, refuse_single_label_only
+from lttw.training.multi_label import (
+    check_threshold_cv,
+    is_multi_label_run,
+    refuse_single_label_only,
+)
 from lttw.training.run_outputs import RunPaths, fingerprint, open_run_live, write_run_outputs
+from lttw.training.thresholds import cross_validated_thresholds
 from lttw.training.torch_training import train_on_tokens
 
 log = logging.getLogger(__name__)
@@ -41,8 +47,10 @@ def train_run(settings, run: int | str, inputs, paths: RunPaths, extra_meta=None
     Multi-label ``inputs`` (2-D labels): binary cross-entropy, per-class thresholds tuned on
     the val part (``thresholds.tune_thresholds``) in the folder's calibration.json;
     single-label: a temperature fitted on the val part there (``calibrating``)."""
-    if is_multi_label_run(inputs):
+    multi_label = is_multi_label_run(inputs)
+    if multi_label:
         refuse_single_label_only(settings.model.variant)
+    check_threshold_cv(settings, multi_label)
     if settings.model.variant in ENSEMBLE_PARTS:  # its parts, each trained by this function
         return train_ensemble(settings, run, inputs, paths, extra_meta, train_run)
     if variant_reads(settings.model.variant) == TEXTS:
@@ -51,22 +59,24 @@ def train_run(settings, run: int | str, inputs, paths: RunPaths, extra_meta=None
 
 
 def _train_on_texts(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict:
-    """A one-pass fit (tfidf_linear): one "epoch", scored on the validation part."""
+    """A one-pass fit (tfidf_linear): one "epoch", scored on the validation part; with
+    ``train.threshold_cv``, per-label thresholds tuned by cross-validation of the train part."""
     from lttw.models.tfidf import fit_tfidf_linear
 
     key = fingerprint(settings, fold)
     live = open_run_live(settings, fold, key, paths)
-    t0 = time.perf_counter()
-    model = fit_tfidf_linear(
-        inputs.part_texts("train"),
-        inputs.part_labels("train"),
-        inputs.n_labels,
-        settings.model.linear_model,
-        settings.seed,
+    fit = partial(
+        fit_tfidf_linear,
+        n_labels=inputs.n_labels,
+        linear_model=settings.model.linear_model,
+        random_state=settings.seed,
         words=read_rule(paths.counts),
         auto=settings.words.splitter == "auto",
         class_weight="balanced" if settings.train.class_weight == "balanced" else None,
     )
+    texts, labels = inputs.part_texts("train"), inputs.part_labels("train")
+    t0 = time.perf_counter()
+    model = fit(texts, labels)
     fit_s = time.perf_counter() - t0
     n_train = len(inputs.parts["train"])
     val_probs = predict_proba(model, inputs.part_texts("val"))
@@ -92,8 +102,22 @@ def _train_on_texts(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict
     }
     if live is not None:
         live.log_metric("epoch_time_s", fit_s)  # one point, so the plots folder exists
+    calibration = None
+    if settings.train.threshold_cv:
+        t0 = time.perf_counter()
+        calibration = cross_validated_thresholds(
+            fit,
+            list(texts),
+            labels,
+            settings.train.threshold_cv,
+            settings.seed,
+            n_jobs=settings.train.num_threads or -1,
+        )
+        summary["threshold_cv_time_s"] = time.perf_counter() - t0
     log_epoch(live, [row])
-    write_run_outputs(settings, fold, inputs, model, summary, live, paths, val_probs, extra_meta)
+    write_run_outputs(
+        settings, fold, inputs, model, summary, live, paths, val_probs, extra_meta, calibration
+    )
     # a one-pass fit has nothing to resume: the checkpoint folder only records that this
     # run is complete
     Checkpointer(paths.checkpoints, key).mark_complete()

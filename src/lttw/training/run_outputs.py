@@ -115,14 +115,16 @@ def write_run_outputs(
     paths: RunPaths,
     val_probs,
     extra_meta: dict | None,
+    calibration: Calibration | None = None,
     **folder_extras,
 ) -> None:
-    """The model folder: the classifier, calibration.json (multi-label: the thresholds tuned
-    on ``val_probs``; single-label: the temperature fitted on them), lttw.json with
+    """The model folder: the classifier, calibration.json (``calibration`` where the fit
+    tuned one itself, e.g. cross-validated thresholds; else multi-label: the thresholds
+    tuned on ``val_probs``; single-label: the temperature fitted on them), lttw.json with
     ``extra_meta`` and the multi-label / class-weight keys, checksums last."""
     meta, tuned = multi_label_record(settings, inputs, val_probs)
     extra_meta = {**(extra_meta or {}), **meta} or None
-    calibration = borrowed_calibration(paths, inputs) or tuned.get("calibration")
+    calibration = calibration or borrowed_calibration(paths, inputs) or tuned.get("calibration")
     if calibration is None:  # single-label: a temperature fitted on the val part
         calibration = temperature_calibration(val_probs, inputs.part_labels("val"))
     if calibration is not None and not calibration.multi_label:

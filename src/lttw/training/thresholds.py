@@ -1,13 +1,14 @@
-"""Per-label decision thresholds of a multi-label classifier, tuned on the validation part.
+"""Per-label decision thresholds of a multi-label classifier, tuned on the validation part
+or, with ``train.threshold_cv``, by cross-validation of the rows it trains on.
 
-Each class's threshold maximises that class's F1 on the validation part's sigmoid
-probabilities over the grid 0.05, 0.10, ..., 0.95 (ties: the threshold nearest 0.5; as
-scikit-learn's ``TunedThresholdClassifierCV`` does per binary problem, on the validation
-part rather than by cross-validation). One global threshold, tuned the same way on the micro
-F1 of every class at once, is the fallback: a class without validation positives keeps it
-(its F1 is 0 at every threshold), and so does the ``Calibration``'s ``threshold`` for a
-class without one of its own. Saved in the model folder as ``calibration.json``
-(``models.calibration``).
+Each class's threshold maximises that class's F1 on sigmoid probabilities over the grid
+0.05, 0.10, ..., 0.95 (ties: the threshold nearest 0.5), as scikit-learn's
+``TunedThresholdClassifierCV`` does per binary problem: the validation part's probabilities
+(``tune_thresholds``), or out-of-fold ones (``cross_validated_thresholds``). One global
+threshold, tuned the same way on the micro F1 of every class at once, is the fallback: a
+class without positives keeps it (its F1 is 0 at every threshold), and so does the
+``Calibration``'s ``threshold`` for a class without one of its own. Saved in the model
+folder as ``calibration.json`` (``models.calibration``).
 """
 
 from __future__ import annotations
@@ -64,3 +65,33 @@ def validation_calibration(targets) -> Calibration | None:
     """What turns a classifier's scores into validation probabilities: the sigmoid for
     multi-label ``targets`` (2-D), None (the model's own softmax) for class ids."""
     return Calibration(multi_label=True) if np.ndim(targets) == 2 else None
+
+
+def cross_validated_thresholds(
+    fit, texts: list[str], targets: np.ndarray, n_splits: int, random_state: int, n_jobs: int
+) -> Calibration:
+    """``tune_thresholds`` on out-of-fold probabilities: the rows split into ``n_splits``
+    folds by iterative stratification (``lttw.data.folds.assign_folds``), each fold's
+    ``(n_fold, C)`` probabilities from ``fit(texts, targets)`` (a model with ``predict_proba``)
+    on the other folds, ``n_jobs`` fits at a time (joblib; -1: every core). Each class's
+    threshold is then chosen on every row, not only a validation part's: scikit-learn's
+    ``TunedThresholdClassifierCV`` with ``refit=True``, per class."""
+    from joblib import Parallel, delayed
+
+    from lttw.data.folds import assign_folds
+
+    targets = np.asarray(targets, np.int64)
+    fold_ids = assign_folds(targets, n_splits, random_state)
+    done = Parallel(n_jobs=n_jobs)(
+        delayed(_held_out_probs)(fit, texts, targets, fold_ids, k) for k in range(n_splits)
+    )
+    probs = np.zeros(targets.shape, np.float64)  # (n, C)
+    for k, fold_probs in enumerate(done):
+        probs[fold_ids == k] = fold_probs
+    return tune_thresholds(probs, targets)
+
+
+def _held_out_probs(fit, texts, targets, fold_ids, k) -> np.ndarray:
+    rest, held = np.flatnonzero(fold_ids != k), np.flatnonzero(fold_ids == k)
+    model = fit([texts[i] for i in rest], targets[rest])
+    return model.predict_proba([texts[i] for i in held])
