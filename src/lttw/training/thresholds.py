@@ -73,18 +73,22 @@ def cross_validated_thresholds(
     """``tune_thresholds`` on out-of-fold probabilities: the rows split into ``n_splits``
     folds by iterative stratification (``lttw.data.folds.assign_folds``), each fold's
     ``(n_fold, C)`` probabilities from ``fit(texts, targets)`` (a model with ``predict_proba``)
-    on the other folds, ``n_jobs`` fits at a time (joblib; -1: every core). Each class's
+    on the other folds, ``n_jobs`` fits at a time (threads: scikit-learn's solvers and sparse
+    products release the GIL for most of a fit; 0 or less: one per core). Each class's
     threshold is then chosen on every row, not only a validation part's: scikit-learn's
     ``TunedThresholdClassifierCV`` with ``refit=True``, per class."""
-    from joblib import Parallel, delayed
+    import os
+    from concurrent.futures import ThreadPoolExecutor
 
     from lttw.data.folds import assign_folds
 
     targets = np.asarray(targets, np.int64)
     fold_ids = assign_folds(targets, n_splits, random_state)
-    done = Parallel(n_jobs=n_jobs)(
-        delayed(_held_out_probs)(fit, texts, targets, fold_ids, k) for k in range(n_splits)
-    )
+    workers = min(n_splits, n_jobs if n_jobs > 0 else os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        done = list(
+            pool.map(lambda k: _held_out_probs(fit, texts, targets, fold_ids, k), range(n_splits))
+        )
     probs = np.zeros(targets.shape, np.float64)  # (n, C)
     for k, fold_probs in enumerate(done):
         probs[fold_ids == k] = fold_probs
