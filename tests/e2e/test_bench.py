@@ -252,3 +252,38 @@ def test_predict_throughput_builds_and_measures_a_synthetic_lttw_folder(tmp_path
     assert json.loads(out.read_text()) == result
     (row,) = result["rows"]
     assert row["texts_per_s"] > 0 and row["device"] == "cpu" and row["batch_size"] == 64
+
+
+def test_suite_cpu_logs_each_python_process_and_sums_by_test_and_program(tmp_path):
+    """The logging site records a process's own CPU, its test and argv at exit; the summary
+    adds them up by test file and by program (``bench/suite_cpu.py``)."""
+    import os
+    import subprocess
+
+    import suite_cpu
+
+    log = tmp_path / "processes.tsv"
+    script = tmp_path / "stages" / "busy.py"
+    script.parent.mkdir()
+    script.write_text("sum(i * i for i in range(3_000_000))\n")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(suite_cpu.SITE),
+        "SUITE_CPU_LOG": str(log),
+        "PYTEST_CURRENT_TEST": "tests/x/test_a.py::test_one (call)",
+    }
+    for args in ([str(script)], ["-c", "pass"]):
+        subprocess.run([sys.executable, *args], env=env, check=True)
+    procs = suite_cpu.read_log(log.read_text() + "a line cut sh")
+    assert [p["test"] for p in procs] == ["tests/x/test_a.py"] * 2
+    busy, idle = procs
+    assert busy["argv"] == str(script) and busy["cpu_s"] > idle["cpu_s"]
+    summary = suite_cpu.summarise(procs)
+    assert summary["logged_processes"] == 2
+    assert summary["by_test_file"]["tests/x/test_a.py"]["processes"] == 2
+    assert list(summary["by_program"]) == ["stage busy", "python -c (xdist workers, ...)"]
+    assert suite_cpu.program("/venv/bin/dvc repro") == "dvc"
+    assert suite_cpu.program("/venv/lib/dvc/__main__.py exp show") == "dvc"
+    out = tmp_path / "suite.json"
+    result = suite_cpu.main(["--log", str(log), "--out", str(out)])
+    assert json.loads(out.read_text())["summary"] == result["summary"] == summary
