@@ -95,12 +95,13 @@ fi
 "$PY" -c "import lttw.training.loop, lttw.inference.predict, lttw.models.attention" || { echo "gpu.sh: cannot import lttw" >&2; exit 3; }
 if [ "$GRID" = 1 ]; then
   # the grid's cells, several at a time on this device, stopped cleanly at --budget; each
-  # finished cell is written whole to evidence/runs/<cell>/ and copied to $OUT (with the
-  # folds of stopped cells, evidence/runs/.partial/), so the next window resumes from them
+  # finished cell is written whole to evidence/runs/<cell>/ and packed into $OUT/runs.tar.gz
+  # (with the folds of stopped cells, evidence/runs/.partial/; one file, since a runner may
+  # bring back only a few), so the next window resumes from them
   rc=0
   "$PY" -m lttw.reporting.grid_window ${GRID_ARGS[@]+"${GRID_ARGS[@]}"} || rc=$?
   if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ] && [ -d evidence/runs ]; then
-    mkdir -p "$OUT/runs" && cp -r evidence/runs/. "$OUT/runs/"
+    tar -czf "$OUT/runs.tar.gz" -C evidence runs
     cp data/grid/last_window.json "$OUT/" 2>/dev/null || true
   fi
   exit $rc
