@@ -44,11 +44,16 @@ done
 [ ${#PARTS[@]} -eq 0 ] && PARTS=(train attention predict profile)
 PY="${PYTHON:-python3}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=true
-# wheels carried in .whl/ (e.g. pydantic, which the GPU image lacks): install them aside
+# wheels carried in .whl/ (e.g. pydantic, which the GPU image lacks): install them aside;
+# wheels built for another Python (the CPU machine's checkout) are skipped with a note, and
+# the check of the modules below says what is then still missing
 if compgen -G ".whl/*.whl" >/dev/null; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/lttw-site .whl/*.whl
-  export PYTHONPATH="/tmp/lttw-site${PYTHONPATH:+:$PYTHONPATH}"
+  if "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/lttw-site .whl/*.whl 2>/dev/null; then
+    export PYTHONPATH="/tmp/lttw-site${PYTHONPATH:+:$PYTHONPATH}"
+  else
+    echo "gpu.sh: the wheels in .whl/ do not install on this Python: skipped" >&2
+  fi
 fi
 # the package from this checkout when it is not installed (no pip needed)
 if ! "$PY" -c "import lttw" 2>/dev/null; then export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"; fi
