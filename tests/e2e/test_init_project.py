@@ -3,10 +3,11 @@ temporary folder, install it with ``--no-deps`` into a fresh virtual environment
 the test environment's packages (a .pth file; nothing from this checkout: no PYTHONPATH),
 then, in a temporary folder outside the repository, ``lttw init`` on a small CSV with its
 own column names, ``dvc repro`` on the tiny profile, ``dvc exp run -S model.k=...``
-rerunning only what reads model.k, an edit of the CSV showing in ``dvc status``, the model
-folder answering ``lttw predict --json`` on stdin, and the Python API on that folder.
+rerunning only what reads model.k and back again restoring from the run-cache, an edit of
+the CSV showing in ``dvc status``, the model folder answering ``lttw predict --json`` on
+stdin, and the Python API on that folder.
 
-Two DVC runs in all (repro, one experiment); everything else reads what they wrote."""
+Three DVC runs in all (repro, two experiments); everything else reads what they wrote."""
 
 from __future__ import annotations
 
@@ -175,6 +176,11 @@ def test_a_project_of_ones_own(venv, tmp_path, tiny_encoder_dir):
     assert "metrics/summary.json" in _run(venv, [*dvc, "metrics", "diff"], project).stdout
     shown = json.loads(_run(venv, [*dvc, "exp", "show", "--json"], project).stdout)
     assert f'"k": {k}' in json.dumps(shown)  # the experiment, with its parameter
+    # back to the committed k: the fold's model and metrics come from DVC's run-cache (which
+    # holds every stage, train included: its checkpoints are no output), nothing retrains
+    back = _run(venv, [*dvc, "exp", "run", "-S", f"model.k={k + 1}"], project).stdout
+    assert not {"features@0", "train@0", "evaluate@0"} & ran(back), back
+    assert "Stage 'train@0' is cached - skipping run" in back
 
     with (project / "data/raw/reviews.csv").open("a") as f:  # the user edits their data
         f.write('"one more row about the stock market",Business\n')

@@ -1,5 +1,6 @@
 """The real `dvc repro`, end to end, on a tiny profile in a temporary copy of the repo; then
-what a second run and a changed parameter reran, read from DVC's own output."""
+what a second run and a changed parameter reran, read from DVC's own output (a k change and
+back again: the same dvc.yaml in a user's project, tests/e2e/test_init_project.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 from support.stage_graph import undeclared_reads
-from support.tiny_project import dvc_status, ran, run
+from support.tiny_project import dvc_status, ran, run, set_params
 
 pytestmark = pytest.mark.slow
 
@@ -63,22 +63,10 @@ def test_repro_runs_every_stage_then_nothing(tiny_repro, project):
     assert ran(again) == set()
 
 
-def test_changing_k_reruns_features_and_after_only_then_going_back_restores(project, tiny_repro):
-    """A k change reruns the factor tensors and what reads them; going back to the session
-    run's k restores the fold's model and metrics from DVC's run-cache (which holds every
-    stage, train included: its checkpoints are no output)."""
-    k = yaml.safe_load((tiny_repro.root / "params.yaml").read_text())["model"]["k"]
-    assert k != 2
-    out = run(["dvc", "exp", "run", "-S", "model.k=2"], project)
-    assert ran(out) == {"features@0", "train@0", "evaluate@0", "final", "summary"}
-    out = run(["dvc", "exp", "run", "-S", f"model.k={k}"], project)
-    assert not {"features@0", "train@0", "evaluate@0"} & ran(out)
-    assert "Stage 'train@0' is cached - skipping run" in out
-
-
 def test_changing_rank_reruns_nmf_not_counts(project):
     # up to features@0, the first stage after nmf: train@0 and after are then stale (`dvc
-    # status`); the k test above trains through what a changed factor tensor reruns
+    # status`); what a changed factor tensor reruns through training, and going back to a
+    # setting trained before, are test_init_project's `dvc exp run -S model.k=...`
     out = run(["dvc", "exp", "run", "-S", "nmf.rank=2", "features@0"], project)
     assert ran(out) == {"nmf@0", "features@0"}
     assert "train@0" in dvc_status(project, "train@0")
@@ -88,6 +76,9 @@ def test_baseline_variant_keeps_factor_stages_cached(project):
     # as in a queued experiment's fresh copy: no checkpoint folder
     shutil.rmtree(project / "data" / "checkpoints")
     # a variant without latent factors: changing k must not retrain it
-    run(["dvc", "exp", "run", "-S", "model.variant=tfidf_linear"], project)
-    out = run(["dvc", "exp", "run", "-S", "model.variant=tfidf_linear", "-S", "model.k=3"], project)
+    # (params.yaml edited and `dvc repro`: what `dvc exp run -S` does, without its own work)
+    set_params(project, model={"variant": "tfidf_linear"})
+    run(["dvc", "repro"], project)
+    set_params(project, model={"k": 3})
+    out = run(["dvc", "repro"], project)
     assert "train@0" not in ran(out) and "evaluate@0" not in ran(out)
