@@ -86,26 +86,26 @@ def test_train_throughput_with_real_lengths_trims_batches(tmp_path):
 
 
 @pytest.mark.slow
-def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
-    """tools/run_stages.py (for machines without dvc) runs every stage of dvc.yaml in order
-    with -S overrides, and stops at the first failing stage."""
+def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_repro):
+    """tools/run_stages.py (for machines without dvc) runs the stages of dvc.yaml in its order
+    (every stage, the per-fold ones for each fold of folds.run) with -S overrides, and stops
+    at the first failing stage. The run here: the stages from the factor tensors on (--only),
+    in a copy of the session's tiny run, whose earlier stages' outputs they read."""
     import subprocess
 
-    from support.tiny_project import make_tiny_project
+    import yaml
 
-    project = make_tiny_project(tmp_path / "p", tiny_encoder_dir)
-    script = [sys.executable, str(BENCH.parent / "tools" / "run_stages.py")]
-    env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run(
-        script + ["-S", "model.k=2", "-S", "folds.run=[1]"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    timings = json.loads((project / "bench/results/run_stages.json").read_text())
-    assert [r["stage"] for r in timings["stages"]] == [
+    from lttw import layout
+    from lttw.io import read_arrays_metadata
+
+    sys.path.insert(0, str(BENCH.parent / "tools"))
+    import run_stages
+
+    project = tiny_repro.copy(tmp_path / "p")
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    run_stages.apply_override(params, "folds.run=[1]")
+    dvc_yaml = yaml.safe_load((project / "dvc.yaml").read_text())
+    assert [name for name, _ in run_stages.stage_commands(dvc_yaml, params)] == [
         "sample",
         "folds",
         "tokens",
@@ -118,8 +118,26 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
         "final",
         "summary",
     ]
+    script = [sys.executable, str(BENCH.parent / "tools" / "run_stages.py")]
+    env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(
+        script + ["-S", "model.k=2", "--only", "features,train,evaluate,summary"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    timings = json.loads((project / "bench/results/run_stages.json").read_text())
+    assert [r["stage"] for r in timings["stages"]] == [
+        "features@0",
+        "train@0",
+        "evaluate@0",
+        "summary",
+    ]
+    assert int(read_arrays_metadata(project / layout.features_file(0))["k"]) == 2  # -S read
     summary = json.loads((project / "metrics/summary.json").read_text())
-    assert summary["folds"] == [1] and 0 <= summary["test/f1_macro"]["mean"] <= 1
+    assert summary["folds"] == [0] and 0 <= summary["test/f1_macro"]["mean"] <= 1
     assert not list(project.glob("params-*.yaml"))  # its temporary params file is gone
 
     # bench/stage_startup.py times a stage as DVC runs it, and says what it imported
@@ -133,7 +151,7 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
             "--stage",
             "nmf",
             "--fold",
-            "1",
+            "0",
             "--runs",
             "1",
             "--out",
@@ -141,7 +159,7 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_encoder_dir):
         ]
     )
     assert json.loads(out.read_text()) == result
-    assert result["command"] == "python stages/nmf.py --fold 1" and result["median_s"] > 0
+    assert result["command"] == "python stages/nmf.py --fold 0" and result["median_s"] > 0
     assert result["imported"]["transformers"] is False
 
     bad = subprocess.run(

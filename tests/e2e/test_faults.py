@@ -1,8 +1,9 @@
 """Faults and reproducibility (issue 7), with the real ``dvc repro`` on the tiny profile.
 
-* Two tiny projects are built from scratch with the same parameters: ``reference`` runs
-  ``dvc repro`` uninterrupted (in the background, while the other one is being killed);
-  ``killed`` runs ``dvc repro`` three times: the first gets ``kill -9`` (its whole process
+* Two tiny projects with the same parameters, built independently: ``reference``, a copy
+  of the session's tiny run (``tiny_repro``) switched to ``FAULT_EPOCHS``, runs ``dvc repro``
+  uninterrupted (training and what follows, in the background, while the other one is being
+  killed); ``killed``, built from scratch, runs ``dvc repro`` three times: the first gets ``kill -9`` (its whole process
   group) while ``features@0`` writes its tensor; the second reruns ``features@0`` (and
   nothing before it) and gets ``kill -9`` in ``train@0`` after an epoch checkpoint; the third
   resumes training from that checkpoint and completes. After each kill no output file is
@@ -11,8 +12,8 @@
 * The two projects' ``dvc.lock`` output hashes are identical for every stage; the model
   weights and predictions too. ``train@0`` / ``evaluate@0`` lock hashes differ only through
   the measured timings stored in ``metrics/train/fold_i.json`` and the fold metrics.
-* Everything the pipeline writes lies under data/, metrics/, models/, dvclive/ (plus DVC's
-  own files), nothing in pickle formats, and the model folder loads without pickle.
+* Everything the killed project's runs write lies under data/, metrics/, models/, dvclive/
+  (plus DVC's own files), nothing in pickle formats, and the model folder loads without pickle.
 
 Train runs ``FAULT_EPOCHS`` epochs here (tiny profile: 1) so that a kill can land between
 two epoch checkpoints.
@@ -24,6 +25,7 @@ import hashlib
 import json
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import threading
@@ -32,7 +34,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.tiny_project import DATASETS, env, git_commit, make_tiny_project, ran, run
+from support.tiny_project import (
+    DATASETS,
+    env,
+    git_commit,
+    make_tiny_project,
+    ran,
+    run,
+    set_params,
+)
 
 from lttw import layout
 from lttw.training.checkpoint import read_checkpoint_state
@@ -192,27 +202,21 @@ def read_metrics(root: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory, tiny_encoder_dir):
-    """An uninterrupted ``dvc repro``, started in the background; the value is a callable
-    that waits for it and returns (root, output, files before the run, watched inputs)."""
-    root = fault_project(tmp_path_factory.mktemp("reference"), tiny_encoder_dir)
-    before = snapshot(root)
-    inputs = {"datasets": snapshot(DATASETS), "encoder": snapshot(tiny_encoder_dir)}
+def reference(tmp_path_factory, tiny_repro):
+    """An uninterrupted ``dvc repro`` of ``FAULT_EPOCHS`` epochs in a copy of the session's tiny
+    run (its data stages, up to features@0, are that run's; training starts afresh: no
+    checkpoint folder), started in the background; the value is a callable that waits for it
+    and returns (root, output)."""
+    root = tiny_repro.copy(tmp_path_factory.mktemp("reference") / "project")
+    shutil.rmtree(root / "data" / "checkpoints")
+    set_params(root, train={"epochs": FAULT_EPOCHS, "patience": 0})
+    git_commit(root, f"{FAULT_EPOCHS} epochs")
     repro = Repro(root)
     result = {}
 
     def done():
         if not result:
-            result.update(
-                root=root,
-                output=repro.finish(),
-                before=before,
-                inputs=inputs,
-                inputs_after={
-                    "datasets": snapshot(DATASETS),
-                    "encoder": snapshot(tiny_encoder_dir),
-                },
-            )
+            result.update(root=root, output=repro.finish())
         return result
 
     yield done
@@ -221,10 +225,17 @@ def reference(tmp_path_factory, tiny_encoder_dir):
 
 
 @pytest.fixture(scope="module")
-def killed(tmp_path_factory, tiny_encoder_dir, reference):
-    """The project that is killed twice; returns a dict of what each step saw."""
+def killed(tmp_path_factory, tiny_repro, reference):
+    """The project that is killed twice; returns a dict of what each step saw. Its encoder is
+    the reference's folder (a parameter: its path is in the lock and the model folder)."""
+    params = yaml.safe_load((tiny_repro.root / "params.yaml").read_text())
+    tiny_encoder_dir = Path(params["model"]["encoder"])
     root = fault_project(tmp_path_factory.mktemp("killed"), tiny_encoder_dir)
-    seen = {"root": root}
+    seen = {
+        "root": root,
+        "before": snapshot(root),
+        "inputs": {"datasets": snapshot(DATASETS), "encoder": snapshot(tiny_encoder_dir)},
+    }
 
     def mid_training() -> bool:
         try:
@@ -266,6 +277,7 @@ def killed(tmp_path_factory, tiny_encoder_dir, reference):
     # 3. dvc repro completes
     seen["final"] = run(["dvc", "repro"], root)
     seen["damage_end"] = damaged_outputs(root)
+    seen["inputs_after"] = {"datasets": snapshot(DATASETS), "encoder": snapshot(tiny_encoder_dir)}
     return seen
 
 
@@ -348,9 +360,8 @@ def test_seed_is_recorded(reference):
 # ------------------------------------------------------------------ safe artifacts
 
 
-def test_everything_written_lies_under_the_output_folders(reference):
-    ref = reference()
-    root, before = ref["root"], ref["before"]
+def test_everything_written_lies_under_the_output_folders(killed):
+    root, before = killed["root"], killed["before"]
     after = snapshot(root)
     written = sorted(path for path, stat in after.items() if before.get(path) != stat)
     dvc_own = lambda p: p == "dvc.lock" or p.startswith(".dvc/") or p.endswith(".gitignore")
@@ -358,7 +369,7 @@ def test_everything_written_lies_under_the_output_folders(reference):
     assert outside == [], f"written outside {OUTPUT_ROOTS}: {outside}"
     assert any(p.startswith("models/") for p in written)
     # the inputs (the dataset folder, the encoder folder) are read, never written
-    assert ref["inputs_after"] == ref["inputs"]
+    assert killed["inputs_after"] == killed["inputs"]
 
 
 def test_no_pickle_files_and_model_folder_loads_without_pickle(reference, monkeypatch):

@@ -3,6 +3,7 @@ collected cells' folders, and `lttw report`'s table, verdicts and learning curve
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -336,6 +337,15 @@ def test_cells_run_through_the_queue_are_collected_and_reported(queued_grids, ti
     assert "queued 0 cell(s)" in again  # not twice
     status = queued_grids.study_status_queued
     assert status.count("queued or finished (lttw exp collect)") == 2
+    # every stage of both cells is DVC's cached one: the commit's, and for `frozen` (Table 7's
+    # k10s10 frozen setting) the run-cache's of the sweep's experiment, encoder states included
+    from support.queued_grids import experiment_logs
+    from support.tiny_project import ran
+
+    logs = experiment_logs(queued_grids.study_run)
+    assert set(logs) == {"ev-ag_news-lttw", "ev-ag_news-frozen"}
+    assert not ran(queued_grids.study_run), queued_grids.study_run[-3000:]
+    assert "Stage 'encode' is cached - skipping run" in logs["ev-ag_news-frozen"]
     out = queued_grids.study_collected
     assert "collected 2 cell(s): ev-ag_news-frozen, ev-ag_news-lttw" in out
     assert queued_grids.study_status_collected.count("collected") == 2
@@ -348,6 +358,9 @@ def test_cells_run_through_the_queue_are_collected_and_reported(queued_grids, ti
     assert len(cell.predictions) == committed["test"]["n"]
     text = queued_grids.report.read_text()
     assert "2 of 2 cells of `experiments/study.yaml` collected" in text
+    # McNemar's exact test on the two cells' held-out predictions: p (discordant counts)
+    row = next(line for line in text.splitlines() if line.startswith("| AG News | lttw |"))
+    assert re.search(r"\| [\d.]+ \(\d+ / \d+\) \|", row), row
     assert learning_curve(read_study(project / "experiments" / "study.yaml"), results).empty
 
 
