@@ -253,6 +253,23 @@ def test_a_lead_within_noise_is_left_to_the_table(tmp_path):
     assert "- AG News: LTTW +1.17 points" in text and "ahead of both" not in text
 
 
+def test_one_common_fold_gives_its_gap_and_no_paired_test(tmp_path):
+    """With one fold the paired t-test is n/a, but the gap is that fold's (not +0.00)."""
+    study_file = tmp_path / "study.yaml"
+    study_file.write_text(
+        "folds: [0]\ndatasets: {ag_news: {}}\n"
+        "variants: {lttw: {}, encoder: {model.variant: encoder}}\n"
+    )
+    runs = tmp_path / "runs"
+    labels = np.arange(40) % 4
+    write_cell(runs, "ev-ag_news-lttw", "ag_news", "lttw", [0.80], predictions(labels, [0, 1]))
+    write_cell(runs, "ev-ag_news-encoder", "ag_news", "encoder", [0.90], predictions(labels, []))
+    text, _ = with_study(REPORT, study_file, runs)
+    row = next(line for line in text.splitlines() if line.startswith("| AG News | lttw |"))
+    assert "| 1 | 80.00 | -10.00 | 0/1 | n/a (needs >= 2 common folds) |" in row
+    assert "- AG News: LTTW -10.00 points against `encoder` over 1 fold; " in text
+
+
 def test_mcnemar_pairs_rows_of_the_same_fold_only():
     labels = np.arange(8) % 2
     a, b = predictions(labels, []), predictions(labels, [0])

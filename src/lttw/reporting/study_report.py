@@ -99,13 +99,26 @@ def _delta(t: dict, missing: str = "") -> str:
     return f"{100 * t['delta']:+.2f}" if "delta" in t else missing
 
 
+def _gap(result: CellResult, reference: CellResult, t: dict) -> float | None:
+    """Mean held-out F1 gap in points, ``result`` minus ``reference``, over their common folds:
+    the paired test's, or with one common fold (no test) that fold's; None without one."""
+    if "delta" in t:
+        return 100 * t["delta"]
+    common = sorted(set(result.run.folds) & set(reference.run.folds))
+    if not common:
+        return None
+    f1 = lambda cell, fold: cell.run.folds[fold]["test"]["f1_macro"]  # noqa: E731
+    return 100 * float(np.mean([f1(result, f) - f1(reference, f) for f in common]))
+
+
 def _comparison(result: CellResult, reference: CellResult | None) -> list[str]:
     if result is reference:
         return ["reference", "", "", ""]
     if reference is None:
         return ["n/a (reference not run)", "", "", ""]
     t, m = _paired(result, reference)
-    delta = _delta(t)
+    gap = _gap(result, reference, t)
+    delta = "" if gap is None else f"{gap:+.2f}"
     wins = ""
     if t["n"]:
         common = sorted(set(result.run.folds) & set(reference.run.folds))
@@ -126,7 +139,9 @@ def _verdict(dataset: str, study: Study, results: dict[str, CellResult]) -> str:
     if lttw is None or ref is None:
         return f"- {name}: not run yet."
     t, m = _paired(lttw, ref)
-    gap = 100 * t.get("delta", 0.0)
+    gap = _gap(lttw, ref, t)
+    if gap is None:
+        return f"- {name}: LTTW and `{study.reference}` share no fold yet."
     return _gap_sentence(name, study, t, m, gap) + _ahead_of_both(dataset, study, results)
 
 
@@ -157,6 +172,10 @@ def _ahead_of_both(dataset: str, study: Study, results: dict[str, CellResult]) -
     )
 
 
+def _folds(n: int) -> str:
+    return f"{n} fold" if n == 1 else f"{n} folds"
+
+
 def _gap_sentence(name: str, study: Study, t: dict, m: dict, gap: float) -> str:
     tests = f"paired t-test p {_p(t['p']) or 'n/a'}, McNemar p {_p(m['p']) or 'n/a'}"
     strong = all(p is not None and p < SIGNIFICANT for p in (t["p"], m["p"]))
@@ -164,13 +183,13 @@ def _gap_sentence(name: str, study: Study, t: dict, m: dict, gap: float) -> str:
         word = "ahead of" if gap > 0 else "behind"
         return (
             f"- {name}: LTTW is {word} `{study.reference}` by {abs(gap):.2f} points "
-            f"over {t['n']} folds ({tests})."
+            f"over {_folds(t['n'])} ({tests})."
         )
     either = any(p is not None and p < SIGNIFICANT for p in (t["p"], m["p"]))
     hedge = "only one of the two tests finds" if either else "neither test finds"
     return (
-        f"- {name}: LTTW {gap:+.2f} points against `{study.reference}` over {t['n']} "
-        f"folds; {hedge} a difference at {SIGNIFICANT} ({tests})."
+        f"- {name}: LTTW {gap:+.2f} points against `{study.reference}` over "
+        f"{_folds(t['n'])}; {hedge} a difference at {SIGNIFICANT} ({tests})."
     )
 
 
