@@ -104,11 +104,15 @@ def _gap(result: CellResult, reference: CellResult, t: dict) -> float | None:
     the paired test's, or with one common fold (no test) that fold's; None without one."""
     if "delta" in t:
         return 100 * t["delta"]
+    ours, theirs = _common_f1(result, reference)
+    return 100 * float(np.mean(ours - theirs)) if ours.size else None
+
+
+def _common_f1(result: CellResult, reference: CellResult) -> tuple[np.ndarray, np.ndarray]:
+    """Held-out test macro F1 of ``result`` and ``reference`` on their common folds, paired."""
     common = sorted(set(result.run.folds) & set(reference.run.folds))
-    if not common:
-        return None
-    f1 = lambda cell, fold: cell.run.folds[fold]["test"]["f1_macro"]  # noqa: E731
-    return 100 * float(np.mean([f1(result, f) - f1(reference, f) for f in common]))
+    f1 = lambda cell: np.array([cell.run.folds[f]["test"]["f1_macro"] for f in common])  # noqa: E731
+    return f1(result), f1(reference)
 
 
 def _comparison(result: CellResult, reference: CellResult | None) -> list[str]:
@@ -121,12 +125,8 @@ def _comparison(result: CellResult, reference: CellResult | None) -> list[str]:
     delta = "" if gap is None else f"{gap:+.2f}"
     wins = ""
     if t["n"]:
-        common = sorted(set(result.run.folds) & set(reference.run.folds))
-        ahead = sum(
-            result.run.folds[f]["test"]["f1_macro"] > reference.run.folds[f]["test"]["f1_macro"]
-            for f in common
-        )
-        wins = f"{ahead}/{len(common)}"
+        ours, theirs = _common_f1(result, reference)
+        wins = f"{int((ours > theirs).sum())}/{ours.size}"
     exact = (
         f"{_p(m['p'])} ({m['only_other']} / {m['only_ref']})" if m["p"] is not None else m["why"]
     )
