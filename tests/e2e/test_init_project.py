@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from support import stage_forks
 from support.tiny_project import DATASETS, git_commit, ran, tiny_params
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,11 +35,11 @@ BUILD_FILES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dvc.ya
 pytestmark = pytest.mark.slow
 
 
-def _env(venv: Path) -> dict:
-    """The venv first on PATH (so dvc.yaml's `python` is the venv's), no PYTHONPATH."""
+def _env(venv: Path, forked_stages: bool = True) -> dict:
+    """The venv first on PATH (so dvc.yaml's `python` is the venv's: its stage scripts are
+    forked from a server that the venv's interpreter runs, ``stage_forks``), no PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(
-        PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}",
         DVC_NO_ANALYTICS="1",
         HF_HUB_OFFLINE="1",
         GIT_AUTHOR_NAME="t",
@@ -46,12 +47,15 @@ def _env(venv: Path) -> dict:
         GIT_COMMITTER_NAME="t",
         GIT_COMMITTER_EMAIL="t@t",
     )
+    python = str(venv / "bin" / "python")
+    env["PATH"] = stage_forks.path_prefix(forked_stages, python=python, env=env)
     return env
 
 
 def _run(venv: Path, args: list[str], cwd: Path, stdin: str | None = None, code: int = 0):
+    env = _env(venv, forked_stages=(venv / "bin" / "lttw").is_file())  # once lttw is in
     done = subprocess.run(
-        args, cwd=cwd, env=_env(venv), input=stdin, capture_output=True, text=True, timeout=900
+        args, cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=900
     )
     assert done.returncode == code, (
         f"{' '.join(map(str, args))}:\n{(done.stdout + done.stderr)[-4000:]}"
