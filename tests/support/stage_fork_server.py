@@ -216,7 +216,8 @@ def serve(path: str, python: str) -> None:
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     selector.close()
                     listener.close()
-                    conn.close()
+                    for other in (conn, *pids):  # the server's ends, this client's and others'
+                        other.close()
                     os.close(wake_r)
                     os.close(wake_w)
                     run_child(job, fds, python, extra)
@@ -228,7 +229,9 @@ def serve(path: str, python: str) -> None:
                 selector.register(conn, selectors.EVENT_READ, "client")
             elif key.data == "client":
                 conn = key.fileobj
-                pid = pids[conn]
+                pid = pids.get(conn)
+                if pid is None:  # its child was reaped earlier in this round
+                    continue
                 try:
                     data = conn.recv(64)
                 except OSError:
