@@ -55,11 +55,17 @@ def forked(args):
     except OSError:
         return None
     job = json.dumps({{"argv": args, "cwd": os.getcwd(), "env": dict(os.environ)}}).encode()
-    socket.send_fds(conn, [len(job).to_bytes(8, "big")], [0, 1, 2])
-    conn.sendall(job)
+    try:
+        socket.send_fds(conn, [len(job).to_bytes(8, "big")], [0, 1, 2])
+        conn.sendall(job)
+    except OSError:  # the server is going: no job reached it
+        return None
 
     def forward(sig, frame):
-        conn.sendall(bytes([sig]))
+        try:
+            conn.sendall(bytes([sig]))
+        except OSError:  # the server is gone; the stage with it
+            pass
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, forward)
