@@ -2,14 +2,13 @@
 many broken and odd shapes (``DATA_CASES``), each run through the real ``stages/<name>.py``
 as ``__main__`` with ``--params P`` in its own temporary directory, and the session fixture
 ``stage_runs`` holding every result. To stay fast on two cores the ~30 runs of the ``sample``
-stage are forked from one interpreter that has imported pandas / pyarrow once (a fresh process
-per run); two data cases also run as plain subprocesses, a cross-check. A bad input must end a
+stage are forked from the tests' warm interpreter (``stage_forks``: a fresh process per run,
+without the imports); two data cases also run as plain subprocesses, a cross-check. A bad input must end a
 stage with exit code 2 and exactly one line on stderr, ``error: ...``, naming the file /
 column / row / parameter, with no traceback and no output left behind."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -25,6 +24,7 @@ import pytest
 import yaml
 
 from lttw import layout
+from support import stage_forks
 
 REPO = Path(__file__).resolve().parents[2]
 LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d lttw[\w.]*: ")  # stage.py's logging format
@@ -365,73 +365,16 @@ def _run(cmd: list[str], cwd: Path) -> Ran:
     return Ran(done.returncode, done.stdout, done.stderr, cwd)
 
 
-#: runs ``stages/<script>`` once per job, each in a forked child of one interpreter that has
-#: imported the stage's libraries: argv[1] = JSON [{"script", "args", "cwd"}], at most two
-#: children at a time; prints JSON {cwd: exit code}; each child's output goes to
-#: cwd/.stdout and cwd/.stderr
-FORK_RUNNER = r"""
-import json, os, runpy, sys, traceback
-import numpy, pandas, pyarrow.parquet, yaml, pydantic  # noqa: F401  (imported once)
-import lttw.data.datasets, lttw.data.tables, lttw.io, lttw.layout, lttw.data.sampling, lttw.settings, lttw.stage  # noqa: F401
-
-def child(job):
-    code = 1
-    try:
-        os.chdir(job["cwd"])
-        for fd, name in ((1, ".stdout"), (2, ".stderr")):
-            os.dup2(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
-        sys.argv = [job["script"], *job["args"]]
-        try:
-            runpy.run_path(job["script"], run_name="__main__")
-            code = 0
-        except SystemExit as exc:
-            if exc.code is None or isinstance(exc.code, int):
-                code = exc.code or 0
-            else:
-                print(exc.code, file=sys.stderr)
-        except BaseException:
-            traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-
-jobs, running, codes = json.loads(sys.argv[1]), {}, {}
-while jobs or running:
-    while jobs and len(running) < 2:
-        job = jobs.pop(0)
-        pid = os.fork()
-        if pid == 0:
-            child(job)
-        running[pid] = job["cwd"]
-    pid, status = os.wait()
-    codes[running.pop(pid)] = os.waitstatus_to_exitcode(status)
-print(json.dumps(codes))
-"""
-
-
 def _run_forked(stage: str, folders: list[Path]) -> dict[Path, Ran]:
-    jobs = [
-        {
-            "script": str(REPO / "stages" / f"{stage}.py"),
-            "args": ["--params", "params.yaml"],
-            "cwd": str(folder),
-        }
-        for folder in folders
-    ]
-    done = subprocess.run(
-        [sys.executable, "-c", FORK_RUNNER, json.dumps(jobs)],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    codes = json.loads(done.stdout.strip().splitlines()[-1])
+    """``python stages/<stage>.py --params params.yaml`` in each folder, one after another,
+    each forked from the tests' warm interpreter (``stage_forks``) once it listens."""
+    env = {**_env(), "PATH": stage_forks.path_prefix()}  # starts the server, if not yet
+    stage_forks.wait_ready(120)
+    cmd = ["python", str(REPO / "stages" / f"{stage}.py"), "--params", "params.yaml"]
     out = {}
     for folder in folders:
-        read = lambda name: (folder / name).read_text(encoding="utf-8", errors="replace")
-        out[folder] = Ran(codes[str(folder)], read(".stdout"), read(".stderr"), folder)
+        done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+        out[folder] = Ran(done.returncode, done.stdout, done.stderr, folder)
     return out
 
 
