@@ -366,16 +366,18 @@ def _run(cmd: list[str], cwd: Path) -> Ran:
 
 
 def _run_forked(stage: str, folders: list[Path]) -> dict[Path, Ran]:
-    """``python stages/<stage>.py --params params.yaml`` in each folder, one after another,
-    each forked from the tests' warm interpreter (``stage_forks``) once it listens."""
+    """``python stages/<stage>.py --params params.yaml`` in each folder, two at a time, each
+    forked from the tests' warm interpreter (``stage_forks``) once it listens."""
     env = {**_env(), "PATH": stage_forks.path_prefix()}  # starts the server, if not yet
     stage_forks.wait_ready(120)
     cmd = ["python", str(REPO / "stages" / f"{stage}.py"), "--params", "params.yaml"]
-    out = {}
-    for folder in folders:
+
+    def run(folder: Path) -> Ran:
         done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
-        out[folder] = Ran(done.returncode, done.stdout, done.stderr, folder)
-    return out
+        return Ran(done.returncode, done.stdout, done.stderr, folder)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(folders, pool.map(run, folders), strict=True))
 
 
 # ----------------------------------------------------------- cases that run other stages
