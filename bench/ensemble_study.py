@@ -151,9 +151,8 @@ def main() -> None:
     seconds = repro(root, args.work / f"{args.dataset}.log")
     print(f"{args.dataset}: dvc repro {seconds:.0f} s", flush=True)
     sys.path.insert(0, str(root / "src"))
-    from lttw.reporting.report import paired_test
-    from lttw.reporting.runs import load_run
-    from lttw.reporting.study_report import pooled_mcnemar
+    from lttw.experiments.cell_folder import read_cell
+    from lttw.reporting.stats import paired_test, pooled_mcnemar
     from lttw.settings.reading import settings_from_dict
 
     params = yaml.safe_load((root / "params.yaml").read_text())
@@ -172,17 +171,17 @@ def main() -> None:
         info = {"experiment": name, "profile": "bench/ensemble_study.py", "repro_s": seconds}
         folders[variant] = args.out / name
         write_cell(folders[variant], per_fold, preds, cell_params, info)
-    ensemble = load_run(folders["lttw_tfidf"])
+    ensemble = read_cell(folders["lttw_tfidf"])
     report = {"dataset": args.dataset, "train_texts": texts, "folds": args.folds, "vs": {}}
     report["test_f1_macro"] = {
         v: {
-            "mean": float(load_run(f).values("f1_macro").mean()),
-            "per_fold": load_run(f).values("f1_macro").tolist(),
+            "mean": float(read_cell(f).values("f1_macro").mean()),
+            "per_fold": read_cell(f).values("f1_macro").tolist(),
         }
         for v, f in folders.items()
     }
     report["test_ece"] = {  # the ensemble's: before / after the mixture's own temperature
-        v: {k: float(load_run(f).values(k).mean()) for k in ("ece", "ece_uncalibrated")}
+        v: {k: float(read_cell(f).values(k).mean()) for k in ("ece", "ece_uncalibrated")}
         for v, f in folders.items()
     }
     report["weights"] = {
@@ -191,7 +190,7 @@ def main() -> None:
     }
     for part in PARTS:
         report["vs"][part] = {  # delta: ensemble - part
-            "paired": paired_test(ensemble, load_run(folders[part])),
+            "paired": paired_test(ensemble, read_cell(folders[part])),
             "mcnemar": pooled_mcnemar(pd.concat(cells[part][1]), pd.concat(cells["lttw_tfidf"][1])),
         }
     path = args.out / f"ens-{args.dataset}-n{texts}.json"

@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # lttw from this checkout when it is not installed
 
 from lttw.errors import UserError  # noqa: E402
+from lttw.experiments.grids import apply_assignment  # noqa: E402
+from lttw.experiments.stage_plan import expand_stages  # noqa: E402
 from lttw.io import write_json  # noqa: E402
-from lttw.reporting.grids import apply_assignment  # noqa: E402
-from lttw.reporting.stage_plan import expand_stages  # noqa: E402
 
 
 def apply_override(params: dict, assignment: str) -> None:

@@ -22,6 +22,7 @@ LAYERS = [
     "training",
     "inference",
     "checks",
+    "experiments",
     "reporting",
     "serving",
 ]

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from lttw.reporting.grid_budget import Clock
-from lttw.reporting.grid_direct import WORK_DIR
-from lttw.reporting.grid_window import main, run_window
+from lttw.experiments.budget import Clock
+from lttw.experiments.direct_runner import WORK_DIR
+from lttw.experiments.window import main, run_window
 
 GRID = """\
 description: A tiny grid for the tests.
@@ -105,10 +105,10 @@ def test_a_budget_stops_mid_grid_and_a_resume_completes_it(windows):
 def test_folds_of_a_stopped_cell_are_restored_on_a_fresh_machine(tmp_path):
     """A fold saved under .partial comes back into a new work folder with its stages marked
     done, so only the other folds run."""
-    from lttw.reporting.cells import FOLD_FILES, save_fold
-    from lttw.reporting.grid_direct import DirectRunner
-    from lttw.reporting.grids import GridCell
-    from lttw.reporting.stage_plan import expand_stages
+    from lttw.experiments.cells import FOLD_FILES, save_fold
+    from lttw.experiments.direct_runner import DirectRunner
+    from lttw.experiments.grids import GridCell
+    from lttw.experiments.stage_plan import expand_stages
 
     repo = Path(__file__).resolve().parents[2]
     runner = DirectRunner(repo, tmp_path / "runs", tmp_path / "work")

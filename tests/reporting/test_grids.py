@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from lttw.cli import app
 from lttw.errors import UserError
-from lttw.reporting import grid_queue
+from lttw.experiments import dvc_queue
+from lttw.experiments.grids import full_params, load_grid, validate_grid
 from lttw.reporting.grid_report import cell_runs, grid_sections, load_grids
-from lttw.reporting.grids import full_params, load_grid, validate_grid
 
 REPO = Path(__file__).resolve().parents[2]
 GRIDS = REPO / "experiments"
@@ -136,7 +136,7 @@ def test_list_status_and_report_read_the_cells(tmp_path, monkeypatch):
     (partial / "complete").touch()
     (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(grid_queue, "queued_or_done", lambda: set())
+    monkeypatch.setattr(dvc_queue, "queued_or_done", lambda: set())
 
     listed = CliRunner().invoke(app, ["exp", "list"])
     assert listed.exit_code == 0, listed.output
@@ -176,7 +176,7 @@ def test_the_direct_runner_needs_neither_dvc_nor_typer():
     import sys
 
     code = (
-        "import sys, lttw.reporting.grid_window; "
+        "import sys, lttw.experiments.window; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'dvc', 'dvclive', 'typer'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

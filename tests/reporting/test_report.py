@@ -13,8 +13,9 @@ from scipy.stats import ttest_rel, wilcoxon
 from typer.testing import CliRunner
 
 from lttw.cli import app
+from lttw.experiments.cell_folder import read_cell, variant_label
 from lttw.reporting import report
-from lttw.reporting.runs import load_run, merge_runs, variant_label
+from lttw.reporting.runs import merge_runs
 
 
 def write_run(
@@ -123,16 +124,16 @@ def test_workspace_metrics_params_labels_and_stale_folds(tmp_path, monkeypatch):
 
 
 def test_runs_of_one_variant_merge_their_folds(tmp_path):
-    first = load_run(write_run(tmp_path / "a", "lttw", {0: 0.9, 1: 0.8}))
-    second = load_run(write_run(tmp_path / "b", "lttw", {1: 0.1, 2: 0.7}))
+    first = read_cell(write_run(tmp_path / "a", "lttw", {0: 0.9, 1: 0.8}))
+    second = read_cell(write_run(tmp_path / "b", "lttw", {1: 0.1, 2: 0.7}))
     merged = merge_runs([first, second])[("ag_news", "LTTW")]
     assert sorted(merged.folds) == [0, 1, 2]
     assert merged.folds[1]["test"]["f1_macro"] == pytest.approx(0.8)  # first one wins
 
 
 def test_identical_scores_have_no_p_value(tmp_path):
-    a = load_run(write_run(tmp_path / "a", "lttw", LTTW))
-    b = load_run(write_run(tmp_path / "b", "encoder", LTTW))
+    a = read_cell(write_run(tmp_path / "a", "lttw", LTTW))
+    b = read_cell(write_run(tmp_path / "b", "encoder", LTTW))
     assert report.paired_test(a, b)["why"] == "n/a (identical per-fold F1)"
 
 
@@ -220,7 +221,7 @@ def exp_show_document() -> list:
 
 
 def test_runs_from_a_recorded_exp_show_document():
-    from lttw.reporting.experiments import runs_from_exp_show
+    from lttw.experiments.dvc_experiments import runs_from_exp_show
 
     runs = runs_from_exp_show(exp_show_document())
     assert [(r.dataset, r.variant, r.sources[0]) for r in runs] == [
@@ -236,7 +237,7 @@ def test_report_lists_every_experiment(tmp_path, monkeypatch):
     """Issue 17.5: after several `dvc exp run`, every variant that ran has its row; a second
     LTTW run on the same fold is named after its experiment; sections only for datasets
     that have runs; the workspace (the last experiment applied) counts once."""
-    from lttw.reporting import experiments
+    from lttw.experiments import dvc_experiments as experiments
 
     workspace = exp_show_document()[0]["data"]
     for name, entry in workspace["metrics"].items():  # the files dvc read them from
@@ -306,7 +307,7 @@ def test_report_reads_real_dvc_experiments(tmp_path):
 
 
 def test_a_trained_final_model_states_its_own_held_out_f1():
-    from lttw.reporting.runs import Run
+    from lttw.experiments.cell_folder import Run
 
     final = {"trained_on": 48836, "epochs": 1, "epochs_rule": "median", "quality": "the folds'"}
     copied = Run("goemotions", "tfidf_linear", final={**final, "copy_of": "models/fold_0"})

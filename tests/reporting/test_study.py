@@ -14,16 +14,16 @@ from scipy.stats import binomtest, ttest_rel
 from support.tiny_project import REPO
 
 from lttw.errors import UserError
+from lttw.experiments import collect as study_collect
+from lttw.experiments.dvc_queue import queue_command
+from lttw.experiments.grids import load_grid
+from lttw.experiments.study import collected, read_study
 from lttw.io import write_json, write_parquet
-from lttw.reporting import study_collect
-from lttw.reporting.grid_queue import queue_command
-from lttw.reporting.grids import load_grid
-from lttw.reporting.study import collected, read_study
+from lttw.reporting.stats import pooled_mcnemar
 from lttw.reporting.study_report import (
     fill_readme,
     learning_curve,
     load_results,
-    pooled_mcnemar,
     with_study,
 )
 from lttw.settings import settings_from_dict

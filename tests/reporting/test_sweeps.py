@@ -11,12 +11,13 @@ from scipy.stats import binomtest, ttest_rel
 from support.tiny_project import REPO
 
 from lttw.errors import UserError
-from lttw.reporting import grid_queue
-from lttw.reporting.grid_queue import plan_queue, queue_command
+from lttw.experiments import dvc_queue
+from lttw.experiments.cell_folder import Run
+from lttw.experiments.dvc_queue import plan_queue, queue_command
+from lttw.experiments.grids import find_grid, param_value, validate_grid
 from lttw.reporting.grid_report import load_grids
-from lttw.reporting.grids import find_grid, param_value, validate_grid
-from lttw.reporting.runs import Run
-from lttw.reporting.sweep_report import mcnemar, sweep_sections
+from lttw.reporting.stats import mcnemar
+from lttw.reporting.sweep_report import sweep_sections
 
 GRIDS = REPO / "experiments"
 SWEEPS = {g.name: g for g in load_grids(GRIDS) if g.is_sweep}
@@ -167,8 +168,8 @@ def test_cli_passes_the_datasets_root_as_written_or_made_absolute(tmp_path, monk
     (tmp_path / "link").symlink_to(real)
     shutil.copytree(GRIDS, tmp_path / "experiments")
     seen: list[list[str]] = []
-    monkeypatch.setattr(grid_queue, "run_commands", lambda commands: seen.extend(commands))
-    monkeypatch.setattr(grid_queue, "queued_or_done", lambda: set())
+    monkeypatch.setattr(dvc_queue, "run_commands", lambda commands: seen.extend(commands))
+    monkeypatch.setattr(dvc_queue, "queued_or_done", lambda: set())
     monkeypatch.chdir(tmp_path)
     for root, expected in (
         (str(tmp_path / "link"), str(tmp_path / "link")),

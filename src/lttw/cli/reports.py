@@ -31,8 +31,8 @@ def _write_report(
     cells: Path,
     params: Path,
 ) -> None:
+    from lttw.experiments.dvc_experiments import experiment_runs
     from lttw.io import atomic_path
-    from lttw.reporting.experiments import experiment_runs
     from lttw.reporting.grid_report import build_report
     from lttw.settings import read_settings
 
@@ -94,7 +94,7 @@ app.add_typer(exp_app, name="exp")
 
 def _grid(name: str, grids: Path, params: Path, frozen: bool = False, extra: tuple = ()):
     """The grid ``name``, every cell (with ``extra``) validated against ``params``."""
-    from lttw.reporting.grids import find_grid, full_params, validate_grid
+    from lttw.experiments.grids import find_grid, full_params, validate_grid
 
     base = full_params(params)
     grid = find_grid(name, grids, int(base["folds"]["n_folds"]))
@@ -105,7 +105,7 @@ def _grid(name: str, grids: Path, params: Path, frozen: bool = False, extra: tup
 @exp_app.command("list", epilog=_examples("lttw exp list"))
 def exp_list(grids: Grids = Path("experiments"), cells: Cells = Path("evidence/runs")) -> None:
     """Each grid: its name, cells written / cells, and the first sentence of its description."""
-    from lttw.reporting.cells import progress
+    from lttw.experiments.cells import progress
     from lttw.reporting.grid_report import load_grids
 
     for grid in load_grids(grids):
@@ -165,7 +165,7 @@ def exp_run(
     if direct or importlib.util.find_spec("dvc") is None:
         if queue:
             raise UserError("--queue needs dvc; --direct runs the cells now")
-        from lttw.reporting.grid_window import describe, run_window
+        from lttw.experiments.window import describe, run_window
 
         outcome = run_window(
             str(grid.path),
@@ -181,14 +181,14 @@ def exp_run(
         if outcome.failed:
             raise typer.Exit(1)
         return
-    from lttw.reporting.grid_queue import (
+    from lttw.experiments.dvc_queue import (
         absolute_root,
         collect_grids,
         plan_queue,
         queued_or_done,
         run_commands,
     )
-    from lttw.reporting.study import collected
+    from lttw.experiments.study import collected
     from lttw.settings import read_settings
 
     root = absolute_root(read_settings(params).data.root)
@@ -218,7 +218,7 @@ def exp_status(
     or not run."""
     import importlib.util
 
-    from lttw.reporting.grid_queue import cell_states, queued_or_done
+    from lttw.experiments.dvc_queue import cell_states, queued_or_done
     from lttw.reporting.grid_report import load_grids
 
     chosen = [_grid(name, grids, params)] if name else load_grids(grids)
@@ -238,7 +238,7 @@ def exp_collect(
 ) -> None:
     """Copy the grids' finished DVC experiments (any commit) into evidence/runs/<cell>/:
     metrics, parameters and held-out predictions, committed with the code."""
-    from lttw.reporting.grid_queue import collect_grids
+    from lttw.experiments.dvc_queue import collect_grids
     from lttw.reporting.grid_report import load_grids
 
     chosen = [_grid(name, grids, params)] if name else load_grids(grids)

@@ -15,11 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from lttw.errors import UserError
-from lttw.reporting.cells import RUNS_DIR
-from lttw.reporting.grids import GRIDS_DIR, Grid, grid_paths, load_grid
-from lttw.reporting.paper_numbers import PaperTables, merge_tables
+from lttw.experiments.cell_folder import Run, read_cell
+from lttw.experiments.cells import RUNS_DIR
+from lttw.experiments.grids import GRIDS_DIR, Grid, grid_paths, load_grid
+from lttw.experiments.paper_numbers import PaperTables, merge_tables
 from lttw.reporting.report import dataset_tables, render
-from lttw.reporting.runs import Run, collect_runs, load_run
+from lttw.reporting.runs import collect_runs
 from lttw.reporting.sweep_report import sweep_sections
 
 
@@ -34,7 +35,7 @@ def cell_runs(grid: Grid, runs_dir: Path) -> list[Run]:
     for cell in [*grid.cells, *(grid.frozen().cells if grid.is_sweep else ())]:
         folder = runs_dir / cell.name
         if (folder / "summary.json").is_file():
-            run = load_run(folder)
+            run = read_cell(folder)
             run.name = cell.name
             runs.append(run)
     return runs

@@ -10,13 +10,12 @@ number is read: the runs' from their files, the paper's from the grid files' ``p
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 import numpy as np
 
-from lttw.reporting.paper_numbers import PaperTables
-from lttw.reporting.runs import PART, REFERENCE, Run, merge_runs
+from lttw.experiments.cell_folder import REFERENCE, Run
+from lttw.experiments.paper_numbers import PaperTables
+from lttw.reporting.runs import merge_runs
+from lttw.reporting.stats import WILCOXON_MIN, paired_test, pct
 from lttw.settings import BASELINES
 
 DATASET_NAMES = {
@@ -34,36 +33,6 @@ VARIANTS = {
     "LTTW-Att": "LTTW-Att",
     **{v: {"encoder": "BERT", "encoder_cnn": "BERT-CNN"}.get(v) for v in BASELINES},
 }
-WILCOXON_MIN = 6
-
-
-def paired_test(reference: Run, other: Run) -> dict:
-    """LTTW vs ``other`` on held-out test F1 over their common folds: Wilcoxon signed-rank
-    with >= 6 pairs, else the paired t-test."""
-    common = sorted(set(reference.folds) & set(other.folds))
-    if len(common) < 2:
-        return {"n": len(common), "test": None, "p": None, "why": "n/a (needs >= 2 common folds)"}
-    a = np.array([reference.folds[f][PART]["f1_macro"] for f in common])
-    b = np.array([other.folds[f][PART]["f1_macro"] for f in common])
-    out: dict[str, Any] = {"n": len(common), "delta": float(np.mean(a - b)), "why": None}
-    if np.allclose(a, b):
-        return {**out, "test": None, "p": None, "why": "n/a (identical per-fold F1)"}
-    from scipy.stats import ttest_rel, wilcoxon
-
-    if len(common) >= WILCOXON_MIN:
-        out.update(test="Wilcoxon signed-rank", p=float(wilcoxon(a, b).pvalue))
-    else:
-        out.update(test="paired t-test", p=float(ttest_rel(a, b).pvalue))
-    if math.isnan(out["p"]):
-        out.update(test=None, p=None, why="n/a (zero variance of the differences)")
-    return out
-
-
-def _pct(values: np.ndarray) -> str:
-    if not values.size:
-        return "n/a"
-    mean = 100 * values.mean()
-    return f"{mean:.2f} ± {100 * values.std(ddof=1):.2f}" if values.size > 1 else f"{mean:.2f}"
 
 
 def _plain(values: np.ndarray, digits: int = 1) -> str:
@@ -86,9 +55,9 @@ def _row(dataset: str, variant: str, run: Run | None, paper: PaperTables) -> str
     devices = sorted({str(m.get("device", "?")) for m in run.folds.values()})
     cells = [
         str(len(run.folds)),
-        _pct(run.values("precision_macro")),
-        _pct(run.values("recall_macro")),
-        _pct(run.values("f1_macro")),
+        pct(run.values("precision_macro")),
+        pct(run.values("recall_macro")),
+        pct(run.values("f1_macro")),
         _plain(run.values("time_per_epoch_s", None), 2),
         _plain(run.values("samples_per_s", None)),
         ", ".join(devices),

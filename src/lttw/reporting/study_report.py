@@ -3,7 +3,7 @@ std over folds, the gap to the reference variant with a paired t-test across fol
 McNemar's exact test on the pooled held-out predictions), one verdict per dataset, and the
 learning curve (a table, ``learning_curve.csv`` for ``dvc plots`` and a PNG for docs/results.md).
 
-Everything is read from the cells in ``evidence/runs`` (``reporting.cells``); cells not collected
+Everything is read from the cells in ``evidence/runs`` (``experiments.cells``); cells not collected
 yet are listed as not run.
 """
 
@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lttw.reporting.cells import RUNS_DIR
-from lttw.reporting.report import DATASET_NAMES, paired_test
-from lttw.reporting.runs import Run, load_run
-from lttw.reporting.study import Cell, Study, read_study, train_share
+from lttw.experiments.cell_folder import Run, read_cell, read_test_predictions
+from lttw.experiments.cells import RUNS_DIR
+from lttw.experiments.study import Cell, Study, read_study, train_share
+from lttw.reporting.report import DATASET_NAMES
+from lttw.reporting.stats import paired_test, pct, pooled_mcnemar
 from lttw.reporting.study_curve import write_curve
-from lttw.reporting.sweep_report import mcnemar
 
 SIGNIFICANT = 0.05
 
@@ -46,40 +46,17 @@ def load_results(study: Study, runs_dir: str | Path, n_folds: int = 10) -> dict[
         folder = Path(runs_dir) / cell.name
         if not (folder / "summary.json").is_file():
             continue
-        run = load_run(folder)
+        run = read_cell(folder)
         params = yaml.safe_load((folder / "params.yaml").read_text(encoding="utf-8")) or {}
         size = (params.get("data") or {}).get("train_size", 0)
         share = train_share((params.get("folds") or {}).get("n_folds", n_folds))
         out[cell.name] = CellResult(
             cell,
             run,
-            pd.read_parquet(folder / "test_predictions.parquet"),
+            read_test_predictions(folder),
             cell.train_texts or round(share * size),
         )
     return out
-
-
-def pooled_mcnemar(reference: pd.DataFrame, other: pd.DataFrame) -> dict:
-    """McNemar's exact test (``sweep_report.mcnemar``) of two cells' held-out predictions,
-    paired on (fold, row) and pooled over their common folds."""
-    pairs = reference.merge(other, on=["fold", "row"], suffixes=("_ref", "_other"))
-    if pairs.empty:
-        return {"test": None, "p": None, "why": "n/a (no common held-out texts)"}
-    y = pairs["label_ref"].to_numpy()
-    return mcnemar(
-        (y, pairs["pred_ref"].to_numpy()),
-        (pairs["label_other"].to_numpy(), pairs["pred_other"].to_numpy()),
-    )
-
-
-def _pct(values: np.ndarray) -> str:
-    if not values.size:
-        return "n/a"
-    return (
-        f"{100 * values.mean():.2f} ± {100 * values.std(ddof=1):.2f}"
-        if values.size > 1
-        else f"{100 * values.mean():.2f}"
-    )
 
 
 def _p(value: float | None) -> str:
@@ -214,7 +191,7 @@ def study_table(study: Study, results: dict[str, CellResult]) -> list[str]:
             )
             cells = [
                 str(len(result.run.folds)),
-                _pct(result.f1()),
+                pct(result.f1()),
                 *_comparison(result, reference),
                 f"{seconds.sum():.0f}",
             ]

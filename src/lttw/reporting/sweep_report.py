@@ -18,9 +18,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from lttw.reporting.grids import Grid
-from lttw.reporting.report import DATASET_NAMES, _pct, paired_test
-from lttw.reporting.runs import PART, Run
+from lttw.experiments.cell_folder import PART, Run, read_predictions
+from lttw.experiments.dvc_experiments import dvc_predictions
+from lttw.experiments.grids import Grid
+from lttw.reporting.report import DATASET_NAMES
+from lttw.reporting.stats import mcnemar, paired_test, pct
 
 log = logging.getLogger(__name__)
 
@@ -29,59 +31,9 @@ Predictions = Callable[[Run, int], "tuple[np.ndarray, np.ndarray] | None"]
 
 
 def cell_predictions(run: Run, fold: int):
-    """A cell's (``reporting.cells``) held-out labels and predictions of ``fold`` where the
+    """A cell's (``experiments.cells``) held-out labels and predictions of ``fold`` where the
     run was read from a cell folder, else ``dvc_predictions``."""
-    from pathlib import Path
-
-    path = Path(run.sources[0]) / "test_predictions.parquet" if run.sources else None
-    if path is None or not path.is_file():
-        return dvc_predictions(run, fold)
-    import pandas as pd
-
-    frame = pd.read_parquet(path)
-    frame = frame[frame["fold"] == fold]
-    return frame["label"].to_numpy(), frame["pred"].to_numpy()
-
-
-def dvc_predictions(run: Run, fold: int):
-    """The evaluate stage's test-part labels and predictions of ``run`` (an experiment) from
-    DVC's cache at its revision; None where they cannot be read."""
-    if not run.rev:
-        return None
-    try:
-        import dvc.api
-        import pandas as pd
-
-        path = f"data/eval/fold_{fold}/predictions.parquet"
-        with dvc.api.open(path, rev=run.rev, mode="rb") as f:
-            frame = pd.read_parquet(f)
-    except Exception as err:  # noqa: BLE001  (dvc raises many kinds; the test is then n/a)
-        log.warning("%s: predictions of fold %d not readable: %s", run.name, fold, err)
-        return None
-    test = frame[frame["part"] == PART]
-    return test["label"].to_numpy(), test["pred"].to_numpy()
-
-
-def mcnemar(reference: tuple[np.ndarray, np.ndarray], other: tuple[np.ndarray, np.ndarray]) -> dict:
-    """McNemar's exact test (two-sided binomial on the discordant texts) of two classifiers'
-    predictions of the same labelled texts."""
-    (y, a), (y2, b) = reference, other
-    if len(y) != len(y2) or not np.array_equal(y, y2):
-        return {"test": None, "p": None, "why": "n/a (different test texts)"}
-    only_ref = int(np.sum((a == y) & (b != y)))
-    only_other = int(np.sum((a != y) & (b == y)))
-    if only_ref + only_other == 0:
-        return {"test": None, "p": None, "why": "n/a (the same texts right)"}
-    from scipy.stats import binomtest
-
-    p = binomtest(only_ref, only_ref + only_other, 0.5).pvalue
-    return {
-        "test": f"McNemar exact, discordant {only_ref} / {only_other}",
-        "p": float(p),
-        "why": None,
-        "only_ref": only_ref,
-        "only_other": only_other,
-    }
+    return read_predictions(run, fold) or dvc_predictions(run, fold)
 
 
 def compare(reference: Run, other: Run, predictions: Predictions) -> dict:
@@ -144,9 +96,9 @@ def sweep_table(
             continue
         cells = [
             str(len(run.folds)),
-            _pct(run.values("precision_macro")),
-            _pct(run.values("recall_macro")),
-            _pct(run.values("f1_macro")),
+            pct(run.values("precision_macro")),
+            pct(run.values("recall_macro")),
+            pct(run.values("f1_macro")),
             paper,
         ]
         if cell.key == chosen.key:

@@ -4,7 +4,7 @@ Stages read ``params.yaml`` themselves and pass the relevant group in; the libra
 functions take these typed objects (or plain values), never the YAML file.
 Every bad value is rejected at load time with the parameter's dotted name and its
 valid range, before any stage does work. Each parameter is described once, here, as the
-``description`` of its ``Field``; ``python -m lttw.reporting.params_doc`` renders them into
+``description`` of its ``Field``; ``python tools/params_doc.py`` renders them into
 docs/parameters.md.
 
 Modules, one concept each: ``variants`` (the names of the choices), ``group`` (the base of a

@@ -12,7 +12,7 @@ Layout under the work folder (``data/grid/``, git-ignored):
 Each fold a cell finishes is also saved under ``<runs>/.partial/<cell>/fold_<i>/`` (its
 metrics and held-out predictions), so that a later window on a fresh machine (no work
 folder) resumes the cell from its finished folds. A finished cell is written whole to
-``<runs>/<cell>/`` (``reporting.cells``) and its work folder removed. At the budget, the
+``<runs>/<cell>/`` (``experiments.cells``) and its work folder removed. At the budget, the
 running stages are stopped (a stopped training resumes from its checkpoint) and nothing
 else starts; cells already in ``<runs>/`` are skipped, so rerunning the same command resumes.
 """
@@ -33,11 +33,11 @@ import pandas as pd
 import yaml
 
 from lttw.errors import UserError
+from lttw.experiments.budget import Clock, Outcome, stop_stage
+from lttw.experiments.cells import restore_fold, save_fold, test_predictions, write_cell_folder
+from lttw.experiments.grids import GridCell, cell_params
+from lttw.experiments.stage_plan import Stage, expand_stages, stage_keys
 from lttw.io import read_json
-from lttw.reporting.cells import restore_fold, save_fold, test_predictions, write_cell_folder
-from lttw.reporting.grid_budget import Clock, Outcome, stop_stage
-from lttw.reporting.grids import GridCell, cell_params
-from lttw.reporting.stage_plan import Stage, expand_stages, stage_keys
 
 SHARED = frozenset({"sample", "folds", "tokens", "encode", "counts", "nmf"})
 WORK_DIR = Path("data/grid")

@@ -2,7 +2,7 @@
 so that the results are committed with the code and ``lttw report`` rebuilds them on any
 machine without training.
 
-A cell's folder (``reporting.cells``) holds what the experiment wrote to Git (``summary.json``,
+A cell's folder (``experiments.cells``) holds what the experiment wrote to Git (``summary.json``,
 ``folds/fold_<i>.json``, ``params.yaml``), its held-out test predictions per fold (read from
 DVC's cache at the experiment's revision) and ``cell.json``. Where a cell ran more than once
 (e.g. on two commits), the newest run is kept.
@@ -17,10 +17,16 @@ import numpy as np
 import pandas as pd
 
 from lttw.errors import UserError
-from lttw.reporting.cells import write_cell_folder
-from lttw.reporting.experiments import FOLD_FILE, SUMMARY, exp_rows, experiment_name, file_data
-from lttw.reporting.runs import Run
-from lttw.reporting.sweep_report import dvc_predictions
+from lttw.experiments.cell_folder import Run
+from lttw.experiments.cells import write_cell_folder
+from lttw.experiments.dvc_experiments import (
+    FOLD_FILE,
+    SUMMARY,
+    dvc_predictions,
+    exp_rows,
+    experiment_name,
+    file_data,
+)
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ Each parameter is described once, beside its typed setting in ``lttw.settings``
 (``Field(description=...)``); this module renders those descriptions, defaults and valid
 values as one Markdown table per group. No stage runs it::
 
-    python -m lttw.reporting.params_doc            # rewrite docs/parameters.md
-    python -m lttw.reporting.params_doc --check    # exit 1 where the page is stale
+    python tools/params_doc.py            # rewrite docs/parameters.md
+    python tools/params_doc.py --check    # exit 1 where the page is stale
 """
 
 from __future__ import annotations
@@ -21,12 +21,15 @@ from typing import Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from lttw.io import atomic_path
-from lttw.settings import Settings, valid_range
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))  # lttw from this checkout when it is not installed
+
+from lttw.io import atomic_path  # noqa: E402
+from lttw.settings import Settings, valid_range  # noqa: E402
 
 #: where the page lives, relative to the repository root
 PAGE = Path("docs/parameters.md")
-COMMAND = "python -m lttw.reporting.params_doc"
+COMMAND = "python tools/params_doc.py"
 
 INTRO = f"""\
 # Parameters

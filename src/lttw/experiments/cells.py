@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from lttw.experiments.cell_folder import PART, PREDICTIONS
 from lttw.io import atomic_dir, write_json, write_parquet
-from lttw.reporting.runs import PART
 
 RUNS_DIR = Path("evidence/runs")
 #: what a finished fold leaves in a work folder (format with fold=), all a resume needs
@@ -114,5 +114,5 @@ def write_cell_folder(
         for fold, fold_metrics in sorted(folds.items()):
             write_json(tmp / "folds" / f"fold_{fold}.json", fold_metrics)
         (tmp / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-        write_parquet(tmp / "test_predictions.parquet", predictions)
+        write_parquet(tmp / PREDICTIONS, predictions)
         write_json(tmp / "cell.json", {**meta, "train_s": train_seconds(folds)})

@@ -1,7 +1,7 @@
 """A grid through DVC's queue (``lttw exp run NAME [--queue]``, ``lttw exp status``,
 ``lttw exp collect``): one ``dvc exp run --queue -n CELL -S ...`` per cell not collected,
 queued or run yet, then (without ``--queue``) ``dvc exp run --run-all``; finished experiments
-are collected into ``evidence/runs/<cell>/`` (``reporting.study_collect``).
+are collected into ``evidence/runs/<cell>/`` (``experiments.collect``).
 
 Every experiment starts from the same commit, so the samples, folds, tokens, counts and NMF
 are DVC's cached ones where a cell does not change what they read. Queued experiments run in
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lttw.errors import UserError
-from lttw.reporting.cells import progress
-from lttw.reporting.grids import Grid, GridCell, param_value
+from lttw.experiments.cells import progress
+from lttw.experiments.grids import Grid, GridCell, param_value
 
 DVC = [sys.executable, "-m", "dvc"]
 
@@ -106,8 +106,8 @@ def cell_states(grid: Grid, runs_dir: Path, known: set[str]) -> dict[str, str]:
 def collect_grids(grids: list[Grid], runs_dir: Path, repo: str | Path = ".") -> list[str]:
     """Every finished experiment of ``grids``' cells (any commit; a sweep's ``--frozen``
     cells too) into ``runs_dir``; the names written."""
-    from lttw.reporting.experiments import exp_show_json
-    from lttw.reporting.study_collect import collect
+    from lttw.experiments.collect import collect
+    from lttw.experiments.dvc_experiments import exp_show_json
 
     doc = exp_show_json(repo, all_commits=True) or []
     names = {c.name for g in grids for c in g.cells}

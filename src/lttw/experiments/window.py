@@ -1,7 +1,7 @@
 """``lttw exp run NAME --direct`` and ``bench/gpu.sh grid NAME``: a grid's cells in one time
-window, without dvc (``reporting.grid_direct``). Runs with neither typer nor dvc installed:
+window, without dvc (``experiments.direct_runner``). Runs with neither typer nor dvc installed:
 
-    python -m lttw.reporting.grid_window paper --jobs 3 --budget 540 -S model.encoder=.carry/minilm
+    python -m lttw.experiments.window paper --jobs 3 --budget 540 -S model.encoder=.carry/minilm
 
 Prints one line per cell event and, at the end, what was written and what is left; the
 same command later resumes. Exit status: 0 (all done or stopped at the budget), 1 (a cell
@@ -19,10 +19,10 @@ from pathlib import Path
 import yaml
 
 from lttw.errors import UserError
-from lttw.reporting.cells import RUNS_DIR
-from lttw.reporting.grid_budget import Clock, Outcome, write_window
-from lttw.reporting.grid_direct import WORK_DIR, DirectRunner
-from lttw.reporting.grids import GRIDS_DIR, find_grid
+from lttw.experiments.budget import Clock, Outcome, write_window
+from lttw.experiments.cells import RUNS_DIR
+from lttw.experiments.direct_runner import WORK_DIR, DirectRunner
+from lttw.experiments.grids import GRIDS_DIR, find_grid
 
 MAX_JOBS = 16
 

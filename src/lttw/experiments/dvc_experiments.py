@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lttw import layout
-from lttw.reporting.runs import Run, make_run
+from lttw.experiments.cell_folder import PART, Run, make_run
 
 log = logging.getLogger(__name__)
 
@@ -115,3 +115,22 @@ def experiment_runs(repo: str | Path = ".", all_commits: bool = False) -> list[R
     """The runs of the DVC experiments in ``repo`` (none where dvc cannot tell)."""
     doc = exp_show_json(repo, all_commits)
     return runs_from_exp_show(doc) if doc else []
+
+
+def dvc_predictions(run: Run, fold: int):
+    """The evaluate stage's test-part labels and predictions of ``run`` (an experiment) from
+    DVC's cache at its revision; None where they cannot be read."""
+    if not run.rev:
+        return None
+    try:
+        import dvc.api
+        import pandas as pd
+
+        path = f"data/eval/fold_{fold}/predictions.parquet"
+        with dvc.api.open(path, rev=run.rev, mode="rb") as f:
+            frame = pd.read_parquet(f)
+    except Exception as err:  # noqa: BLE001  (dvc raises many kinds; the test is then n/a)
+        log.warning("%s: predictions of fold %d not readable: %s", run.name, fold, err)
+        return None
+    test = frame[frame["part"] == PART]
+    return test["label"].to_numpy(), test["pred"].to_numpy()

@@ -13,7 +13,7 @@ each with its own ``set`` and, where the paper reports one, its P / R / F1 in % 
 
 A cell's experiment (and result folder) is named ``<prefix><key>`` (``prefix`` defaults to
 ``<grid>-``; a cell's ``name`` overrides it). The paired study (``experiments/study.yaml``) is
-a grid in its own form, datasets x variants plus a learning curve (``reporting.study``).
+a grid in its own form, datasets x variants plus a learning curve (``experiments.study``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from typing import Any
 import yaml
 
 from lttw.errors import UserError
-from lttw.reporting.paper_numbers import PaperTables, paper_tables
-from lttw.reporting.study import PREFIX as STUDY_PREFIX
-from lttw.reporting.study import Study, read_study
+from lttw.experiments.paper_numbers import PaperTables, paper_tables
+from lttw.experiments.study import PREFIX as STUDY_PREFIX
+from lttw.experiments.study import Study, read_study
 
 GRIDS_DIR = Path("experiments")
 FROZEN_SUFFIX = "-frozen"

@@ -1,4 +1,4 @@
-"""A direct grid window's budget and account (``grid_direct`` runs the cells): the clock that
+"""A direct grid window's budget and account (``direct_runner`` runs the cells): the clock that
 says when the budget is up, what the window did, and stopping a running stage at the budget."""
 
 from __future__ import annotations

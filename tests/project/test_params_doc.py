@@ -1,20 +1,22 @@
 """One description per parameter: written beside its typed setting (lttw.settings), rendered
-into docs/parameters.md by lttw.reporting.params_doc; params.yaml keeps short comments."""
+into docs/parameters.md by tools/params_doc.py; params.yaml keeps short comments."""
 
 from __future__ import annotations
 
 import inspect
 import re
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from pydantic import BaseModel
 
-from lttw.reporting import params_doc
 from lttw.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+import params_doc  # noqa: E402  (tools/params_doc.py)
 
 
 def _groups() -> list[type[BaseModel]]:

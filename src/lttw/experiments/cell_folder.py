@@ -1,0 +1,139 @@
+"""Reading a run folder, the cells of ``evidence/runs/`` among them (``cells`` writes them):
+``summary.json`` (the summary stage's output, which names the dataset and variant) and
+``folds/fold_<i>.json`` (the evaluate stage's per-fold metrics); ``metrics/`` of the workspace
+is one, and runs copied elsewhere (e.g. from ``dvc exp``) are others. An optional
+``params.yaml`` beside ``summary.json`` names LTTW's ablations (LTTW-M / -L / -Att); a cell's
+``test_predictions.parquet`` holds its held-out test predictions (fold, row, label, pred).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from lttw.errors import UserError
+from lttw.io import read_json
+
+PREDICTIONS = "test_predictions.parquet"
+
+REFERENCE = "LTTW"
+
+
+PART = "test"  # the held-out test sample
+
+
+@dataclass
+class Run:
+    """Per-fold metrics of one (dataset, variant), possibly merged from several folders."""
+
+    dataset: str
+    variant: str
+    folds: dict[int, dict] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+    #: a DVC experiment's name, Git revision and parameters (``experiments.dvc_experiments``)
+    name: str | None = None
+    rev: str | None = None
+    params: dict = field(default_factory=dict)
+    #: the summary's ``held_out`` (sample sizes) and ``final`` (the final model's record)
+    held_out: dict | None = None
+    final: dict | None = None
+
+    def values(self, key: str, part: str | None = PART) -> np.ndarray:
+        """One metric per fold (fold order); missing entries are skipped."""
+        out = []
+        for fold in sorted(self.folds):
+            entry = self.folds[fold].get(part, {}) if part else self.folds[fold]
+            if isinstance(entry.get(key), (int, float)):
+                out.append(float(entry[key]))
+        return np.asarray(out, dtype=float)
+
+
+def variant_label(variant: str, model: dict | None) -> str:
+    """The report's name of a run: LTTW's ablations by their paper names, as the fusion
+    (``models.fusion``) and attention kind (``models.attention``) name themselves."""
+    if variant != "lttw":
+        return variant
+    # here, not at the top: torch, only for LTTW runs (`lttw report` of baselines needs none)
+    from lttw.models.attention import attention_ablation
+    from lttw.models.fusion import FUSION_REGISTRY
+
+    model = model or {}
+    fusion = FUSION_REGISTRY.get(model.get("fusion") or "")  # None, "": no fusion registered
+    return (
+        (fusion.ablation if fusion else None)
+        or attention_ablation(model.get("attention"))
+        or REFERENCE
+    )
+
+
+def _model_params(path: Path | None) -> dict | None:
+    if path is None or not path.is_file():
+        return None
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return raw.get("model") if isinstance(raw, dict) else None
+
+
+def read_cell(folder: str | Path, params: str | Path | None = None) -> Run:
+    """Read one run folder (``summary.json`` + ``folds/fold_*.json``). ``params``: the
+    parameters file that produced it (default: ``params.yaml`` in the folder, if any)."""
+    folder = Path(folder)
+    summary_path = folder / "summary.json"
+    if not summary_path.is_file():
+        raise UserError(
+            f"{summary_path}: not found; a run folder holds summary.json and "
+            "folds/fold_*.json (run `dvc repro` first)"
+        )
+    summary = read_json(summary_path)
+    fold_files = sorted((folder / "folds").glob("fold_*.json"))
+    params_path = Path(params) if params else folder / "params.yaml"
+    run = make_run(
+        summary,
+        [(p.stem, read_json(p)) for p in fold_files],
+        _model_params(params_path),
+        str(folder),
+    )
+    if run is None:
+        raise UserError(
+            f"{folder / 'folds'}: no fold_*.json metrics for folds {summary.get('folds')}"
+        )
+    return run
+
+
+def make_run(
+    summary: dict, fold_metrics: list[tuple[str, dict]], model: dict | None, source: str
+) -> Run | None:
+    """A run from the summary stage's output, the per-fold metrics (``(fold_<i>, metrics)``;
+    only the folds the summary lists are kept) and the ``model`` parameters that produced
+    them; None without any fold."""
+    wanted = summary.get("folds")
+    folds = {}
+    for stem, metrics in fold_metrics:
+        fold = int(metrics.get("fold", stem.removeprefix("fold_")))
+        if wanted is None or fold in wanted:
+            folds[fold] = metrics
+    if not folds:
+        return None
+    label = variant_label(summary.get("variant", "unknown"), model)
+    run = Run(summary.get("dataset", "unknown"), label, folds, [source])
+    run.held_out, run.final = summary.get("held_out"), summary.get("final")
+    return run
+
+
+def read_test_predictions(folder: str | Path) -> pd.DataFrame | None:
+    """A cell's held-out test predictions (fold, row, label, pred); None where it has none."""
+    path = Path(folder) / PREDICTIONS
+    return pd.read_parquet(path) if path.is_file() else None
+
+
+def read_predictions(run: Run, fold: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The held-out labels and predictions of ``fold`` where ``run`` was read from a cell
+    folder that holds them; None otherwise."""
+    frame = read_test_predictions(run.sources[0]) if run.sources else None
+    if frame is None:
+        return None
+    frame = frame[frame["fold"] == fold]
+    return frame["label"].to_numpy(), frame["pred"].to_numpy()
