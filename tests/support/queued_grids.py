@@ -1,5 +1,5 @@
 """One project that has run DVC's experiment queue, shared by the tests of the queued grids
-(tests/reporting/test_study.py, test_sweeps.py): the session fixture ``queued_grids``.
+(tests/experiments/test_study.py, test_sweeps.py): the session fixture ``queued_grids``.
 
 A copy of ``tiny_repro`` with this repository's grid files and a two-cell paired study
 (``experiments/study.yaml``) runs, in order: Table 7's reference setting on a frozen encoder
