@@ -104,7 +104,7 @@ if [ "$GRID" = 1 ]; then
   # (with the folds of stopped cells, evidence/runs/.partial/; one file, since a runner may
   # bring back only a few), so the next window resumes from them
   rc=0
-  "$PY" -m lttw.experiments.window ${GRID_ARGS[@]+"${GRID_ARGS[@]}"} || rc=$?
+  "$PY" -m lttw.experiments ${GRID_ARGS[@]+"${GRID_ARGS[@]}"} || rc=$?
   if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ] && [ -d evidence/runs ]; then
     tar -czf "$OUT/runs.tar.gz" -C evidence runs
     cp data/grid/last_window.json "$OUT/" 2>/dev/null || true

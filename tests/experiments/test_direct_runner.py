@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from lttw.experiments.budget import Clock
-from lttw.experiments.direct_runner import WORK_DIR
-from lttw.experiments.window import main, run_window
+from lttw.experiments.__main__ import main
+from lttw.experiments.direct_runner import WORK_DIR, run_window
+from lttw.experiments.stage_process import Clock
 
 GRID = """\
 description: A tiny grid for the tests.

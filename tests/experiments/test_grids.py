@@ -176,7 +176,7 @@ def test_the_direct_runner_needs_neither_dvc_nor_typer():
     import sys
 
     code = (
-        "import sys, lttw.experiments.window; "
+        "import sys, lttw.experiments.__main__; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'dvc', 'dvclive', 'typer'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

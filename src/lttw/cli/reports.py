@@ -165,7 +165,7 @@ def exp_run(
     if direct or importlib.util.find_spec("dvc") is None:
         if queue:
             raise UserError("--queue needs dvc; --direct runs the cells now")
-        from lttw.experiments.window import describe, run_window
+        from lttw.experiments.direct_runner import describe, run_window
 
         outcome = run_window(
             str(grid.path),

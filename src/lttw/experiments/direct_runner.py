@@ -26,22 +26,46 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from lttw.errors import UserError
-from lttw.experiments.budget import Clock, Outcome, stop_stage
-from lttw.experiments.cells import restore_fold, save_fold, test_predictions, write_cell_folder
-from lttw.experiments.grids import GridCell, cell_params
+from lttw.experiments.cells import (
+    RUNS_DIR,
+    restore_fold,
+    save_fold,
+    test_predictions,
+    write_cell_folder,
+)
+from lttw.experiments.grids import GRIDS_DIR, GridCell, cell_params, find_grid
 from lttw.experiments.stage_plan import Stage, expand_stages, stage_keys
-from lttw.io import read_json
+from lttw.experiments.stage_process import Clock, stop_stage
+from lttw.io import read_json, write_json
 
 SHARED = frozenset({"sample", "folds", "tokens", "encode", "counts", "nmf"})
 WORK_DIR = Path("data/grid")
 FOLD_STAGES = ("counts", "nmf", "features", "train", "evaluate")
+MAX_JOBS = 16
+
+
+@dataclass
+class Outcome:
+    """What a window did: cells written, skipped (written before), failed, left to do."""
+
+    done: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+
+
+def write_window(path: Path, outcome: Outcome, seconds: float) -> None:
+    """A window's account (JSON): what it wrote, skipped, failed and left."""
+    write_json(path, {**outcome.__dict__, "wall_s": round(seconds, 1)})
 
 
 def _absolute_paths(params: dict, repo: Path) -> None:
@@ -294,3 +318,48 @@ def _fold_major(stages: list[Stage]) -> list[Stage]:
         return (int(fold) if fold else float("inf"), stages.index(stage))
 
     return sorted(stages, key=order)
+
+
+def run_window(
+    name: str,
+    jobs: int = 1,
+    budget: float | None = None,
+    only: list[str] | None = None,
+    extra: Sequence[str] = (),
+    frozen: bool = False,
+    repo: Path = Path("."),
+    runs_dir: Path | None = None,
+    work_dir: Path | None = None,
+    clock: Clock | None = None,
+    log=print,
+) -> Outcome:
+    """Run grid ``name``'s cells (``only``: these) in ``repo``, ``jobs`` at a time, until done
+    or ``budget`` seconds have passed; the cells go to ``runs_dir`` (evidence/runs)."""
+    if not 1 <= jobs <= MAX_JOBS:
+        raise UserError(f"--jobs {jobs}: must be 1..{MAX_JOBS}")
+    if budget is not None and budget < 0:
+        raise UserError(f"--budget {budget}: must be >= 0 seconds")
+    repo = repo.resolve()
+    base = yaml.safe_load((repo / "params.yaml").read_text(encoding="utf-8"))
+    n_folds = int((base.get("folds") or {}).get("n_folds", 10))
+    grid = find_grid(name, repo / GRIDS_DIR, n_folds)
+    grid = grid.frozen() if frozen else grid
+    cells = grid.select(only)
+    runner = DirectRunner(repo, runs_dir or repo / RUNS_DIR, work_dir or repo / WORK_DIR, jobs, log)
+    clock = clock or Clock(None if budget is None else time.monotonic() + budget)
+    start = time.monotonic()
+    outcome = runner.run(cells, list(extra), clock)
+    write_window(runner.work / "last_window.json", outcome, time.monotonic() - start)
+    return outcome
+
+
+def describe(outcome: Outcome) -> str:
+    parts = [
+        f"{len(outcome.done)} cell(s) written",
+        f"{len(outcome.skipped)} written before",
+        f"{len(outcome.failed)} failed"
+        + (f" ({', '.join(outcome.failed)})" if outcome.failed else ""),
+        f"{len(outcome.left)} left"
+        + (f" ({', '.join(outcome.left)}: rerun to resume)" if outcome.left else ""),
+    ]
+    return "; ".join(parts)

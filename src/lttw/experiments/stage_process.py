@@ -1,5 +1,6 @@
-"""A direct grid window's budget and account (``direct_runner`` runs the cells): the clock that
-says when the budget is up, what the window did, and stopping a running stage at the budget."""
+"""One stage of the direct runner as a process within a time budget: the clock that says
+when the budget is up, and stopping a running stage at the budget (SIGTERM to its process
+group, SIGKILL after a grace period; a stopped training resumes from its checkpoint)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,7 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-
-from lttw.io import write_json
+from dataclasses import dataclass
 
 STOP_GRACE_S = 20
 
@@ -31,16 +29,6 @@ class Clock:
         """A stage is about to start (a test's clock counts them)."""
 
 
-@dataclass
-class Outcome:
-    """What a window did: cells written, skipped (written before), failed, left to do."""
-
-    done: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    left: list[str] = field(default_factory=list)
-
-
 def stop_stage(proc: subprocess.Popen) -> None:
     """SIGTERM to the stage's process group, SIGKILL after a grace period."""
     try:
@@ -51,8 +39,3 @@ def stop_stage(proc: subprocess.Popen) -> None:
         proc.wait()
     except ProcessLookupError:
         pass
-
-
-def write_window(path: Path, outcome: Outcome, seconds: float) -> None:
-    """A window's account (JSON): what it wrote, skipped, failed and left."""
-    write_json(path, {**outcome.__dict__, "wall_s": round(seconds, 1)})
