@@ -36,7 +36,7 @@ docs: install
 
 # A grid's cells not collected yet as queued DVC experiments, run, then collected into
 # evidence/runs/<cell>/ (`lttw report` renders them). EXP: more `lttw exp run` options, e.g.
-# EXP="--queue", EXP="--only lttw -S model.encoder=bert-base-cased", EXP="--direct --jobs 2".
+# EXP="--queue", EXP="--only lttw -S model.encoder=bert-base-cased", EXP="--runner direct --jobs 2".
 NAME ?=
 EXP  ?=
 exp: install

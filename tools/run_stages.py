@@ -8,8 +8,11 @@ runs. Prints each stage's wall time and writes them to bench/results/run_stages.
         -S train.batch_size=128 -S 'folds.run=[0,1]'             # e.g. part of the paper profile
     python tools/run_stages.py --only train,evaluate,summary     # stages whose inputs exist
 
+It is the direct runner (``lttw.experiments.direct_runner``) run on one setting in the
+checkout itself: the same stage commands, environment and interpreter as a grid's cells.
 With dvc installed, use ``dvc repro`` / ``dvc exp run``: they cache and track what ran. A
-whole grid of runs, several at a time, within a time budget: ``lttw exp run NAME --direct``.
+whole grid of runs, several at a time, within a time budget: ``lttw exp run NAME --runner
+direct``.
 """
 
 from __future__ import annotations
@@ -17,11 +20,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shlex
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # lttw from this checkout when it is not installed
 
 from lttw.errors import UserError  # noqa: E402
+from lttw.experiments.cells import RUNS_DIR  # noqa: E402
+from lttw.experiments.direct_runner import WORK_DIR, DirectRunner  # noqa: E402
 from lttw.experiments.grids import apply_assignment  # noqa: E402
 from lttw.experiments.stage_plan import expand_stages  # noqa: E402
 from lttw.io import write_json  # noqa: E402
@@ -79,41 +81,29 @@ def main(argv=None) -> int:
     params = yaml.safe_load((repo / "params.yaml").read_text(encoding="utf-8"))
     for assignment in args.set:
         apply_override(params, assignment)
-    commands = stage_commands(
-        yaml.safe_load((repo / "dvc.yaml").read_text(encoding="utf-8")), params
-    )
+    try:
+        stages = expand_stages(
+            yaml.safe_load((repo / "dvc.yaml").read_text(encoding="utf-8")), params
+        )
+    except UserError as err:
+        raise SystemExit(str(err)) from None
     if args.only:
         wanted = set(args.only.split(","))
-        unknown = wanted - {name.split("@")[0] for name, _ in commands}
+        unknown = wanted - {stage.base for stage in stages}
         if unknown:
             raise SystemExit(f"--only: unknown stage(s) {sorted(unknown)}")
-        commands = [(n, c) for n, c in commands if n.split("@")[0] in wanted]
+        stages = [stage for stage in stages if stage.base in wanted]
 
-    env = dict(os.environ)
-    src = str(repo / "src")  # the package from the checkout when it is not installed
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    rows, rc = [], 0
+    runner = DirectRunner(repo, repo / RUNS_DIR, repo / WORK_DIR)
     with tempfile.NamedTemporaryFile(
         "w", suffix=".yaml", prefix="params-", dir=repo, delete=False, encoding="utf-8"
     ) as tmp:
         yaml.safe_dump(params, tmp, sort_keys=False)
     try:
-        for name, cmd in commands:
-            argv_ = shlex.split(cmd)
-            if argv_[0] in ("python", "python3"):
-                argv_[0] = sys.executable
-            argv_ += ["--params", tmp.name]
-            print(f"# {name}: {cmd}", flush=True)
-            t0 = time.perf_counter()
-            rc = subprocess.run(argv_, cwd=repo, env=env).returncode
-            rows.append(
-                {"stage": name, "seconds": round(time.perf_counter() - t0, 2), "exit_code": rc}
-            )
-            print(f"# {name}: {rows[-1]['seconds']} s (exit {rc})", flush=True)
-            if rc:
-                break
+        rows = runner.run_here(stages, Path(tmp.name), log=lambda line: print(line, flush=True))
     finally:
         os.unlink(tmp.name)
+    rc = next((row["exit_code"] for row in rows if row["exit_code"]), 0)
     result = {
         "python": platform.python_version(),
         "overrides": args.set,

@@ -24,6 +24,7 @@ EXPECTED = {
     "ablations",
     "baselines",
     "chinese",
+    "ensemble",
     "goemotions",
     "study",
     "table6",
@@ -150,13 +151,25 @@ def test_list_status_and_report_read_the_cells(tmp_path, monkeypatch):
 
     # the direct runner with no time: validates, skips the written cells, starts nothing
     (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
-    window = CliRunner().invoke(app, ["exp", "run", "g", "--direct", "--budget", "0"])
+    window = CliRunner().invoke(app, ["exp", "run", "g", "--runner", "direct", "--budget", "0"])
     assert window.exit_code == 0, window.output
     assert "0 cell(s) written; 2 written before; 0 failed; 1 left (g-enc: rerun to resume)" in (
         window.output
     )
-    bad = CliRunner().invoke(app, ["exp", "run", "g", "--direct", "-S", "model.kk=1"])
+    bad = CliRunner().invoke(app, ["exp", "run", "g", "--runner", "direct", "-S", "model.kk=1"])
     assert bad.exit_code == 2 and "-S: unknown parameter 'model.kk'" in bad.output
+    # the runner is chosen, not guessed: DVC's (the default) without dvc installed is an error
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "dvc" else find_spec(name, *a)
+    )
+    no_dvc = CliRunner().invoke(app, ["exp", "run", "g"])
+    assert no_dvc.exit_code == 2, no_dvc.output
+    assert "--runner dvc needs dvc, which is not installed" in no_dvc.output
+    assert "--runner direct runs the cells without it" in no_dvc.output
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
 
     grid = load_grid(grids / "g.yaml")
     assert [r.name for r in cell_runs(grid, runs)] == ["g-lttw", "g-lttw-m"]
@@ -181,3 +194,31 @@ def test_the_direct_runner_needs_neither_dvc_nor_typer():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_plain_grid_tests_against_its_reference_cell_with_mcnemar(tmp_path):
+    """A plain grid's ``reference`` cell (its variant, on every dataset) is what the others
+    are tested against (experiments/ensemble.yaml: the ensemble against its parts), with
+    McNemar's test on the pooled held-out texts where the cells keep their predictions."""
+    import pandas as pd
+
+    grids = tmp_path / "experiments"
+    grids.mkdir()
+    (grids / "g.yaml").write_text(
+        "description: An ensemble and a part.\nreference: ens\nfolds: [0, 1, 2]\n"
+        "cells:\n  ens: {set: {model.variant: lttw_tfidf}}\n"
+        "  tfidf: {set: {model.variant: tfidf_linear}}\n"
+    )
+    runs = tmp_path / "runs"
+    write_cell(runs, "g-ens", "lttw_tfidf", [0.9, 0.92, 0.91], {})
+    write_cell(runs, "g-tfidf", "tfidf_linear", [0.85, 0.86, 0.84], {})
+    y = [0, 1, 0, 1, 1, 0]
+    for name, pred in (("g-ens", [0, 1, 0, 1, 1, 1]), ("g-tfidf", [1, 0, 1, 0, 1, 1])):
+        frame = pd.DataFrame({"fold": 0, "row": range(6), "label": y, "pred": pred})
+        frame.to_parquet(runs / name / "test_predictions.parquet")
+    section = "\n".join(grid_sections([load_grid(grids / "g.yaml")], runs))
+    assert "| lttw_tfidf vs | common folds | test | mean ΔF1 (points) | p-value |" in section
+    # right only with the ensemble: rows 0-3; only with the part: none
+    assert "| tfidf_linear | 3 | paired t-test | +6.00 |" in section
+    assert "| 0.12 (4 / 0) |" in section
+    assert "LTTW vs" not in section

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -92,6 +93,21 @@ exp_app = _typer(
 app.add_typer(exp_app, name="exp")
 
 
+class Runner(str, Enum):
+    """How ``lttw exp run`` runs a grid's cells."""
+
+    dvc = "dvc"
+    direct = "direct"
+
+
+def _needs_dvc(what: str, instead: str) -> None:
+    """A clear error where ``what`` needs dvc and it is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("dvc") is None:
+        raise UserError(f"{what} needs dvc, which is not installed (pip install dvc); {instead}")
+
+
 def _grid(name: str, grids: Path, params: Path, frozen: bool = False, extra: tuple = ()):
     """The grid ``name``, every cell (with ``extra``) validated against ``params``."""
     from lttw.experiments.grids import find_grid, full_params, validate_grid
@@ -119,7 +135,7 @@ def exp_list(grids: Grids = Path("experiments"), cells: Cells = Path("evidence/r
     epilog=_examples(
         "lttw exp run ablations",
         "lttw exp run table7 --frozen --only k10s10 --only k5s5 --queue && dvc queue start",
-        "lttw exp run paper --direct --jobs 3 --budget 540 -S model.encoder=.carry/minilm",
+        "lttw exp run paper --runner direct --jobs 3 --budget 540 -S model.encoder=.carry/minilm",
     ),
 )
 def exp_run(
@@ -140,12 +156,14 @@ def exp_run(
     queue: Annotated[
         bool, typer.Option("--queue", help="DVC: only queue the cells (`dvc queue start` later)")
     ] = False,
-    direct: Annotated[
-        bool,
+    runner: Annotated[
+        Runner,
         typer.Option(
-            "--direct", help="run the stages without dvc (default where dvc is not installed)"
+            "--runner",
+            help="dvc: DVC's queue (experiments tracked by DVC); direct: the stage scripts "
+            "without dvc, --jobs at a time within --budget (a GPU window)",
         ),
-    ] = False,
+    ] = Runner.dvc,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="cells at a time (direct)")] = 1,
     budget: Annotated[
         float | None, typer.Option("--budget", help="direct: stop cleanly after SECONDS")
@@ -156,15 +174,14 @@ def exp_run(
 ) -> None:
     """Run a grid's cells not written yet: through DVC's queue (one `dvc exp run --queue -n
     CELL -S ...` each, then `dvc exp run --run-all` and `lttw exp collect`), or directly
-    (`--direct`: the stage scripts, --jobs at a time, within --budget; rerun to resume).
+    (`--runner direct`: the stage scripts, --jobs at a time, within --budget; rerun to
+    resume).
     The cells land in evidence/runs/<cell>/; `lttw report` renders them."""
-    import importlib.util
-
     extra = list(assignments or [])
     grid = _grid(name, grids, params, frozen, tuple(extra))
-    if direct or importlib.util.find_spec("dvc") is None:
+    if runner is Runner.direct:
         if queue:
-            raise UserError("--queue needs dvc; --direct runs the cells now")
+            raise UserError("--queue is DVC's: --runner direct runs the cells now")
         from lttw.experiments.direct_runner import describe, run_window
 
         outcome = run_window(
@@ -181,6 +198,7 @@ def exp_run(
         if outcome.failed:
             raise typer.Exit(1)
         return
+    _needs_dvc("--runner dvc", "--runner direct runs the cells without it")
     from lttw.experiments.dvc_queue import (
         absolute_root,
         collect_grids,

@@ -1,4 +1,4 @@
-"""``lttw exp run NAME --direct`` and ``bench/gpu.sh grid NAME``: a grid's cells in one time
+"""``lttw exp run NAME --runner direct`` and ``bench/gpu.sh grid NAME``: a grid's cells in one time
 window, without dvc (``experiments.direct_runner``). Runs with neither typer nor dvc installed:
 
     python -m lttw.experiments paper --jobs 3 --budget 540 -S model.encoder=.carry/minilm

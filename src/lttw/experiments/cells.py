@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from lttw.experiments.cell_folder import PART, PREDICTIONS
-from lttw.io import atomic_dir, write_json, write_parquet
+from lttw.io import atomic_dir, read_json, write_json, write_parquet
 
 RUNS_DIR = Path("evidence/runs")
 #: what a finished fold leaves in a work folder (format with fold=), all a resume needs
@@ -116,3 +116,18 @@ def write_cell_folder(
         (tmp / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
         write_parquet(tmp / PREDICTIONS, predictions)
         write_json(tmp / "cell.json", {**meta, "train_s": train_seconds(folds)})
+
+
+def write_cell_from_work(target: Path, work: Path, params: dict, meta: dict) -> None:
+    """The cell folder ``target`` from a finished pipeline's work folder (the direct runner's
+    ``cells/<cell>/``): its summary, the summary's folds' metrics and held-out predictions."""
+    summary = read_json(work / "metrics" / "summary.json")
+    folds = {f: read_json(work / f"metrics/folds/fold_{f}.json") for f in summary["folds"]}
+    predictions = pd.concat(
+        [
+            test_predictions(f, pd.read_parquet(work / f"data/eval/fold_{f}/predictions.parquet"))
+            for f in sorted(folds)
+        ],
+        ignore_index=True,
+    )
+    write_cell_folder(target, summary, folds, params, predictions, meta)

@@ -21,31 +21,22 @@ from __future__ import annotations
 
 import copy
 import os
-import shlex
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
 from lttw.errors import UserError
-from lttw.experiments.cells import (
-    RUNS_DIR,
-    restore_fold,
-    save_fold,
-    test_predictions,
-    write_cell_folder,
-)
+from lttw.experiments.cells import RUNS_DIR, restore_fold, save_fold, write_cell_from_work
 from lttw.experiments.grids import GRIDS_DIR, GridCell, cell_params, find_grid
 from lttw.experiments.stage_plan import Stage, expand_stages, stage_keys
-from lttw.experiments.stage_process import Clock, stop_stage
-from lttw.io import read_json, write_json
+from lttw.experiments.stage_process import Clock, run_stage, stage_argv, stage_env, stop_stage
+from lttw.io import write_json
 
 SHARED = frozenset({"sample", "folds", "tokens", "encode", "counts", "nmf"})
 WORK_DIR = Path("data/grid")
@@ -86,12 +77,7 @@ class DirectRunner:
         self.jobs, self.log = max(1, jobs), log
         self.base = yaml.safe_load((self.repo / "params.yaml").read_text(encoding="utf-8"))
         self.dvc_yaml = yaml.safe_load((self.repo / "dvc.yaml").read_text(encoding="utf-8"))
-        self.env = dict(os.environ)
-        src = str(self.repo / "src")
-        self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, self.env.get("PYTHONPATH")]))
-        threads = str(max(1, (os.cpu_count() or 1) // self.jobs))
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            self.env.setdefault(var, threads)
+        self.env = stage_env(self.repo, self.jobs)
         self.rev = self._rev()
         self._running: set[subprocess.Popen] = set()
         self._interrupted = False  # Ctrl-C: stop what runs, start nothing
@@ -120,34 +106,38 @@ class DirectRunner:
         """Run one stage in ``cwd``: "ok", "failed" or "stopped" (the budget ran out)."""
         if clock.up() or self._interrupted:
             return "stopped"
-        argv = shlex.split(stage.cmd)
-        if argv[0] in ("python", "python3"):
-            argv[0] = sys.executable
-        argv += ["--params", str(params_file)]
-        clock.starting()
         with open(cwd / "log.txt", "ab") as log:
             log.write(f"# {stage.name}: {stage.cmd}\n".encode())
             log.flush()
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            self._running.add(proc)
-            try:
-                rc = proc.wait(timeout=clock.left())
-            except subprocess.TimeoutExpired:
-                stop_stage(proc)
+            argv = stage_argv(stage.cmd, params_file)
+            rc = run_stage(argv, cwd, self.env, clock, log, self._running)
+            if rc is None:
                 log.write(f"# {stage.name}: stopped at the budget\n".encode())
                 return "stopped"
-            finally:
-                self._running.discard(proc)
         if self._interrupted:
             return "stopped"
         return "ok" if rc == 0 else "failed"
+
+    def run_here(self, stages: list[Stage], params_file: Path, log=print) -> list[dict]:
+        """``stages`` in the checkout itself, in order, no cell folder and nothing cached
+        (``tools/run_stages.py``), until one fails: each one's seconds and exit code."""
+        rows: list[dict] = []
+        for stage in stages:
+            log(f"# {stage.name}: {stage.cmd}")
+            start = time.perf_counter()
+            argv = stage_argv(stage.cmd, params_file)
+            rc = run_stage(argv, self.repo, self.env, Clock(None))
+            rows.append(
+                {
+                    "stage": stage.name,
+                    "seconds": round(time.perf_counter() - start, 2),
+                    "exit_code": rc,
+                }
+            )
+            log(f"# {stage.name}: {rows[-1]['seconds']} s (exit {rc})")
+            if rc:
+                break
+        return rows
 
     def _link_stages(self, folder: Path) -> None:
         link = folder / "stages"
@@ -243,30 +233,16 @@ class DirectRunner:
             (folder / ".done" / stage.name).touch()
             if stage.base == "evaluate":
                 save_fold(self.runs_dir, cell.name, folder, int(stage.name.split("@")[1]))
-        self._write(cell, folder, params)
-        shutil.rmtree(self.runs_dir / ".partial" / cell.name, ignore_errors=True)
-        shutil.rmtree(folder, ignore_errors=True)
-        return "done"
-
-    def _write(self, cell: GridCell, folder: Path, params: dict) -> None:
-        summary = read_json(folder / "metrics" / "summary.json")
-        folds = {f: read_json(folder / f"metrics/folds/fold_{f}.json") for f in summary["folds"]}
-        predictions = pd.concat(
-            [
-                test_predictions(
-                    f, pd.read_parquet(folder / f"data/eval/fold_{f}/predictions.parquet")
-                )
-                for f in sorted(folds)
-            ],
-            ignore_index=True,
-        )
         meta = {
             "experiment": cell.name,
             "rev": self.rev,
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "backend": "direct",
         }
-        write_cell_folder(self.runs_dir / cell.name, summary, folds, params, predictions, meta)
+        write_cell_from_work(self.runs_dir / cell.name, folder, params, meta)
+        shutil.rmtree(self.runs_dir / ".partial" / cell.name, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        return "done"
 
     # --- a grid ------------------------------------------------------------------------
 

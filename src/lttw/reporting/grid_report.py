@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lttw.errors import UserError
-from lttw.experiments.cell_folder import Run, read_cell
+from lttw.experiments.cell_folder import REFERENCE, Run, read_cell
 from lttw.experiments.cells import RUNS_DIR
 from lttw.experiments.grids import GRIDS_DIR, Grid, grid_paths, load_grid
 from lttw.experiments.paper_numbers import PaperTables, merge_tables
@@ -57,7 +57,9 @@ def grid_sections(grids: list[Grid], runs_dir: Path, paper: PaperTables | None =
             "",
             f"{first}. From `{runs_dir}/<cell>/` (`lttw exp run {grid.name}`).",
         ]
-        lines += dataset_tables(runs, level="###", paper=paper)
+        ref_cell = grid.cell(grid.reference).name if grid.reference else None
+        reference = next((r.variant for r in runs if r.name == ref_cell), None)
+        lines += dataset_tables(runs, level="###", paper=paper, reference=reference or REFERENCE)
     return lines
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from lttw.experiments.cell_folder import REFERENCE, Run
+from lttw.experiments.cell_folder import REFERENCE, Run, read_test_predictions
 from lttw.experiments.paper_numbers import PaperTables
 from lttw.reporting.runs import merge_runs
-from lttw.reporting.stats import WILCOXON_MIN, paired_test, pct
+from lttw.reporting.stats import WILCOXON_MIN, paired_test, pct, pooled_mcnemar
 from lttw.settings import BASELINES
 
 DATASET_NAMES = {
@@ -66,29 +66,59 @@ def _row(dataset: str, variant: str, run: Run | None, paper: PaperTables) -> str
     return f"| {name} | " + " | ".join(cells) + " |"
 
 
-def _tests(merged: dict[tuple[str, str], Run], dataset: str) -> list[str]:
-    reference = merged.get((dataset, REFERENCE))
-    others = [v for (d, v) in merged if d == dataset and v != REFERENCE]
+def _tests(merged: dict[tuple[str, str], Run], dataset: str, ref: str = REFERENCE) -> list[str]:
+    reference = merged.get((dataset, ref))
+    others = [v for (d, v) in merged if d == dataset and v != ref]
     if not others:
         return []
+    # McNemar on the pooled held-out texts where both runs are cells that keep predictions
+    ref_predictions = _cell_predictions(reference)
     lines = [
         "",
-        f"Paired test of {REFERENCE} against each variant on per-fold held-out test "
+        f"Paired test of {ref} against each variant on per-fold held-out test "
         f"F1 (Wilcoxon signed-rank with >= {WILCOXON_MIN} common folds, else paired "
-        "t-test; two-sided):",
+        "t-test; two-sided)"
+        + (
+            "; McNemar's exact test on the pooled held-out texts (right only with "
+            f"{ref} / only with the variant):"
+            if ref_predictions is not None
+            else ":"
+        ),
         "",
-        "| LTTW vs | common folds | test | mean ΔF1 (points) | p-value |",
-        "| --- | --- | --- | --- | --- |",
+        f"| {ref} vs | common folds | test | mean ΔF1 (points) | p-value |"
+        + (" McNemar p (only / only) |" if ref_predictions is not None else ""),
+        "| --- | --- | --- | --- | --- |" + (" --- |" if ref_predictions is not None else ""),
     ]
     for variant in sorted(others, key=_order):
         if reference is None:
-            lines.append(f"| {variant} | 0 | n/a ({REFERENCE} not run) | | |")
+            lines.append(f"| {variant} | 0 | n/a ({ref} not run) | | |")
             continue
         t = paired_test(reference, merged[(dataset, variant)])
         delta = f"{100 * t['delta']:+.2f}" if "delta" in t else ""
         p = f"{t['p']:.4g}" if t["p"] is not None else ""
-        lines.append(f"| {variant} | {t['n']} | {t['test'] or t['why']} | {delta} | {p} |")
+        row = f"| {variant} | {t['n']} | {t['test'] or t['why']} | {delta} | {p} |"
+        other_predictions = _cell_predictions(merged[(dataset, variant)])
+        if ref_predictions is not None:
+            m = (
+                pooled_mcnemar(ref_predictions, other_predictions)
+                if other_predictions is not None
+                else {"p": None, "why": "n/a (no predictions)"}
+            )
+            m_text = (
+                f"{m['p']:.2g} ({m['only_ref']} / {m['only_other']})"
+                if m["p"] is not None
+                else m["why"]
+            )
+            row += f" {m_text} |"
+        lines.append(row)
     return lines
+
+
+def _cell_predictions(run: Run | None):
+    """A run's held-out predictions where it was read from one cell folder that keeps them."""
+    if run is None or len(run.sources) != 1:
+        return None
+    return read_test_predictions(run.sources[0])
 
 
 def _samples_and_final(present: dict[str, Run]) -> list[str]:
@@ -149,10 +179,14 @@ def render(runs: list[Run], paper: PaperTables | None = None) -> str:
 
 
 def dataset_tables(
-    runs: list[Run], level: str = "##", paper: PaperTables | None = None
+    runs: list[Run],
+    level: str = "##",
+    paper: PaperTables | None = None,
+    reference: str = REFERENCE,
 ) -> list[str]:
     """A table per dataset (its variants next to the ``paper``'s numbers, then the paired
-    tests), the paper's datasets first; ``level``: the headings' markdown level."""
+    tests of ``reference`` against the others), the paper's datasets first; ``level``: the
+    headings' markdown level."""
     paper = paper or {}
     merged = merge_runs(runs)
     ran = {d for d, _ in merged}
@@ -169,5 +203,5 @@ def dataset_tables(
         for variant in sorted(set(VARIANTS) | set(present), key=_order):
             lines.append(_row(dataset, variant, present.get(variant), paper))
         lines += _samples_and_final(present)
-        lines += _tests(merged, dataset)
+        lines += _tests(merged, dataset, reference)
     return lines
