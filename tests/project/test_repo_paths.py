@@ -79,13 +79,16 @@ def expand(path: str) -> list[str]:
 
 def ignored(root: Path, paths: list[str]) -> set[str]:
     """The paths that .gitignore ignores (whether or not they exist)."""
-    proc = subprocess.run(
-        ["git", "check-ignore", "--no-index", "--stdin"],
-        cwd=root,
-        input="\n".join(paths),
-        capture_output=True,
-        text=True,
-    )
+    try:
+        proc = subprocess.run(
+            ["git", "check-ignore", "--no-index", "--stdin"],
+            cwd=root,
+            input="\n".join(paths),
+            capture_output=True,
+            text=True,
+        )
+    except FileNotFoundError:
+        pytest.skip("git is not installed")
     if proc.returncode > 1:
         pytest.skip(f"not a git checkout: {proc.stderr.strip()}")
     return set(proc.stdout.split("\n"))
