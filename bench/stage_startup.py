@@ -27,7 +27,7 @@ from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "stage_startup.json"
 WATCHED = ("transformers", "torch._dynamo", "sklearn", "pandas", "jieba")
-#: runs the stage as __main__ (as `python stages/x.py` does), then reports the imports
+#: runs the stage as __main__ (as `python stages/NAME.py` does), then reports the imports
 RUNNER = (
     "import runpy, sys, json\n"
     "sys.argv = sys.argv[1:]\n"

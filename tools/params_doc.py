@@ -1,10 +1,10 @@
-"""The parameters page (``docs/parameters.md``), generated from the typed settings.
+"""The parameters page (``docs/reference/parameters.md``), generated from the typed settings.
 
 Each parameter is described once, beside its typed setting in ``lttw.settings``
 (``Field(description=...)``); this module renders those descriptions, defaults and valid
 values as one Markdown table per group. No stage runs it::
 
-    python tools/params_doc.py            # rewrite docs/parameters.md
+    python tools/params_doc.py            # rewrite docs/reference/parameters.md
     python tools/params_doc.py --check    # exit 1 where the page is stale
 """
 
@@ -28,7 +28,7 @@ from lttw.io import atomic_path  # noqa: E402
 from lttw.settings import Settings, valid_range  # noqa: E402
 
 #: where the page lives, relative to the repository root
-PAGE = Path("docs/parameters.md")
+PAGE = Path("docs/reference/parameters.md")
 COMMAND = "python tools/params_doc.py"
 
 INTRO = f"""\
@@ -40,10 +40,11 @@ edit them there and rerun it (a test fails while this page is stale). -->
 Every parameter lives in `params.yaml`, grouped by stage, and is validated in one place,
 `src/lttw/settings/`: an unknown name or an out-of-range value stops the stage before it
 does any work, with a message naming the parameter and its valid range. Change one for an
-experiment with `dvc exp run -S group.name=value` (see [Experiments](experiments.md)); each
-stage declares exactly the parameters it reads in `dvc.yaml`, so only the stages that read it
-rerun. What the `auto` values resolve to for a dataset: `lttw data check`; how the defaults
-were chosen, and which to change for your data: [Data and choosing parameters](data.md).
+experiment with `dvc exp run -S group.name=value` (see
+[Experiments](../how-to/experiments.md)); each stage declares exactly the parameters it
+reads in `dvc.yaml`, so only the stages that read it rerun. What the `auto` values resolve
+to for a dataset: `lttw data check`; how the defaults were chosen, and which to change for
+your data: [Data and choosing parameters](../how-to/data.md).
 """
 
 

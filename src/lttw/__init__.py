@@ -31,7 +31,7 @@ def load_model(folder: str | Path = "models/final", device: str = "auto"):
 def __getattr__(name: str):
     """``lttw.Predictor``, imported on first use (PEP 562): ``import lttw`` loads no torch.
     By name, through importlib: every module imports this package, so a static import here
-    would tie the package to the model code (tests/test_layering.py)."""
+    would tie the package to the model code (tests/project/test_layering.py)."""
     if name == "Predictor":
         from importlib import import_module
 

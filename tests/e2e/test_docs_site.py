@@ -55,4 +55,4 @@ def test_the_docs_build_strictly(tmp_path):
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert (tmp_path / "site" / "parameters" / "index.html").is_file()
+    assert (tmp_path / "site" / "reference" / "parameters" / "index.html").is_file()

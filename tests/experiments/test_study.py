@@ -382,9 +382,10 @@ def test_cells_run_through_the_queue_are_collected_and_reported(queued_grids, ti
 
 
 def test_the_readme_shows_the_collected_study():
-    """docs/results.md's study block is what `lttw exp report --readme docs/results.md`
+    """docs/evidence/results.md's study block is what
+    `lttw exp report --readme docs/evidence/results.md`
     renders from the committed evidence/runs: rerun it after collecting cells."""
-    readme = (REPO / "docs" / "results.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "evidence" / "results.md").read_text(encoding="utf-8")
     assert (
         fill_readme(readme, REPO / "experiments" / "study.yaml", REPO / "evidence" / "runs")
         == readme

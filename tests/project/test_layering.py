@@ -155,10 +155,12 @@ def test_readme_architecture_names_real_code():
     import re
 
     docs = LIB.parents[1] / "docs"
-    architecture = (docs / "architecture.md").read_text(encoding="utf-8")
+    architecture = (docs / "explanation" / "architecture.md").read_text(encoding="utf-8")
     for pkg in LAYERS:
-        assert f"| `{pkg}/` |" in architecture, f"docs/architecture.md: no row for {pkg}/"
-    section = architecture + (docs / "paper-map.md").read_text(encoding="utf-8")
+        assert f"| `{pkg}/` |" in architecture, (
+            f"docs/explanation/architecture.md: no row for {pkg}/"
+        )
+    section = architecture + (docs / "explanation" / "paper-map.md").read_text(encoding="utf-8")
     names = set(re.findall(r"`((?:" + "|".join(LAYERS) + r")\.[\w.]+)`", section))
     assert len(names) > 10
     for dotted in sorted(names):

@@ -1,5 +1,5 @@
 """One description per parameter: written beside its typed setting (lttw.settings), rendered
-into docs/parameters.md by tools/params_doc.py; params.yaml keeps short comments."""
+into docs/reference/parameters.md by tools/params_doc.py; params.yaml keeps short comments."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The examples of README.md and of the docs pages (docs/*.md) run as written.
+"""The examples of README.md and of the docs pages (docs/**/*.md) run as written.
 
 Every fenced code block whose info string is exactly ``bash runnable`` is run line by line
 (a line ending in ``\\`` continues on the next; blank lines and lines starting with ``#`` are
@@ -8,7 +8,7 @@ must exit 0. An ``lttw`` line without shell syntax runs in the test's process wi
 arguments (``tiny_project.lttw``: no interpreter and torch start-up per line); every other line
 runs in a shell. Blocks with any other info string (``bash``, ``console``...) are documentation
 only. A README without a runnable block fails: the examples would go untested. The README's
-blocks run first, then each docs page's, pages in name order.
+blocks run first, then each docs page's, pages in path order.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def readme_commands(readme: Path = REPO / "README.md") -> list[str]:
             f"{readme} has no ```{INFO} block: put the commands users should run "
             "(after `dvc repro` on the tiny profile) in such blocks so they are tested"
         )
-    for page in sorted((REPO / "docs").glob("*.md")):
+    for page in sorted((REPO / "docs").rglob("*.md")):
         commands += runnable_commands(page.read_text(encoding="utf-8"))
     return commands
 

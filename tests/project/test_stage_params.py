@@ -4,8 +4,8 @@
 - declared but never read (static, over every code path): a declared parameter's field name
   appears nowhere in the code the stage runs (its script and its library closure, the
   settings' properties it uses expanded to the fields they read);
-- read but not declared (dynamic): ``tests/test_pipeline.py`` runs the real ``dvc repro``
-  with ``tests/param_trace/sitecustomize.py`` recording every settings field each stage's
+- read but not declared (dynamic): ``tests/e2e/test_pipeline.py`` runs the real ``dvc repro``
+  with ``tests/support/param_trace/sitecustomize.py`` recording every settings field each stage's
   ``main`` reads, and checks them with ``undeclared_reads`` below.
 """
 

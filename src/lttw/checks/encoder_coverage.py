@@ -59,6 +59,6 @@ def render_encoder_coverage(coverage: dict, console) -> None:
                 "model.extend_vocab: the tokens stage will add the train sample's "
                 "[UNK] pieces to the encoder's vocabulary ("
                 f"{coverage['extend_vocab']} in these texts, each seen twice or "
-                "more; docs/data.md: choosing parameters)"
+                "more; docs/how-to/data.md: choosing parameters)"
             )
         )

@@ -4,7 +4,7 @@ check data, export, serve, report, experiment grids), are this package's other m
 a thin layer: it parses its options and calls the library.
 
 User errors print one line ``error: ...`` on stderr, from one place (``_Group.invoke``),
-with an exit code that says whose fault it was (docs/your-own-data.md):
+with an exit code that says whose fault it was (docs/tutorial/your-own-data.md):
 
 * 0: done; 1: an unexpected failure (a bug: a traceback);
 * 2 (``EXIT_USAGE``): the command line is wrong (click's own usage errors, an unknown option,

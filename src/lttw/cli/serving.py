@@ -136,7 +136,7 @@ def serve(
     {"text": "..."} (optional "top_k") answers labels and probabilities in the order given;
     GET /health; GET /info (labels, variant, encoder, word splitting, metrics, limits, access).
     Concurrent requests share forward passes (micro-batching). Every error is one line of
-    JSON; every limit is an option below (docs/serving.md, "Limits and security").
+    JSON; every limit is an option below (docs/how-to/serving.md, "Limits and security").
     SIGTERM / Ctrl-C: stops accepting, finishes what it can within --shutdown-timeout, exits."""
     from lttw.serving.onnx_runtime import backend_name, load_predictor
     from lttw.serving.security import LOOPBACK_HOSTS, Access, is_loopback

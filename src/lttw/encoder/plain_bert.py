@@ -11,7 +11,7 @@ bert`` (MiniLM, BERT, Chinese BERT) that is a few dozen lines.
 so a checkpoint written from ``BertModel`` loads into it unchanged, and it computes the same
 function: embeddings (word + position + token type 0) -> LayerNorm -> layers of
 post-norm self-attention (SDPA, padded keys masked) and GELU feed-forward. Dropout sits where
-BERT has it. ``tests/test_plain_bert.py`` checks outputs and gradients against ``BertModel``.
+BERT has it. ``tests/encoder/test_plain_bert.py`` checks outputs and gradients against ``BertModel``.
 
 ``load_pretrained_encoder`` (training) and ``encoder_from_config`` (loading a trained
 folder) build this one where ``supports`` holds; any other architecture or option falls back

@@ -21,7 +21,7 @@ _BERT_CLASSES = {"BertTokenizer", "BertTokenizerFast"}
 
 class WordPieceFile:
     """A BERT tokenizer folder's ``tokenizer.json`` through ``tokenizers.Tokenizer``: the same
-    ids as transformers' ``BertTokenizer`` from that folder (``tests/test_plain_bert.py``)."""
+    ids as transformers' ``BertTokenizer`` from that folder (``tests/encoder/test_plain_bert.py``)."""
 
     def __init__(self, tokenizer, pad_token: str):
         self.tokenizer = tokenizer

@@ -5,7 +5,7 @@ Why by hand: every one of them is a sum over the confusion matrix, and importing
 scikit-learn's metrics takes 1.3-1.6 s of the train and evaluate stages' start-up (each
 process; more than their own work on a small sample). The formulas are scikit-learn's
 (``precision_recall_fscore_support`` with ``zero_division=0``, F as ``2 tp / (true + pred)``,
-``accuracy_score``); ``tests/test_metrics.py`` checks them equal, to the bit.
+``accuracy_score``); ``tests/evaluation/test_metrics.py`` checks them equal, to the bit.
 
 Multi-label parts (``(n, C)`` 0/1 indicator matrices of true and predicted labels, see
 ``data.label_sets``) get scikit-learn's multi-label scores instead (``multilabel_metrics``):

@@ -9,7 +9,7 @@ H_BERT (B, n, d) the encoder's token states, H_tw (B, k+s, z) the latent-factor 
 is one class registered under its name (``register_fusion``); the classifier, ``lttw explain``
 and the report ask it (width, extra positions, mask, position labels, note, report label)
 instead of matching its name. ``settings.FUSIONS`` lists the same names (it validates
-parameters without torch; ``tests/test_fusion.py`` checks both lists agree).
+parameters without torch; ``tests/models/test_fusion.py`` checks both lists agree).
 
 With ``sequence`` the k+s factor tokens go right after [CLS] (not after the padding), so they
 sit at the same positions whatever the padding, and Linformer's positional projection treats

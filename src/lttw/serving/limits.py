@@ -1,5 +1,5 @@
 """Every bound ``lttw serve`` puts on a request, a client and a connection, with its default
-(``lttw serve --help`` and docs/serving.md, "Limits and security", say what a client gets
+(``lttw serve --help`` and docs/how-to/serving.md, "Limits and security", say what a client gets
 past each one)."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ functions take these typed objects (or plain values), never the YAML file.
 Every bad value is rejected at load time with the parameter's dotted name and its
 valid range, before any stage does work. Each parameter is described once, here, as the
 ``description`` of its ``Field``; ``python tools/params_doc.py`` renders them into
-docs/parameters.md.
+docs/reference/parameters.md.
 
 Modules, one concept each: ``variants`` (the names of the choices), ``group`` (the base of a
 parameter group), ``data``, ``model`` and ``train`` (the groups), ``reading`` (``Settings``,

@@ -145,7 +145,7 @@ class ModelSettings(_Group):
     linear_model: Literal["logistic", "svm"] = Field(
         default="svm",
         description="`tfidf_linear`: a linear SVM (`svm`, measured better on AG News and "
-        "THUCNews: docs/results.md) or logistic regression (`logistic`).",
+        "THUCNews: docs/evidence/results.md) or logistic regression (`logistic`).",
     )
 
     @model_validator(mode="after")

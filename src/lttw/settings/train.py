@@ -129,7 +129,7 @@ class TrainSettings(_Group):
         "0: on the fold's validation part; k >= 2: on k-fold out-of-fold probabilities of "
         "the rows it trains on, as scikit-learn's `TunedThresholdClassifierCV` does (k more "
         "fits; the final model tunes its own instead of borrowing the first fold's). "
-        "GoEmotions: docs/results.md.",
+        "GoEmotions: docs/evidence/results.md.",
     )
     freeze_encoder: bool = Field(
         default=False,

@@ -173,7 +173,7 @@ class WordSplitter:
 def _regex_analyzer(pattern: str, lowercase: bool):
     """What scikit-learn's default word analyzer does (lower-case, then the pattern's
     matches, or its one group's), without importing scikit-learn: `lttw predict` starts fast.
-    tests/test_words.py checks both give the same words."""
+    tests/text/test_words.py checks both give the same words."""
     find = _pattern_tokenizer(pattern)
     return (lambda text: find(text.lower())) if lowercase else find
 

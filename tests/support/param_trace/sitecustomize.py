@@ -5,7 +5,7 @@ LTTW_PARAM_TRACE names a folder and the program is a ``stages/*.py`` script, eve
 a settings field inside the stage's ``main`` (``settings.nmf.rank``, including reads inside
 the settings' own properties and in library code handed a settings group) is recorded, and
 the sorted dotted names are written to ``<LTTW_PARAM_TRACE>/<stage>[@fold].json``.
-``tests/test_stage_params.py`` compares them with each stage's ``params:`` in dvc.yaml.
+``tests/project/test_stage_params.py`` compares them with each stage's ``params:`` in dvc.yaml.
 """
 
 import json
