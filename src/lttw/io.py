@@ -57,6 +57,19 @@ def _remove_stale_temporaries(path: Path) -> None:
                 entry.unlink(missing_ok=True)
 
 
+def remove_inside(path: str | Path, root: str | Path) -> None:
+    """Delete the folder ``path`` (nothing where it does not exist), only where it lies
+    strictly inside ``root``, the folder that owns it: a name that resolves elsewhere (``..``,
+    an absolute path, a link out) raises ``ValueError`` and nothing is deleted."""
+    path, root = Path(path), Path(root).resolve()
+    resolved = path.resolve()
+    if resolved == root or not resolved.is_relative_to(root):
+        raise ValueError(f"{path}: not inside {root}; refusing to delete it")
+    if path.is_symlink():
+        raise ValueError(f"{path}: a link; refusing to delete what it points to")
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success rename it to ``path``."""

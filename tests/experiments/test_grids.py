@@ -222,3 +222,49 @@ def test_a_plain_grid_tests_against_its_reference_cell_with_mcnemar(tmp_path):
     assert "| tfidf_linear | 3 | paired t-test | +6.00 |" in section
     assert "| 0.12 (4 / 0) |" in section
     assert "LTTW vs" not in section
+
+
+@pytest.mark.parametrize("name", ["../../../victim", "../..", "/tmp/x", ".hidden", "a/b", "-rf"])
+def test_a_cell_name_that_is_no_folder_name_is_refused_before_anything_runs(
+    tmp_path, monkeypatch, name
+):
+    """A cell's name becomes data/grid/cells/<name> and evidence/runs/<name>: one that walks
+    out of its folder (or is hidden, nested, an option) is refused, and nothing is touched."""
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "trav.yaml").write_text(
+        yaml.safe_dump({"description": "Walks out.", "cells": {"a": {"name": name}}})
+    )
+    (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    victim = tmp_path.parent / f"{tmp_path.name}-victim"
+    victim.mkdir()
+    (victim / "params.yaml").write_text("keep me\n")
+    monkeypatch.chdir(tmp_path)
+    for command in (["exp", "run", "trav", "--runner", "direct"], ["exp", "status", "trav"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2, result.output
+        assert "cell name" in result.output and "one folder name" in result.output
+    assert (victim / "params.yaml").read_text() == "keep me\n"
+    assert not (tmp_path / "data").exists() and not (tmp_path / "evidence").exists()
+
+
+def test_remove_inside_deletes_only_inside_its_folder(tmp_path):
+    from lttw.io import remove_inside
+
+    root = tmp_path / "work"
+    (root / "cells" / "a").mkdir(parents=True)
+    outside = tmp_path / "keep"
+    outside.mkdir()
+    for bad in (root / ".." / "keep", root, outside, root / "cells" / ".." / ".."):
+        with pytest.raises(ValueError, match="refusing to delete"):
+            remove_inside(bad, root)
+    (root / "cells" / "out").symlink_to(outside)  # a link out: not inside
+    with pytest.raises(ValueError, match="not inside"):
+        remove_inside(root / "cells" / "out", root)
+    (root / "cells" / "in").symlink_to(root / "cells" / "a")  # a link in: still a link
+    with pytest.raises(ValueError, match="a link"):
+        remove_inside(root / "cells" / "in", root)
+    assert outside.is_dir()
+    remove_inside(root / "cells" / "a", root)
+    remove_inside(root / "cells" / "gone", root)  # nothing there: nothing to do
+    assert not (root / "cells" / "a").exists() and (root / "cells").is_dir()

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from lttw.experiments.cell_folder import PART, PREDICTIONS
-from lttw.io import atomic_dir, read_json, write_json, write_parquet
+from lttw.io import atomic_dir, read_json, remove_inside, write_json, write_parquet
 
 RUNS_DIR = Path("evidence/runs")
 #: what a finished fold leaves in a work folder (format with fold=), all a resume needs
@@ -39,13 +39,13 @@ def save_fold(runs_dir: Path, cell: str, work: Path, fold: int) -> None:
     """Keep a finished fold's files from a cell's work folder, atomically."""
     saved = partial_dir(runs_dir, cell, fold)
     tmp = saved.with_name(f".{saved.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    remove_inside(tmp, runs_dir)
     for pattern in FOLD_FILES:
         rel = pattern.format(fold=fold)
         (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(work / rel, tmp / rel)
     (tmp / "complete").touch()
-    shutil.rmtree(saved, ignore_errors=True)
+    remove_inside(saved, runs_dir)
     os.replace(tmp, saved)
 
 

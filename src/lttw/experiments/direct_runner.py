@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Sequence
@@ -36,7 +35,7 @@ from lttw.experiments.cells import RUNS_DIR, restore_fold, save_fold, write_cell
 from lttw.experiments.grids import GRIDS_DIR, GridCell, cell_params, find_grid
 from lttw.experiments.stage_plan import Stage, expand_stages, stage_keys
 from lttw.experiments.stage_process import Clock, run_stage, stage_argv, stage_env, stop_stage
-from lttw.io import write_json
+from lttw.io import remove_inside, write_json
 
 SHARED = frozenset({"sample", "folds", "tokens", "encode", "counts", "nmf"})
 WORK_DIR = Path("data/grid")
@@ -167,7 +166,7 @@ class DirectRunner:
                     continue
                 target = self._shared_dir(stage, keys[stage.name])
                 tmp = target.with_name(f".{target.name}.tmp")
-                shutil.rmtree(tmp, ignore_errors=True)
+                remove_inside(tmp, self.work)
                 tmp.mkdir(parents=True)
                 self._link_stages(tmp)
                 for before in stages[: stages.index(stage)]:
@@ -178,7 +177,7 @@ class DirectRunner:
                 self.log(f"shared {stage.name} ({keys[stage.name][:7]})")
                 state = self._run(stage, tmp, params_file, clock)
                 if state == "stopped":
-                    shutil.rmtree(tmp, ignore_errors=True)
+                    remove_inside(tmp, self.work)
                     return False
                 if state == "failed":
                     raise UserError(f"shared stage {stage.name} failed; its log: {tmp / 'log.txt'}")
@@ -212,7 +211,7 @@ class DirectRunner:
         params_file = folder / "params.yaml"
         text = yaml.safe_dump(params, sort_keys=False)
         if params_file.is_file() and params_file.read_text(encoding="utf-8") != text:
-            shutil.rmtree(folder)  # another setting ran here before: start afresh
+            remove_inside(folder, self.work)  # another setting ran here before: start afresh
         (folder / ".done").mkdir(parents=True, exist_ok=True)
         params_file.write_text(text, encoding="utf-8")
         self._link_stages(folder)
@@ -240,8 +239,8 @@ class DirectRunner:
             "backend": "direct",
         }
         write_cell_from_work(self.runs_dir / cell.name, folder, params, meta)
-        shutil.rmtree(self.runs_dir / ".partial" / cell.name, ignore_errors=True)
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_inside(self.runs_dir / ".partial" / cell.name, self.runs_dir)
+        remove_inside(folder, self.work)
         return "done"
 
     # --- a grid ------------------------------------------------------------------------

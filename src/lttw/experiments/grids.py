@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,6 +41,19 @@ _GRID_KEYS = {
 }
 _CELL_KEYS = {"set", "label", "paper", "name"}
 MAX_CELLS = 500  # a grid larger than this is a typo, not a plan
+#: a cell's name is a folder's (evidence/runs/<name>, data/grid/cells/<name>) and a DVC
+#: experiment's: one path component of these characters, never starting with "." or "-"
+CELL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+
+
+def check_cell_name(name: str, where: str) -> str:
+    """``name`` where it is a safe cell name (``CELL_NAME``), else a ``UserError``."""
+    if not CELL_NAME.fullmatch(name):
+        raise UserError(
+            f"{where}: cell name {name!r} must be one folder name of letters, digits, '_', "
+            "'.' and '-' (at most 100, not starting with '.' or '-')"
+        )
+    return name
 
 
 @dataclass(frozen=True)
@@ -134,7 +148,12 @@ def _folds(value: Any, where: str) -> list[int] | None:
 def _study_grid(name: str, path: Path, raw: dict, n_folds: int) -> Grid:
     study = read_study(path)
     cells = tuple(
-        GridCell(c.name, c.name.removeprefix(STUDY_PREFIX), c.name, dict(c.params))
+        GridCell(
+            check_cell_name(c.name, str(path)),
+            c.name.removeprefix(STUDY_PREFIX),
+            c.name,
+            dict(c.params),
+        )
         for c in study.cells(n_folds)
     )
     return Grid(name, path, str(raw.get("description") or ""), cells, study=study)
@@ -177,7 +196,7 @@ def load_grid(path: str | Path, n_folds: int = 10) -> Grid:
             )
         params = {**({"folds.run": folds} if folds else {}), **shared}
         params.update(_mapping(spec.get("set"), f"{where}.set"))
-        cell_name = str(spec.get("name") or f"{prefix}{key}")
+        cell_name = check_cell_name(str(spec.get("name") or f"{prefix}{key}"), where)
         label = str(spec.get("label") or key)
         cells.append(GridCell(cell_name, str(key), label, params, _paper(spec.get("paper"), where)))
     names = [c.name for c in cells]
