@@ -36,6 +36,7 @@ from lttw.experiments.grids import GRIDS_DIR, GridCell, cell_params, find_grid
 from lttw.experiments.stage_plan import Stage, expand_stages, stage_keys
 from lttw.experiments.stage_process import Clock, run_stage, stage_argv, stage_env, stop_stage
 from lttw.io import remove_inside, write_json
+from lttw.pipeline_files import STAMP
 
 SHARED = frozenset({"sample", "folds", "tokens", "encode", "counts", "nmf"})
 WORK_DIR = Path("data/grid")
@@ -138,10 +139,14 @@ class DirectRunner:
                 break
         return rows
 
-    def _link_stages(self, folder: Path) -> None:
-        link = folder / "stages"
-        if not link.is_symlink():
-            link.symlink_to(self.repo / "stages")
+    def _link_project_files(self, folder: Path) -> None:
+        """What a stage reads from the checkout besides its parameters and inputs: this
+        repository's ``stages/``, or a project's ``lttw-version.json`` (``lttw init``: its
+        stages are the installed lttw's and check that stamp)."""
+        for name in ("stages", STAMP):
+            link = folder / name
+            if (self.repo / name).exists() and not link.is_symlink():
+                link.symlink_to(self.repo / name)
 
     # --- shared stages -----------------------------------------------------------------
 
@@ -168,7 +173,7 @@ class DirectRunner:
                 tmp = target.with_name(f".{target.name}.tmp")
                 remove_inside(tmp, self.work)
                 tmp.mkdir(parents=True)
-                self._link_stages(tmp)
+                self._link_project_files(tmp)
                 for before in stages[: stages.index(stage)]:
                     if before.base in SHARED:
                         self._link_outputs(tmp, before, keys[before.name])
@@ -214,7 +219,7 @@ class DirectRunner:
             remove_inside(folder, self.work)  # another setting ran here before: start afresh
         (folder / ".done").mkdir(parents=True, exist_ok=True)
         params_file.write_text(text, encoding="utf-8")
-        self._link_stages(folder)
+        self._link_project_files(folder)
         for stage in stages:
             if stage.base in SHARED:
                 self._link_outputs(folder, stage, keys[stage.name])
