@@ -34,7 +34,7 @@ from lttw.experiments.cells import RUNS_DIR  # noqa: E402
 from lttw.experiments.direct_runner import WORK_DIR, DirectRunner  # noqa: E402
 from lttw.experiments.grids import apply_assignment  # noqa: E402
 from lttw.experiments.stage_plan import expand_stages  # noqa: E402
-from lttw.io import write_json  # noqa: E402
+from lttw.io import read_yaml, write_json  # noqa: E402
 
 
 def apply_override(params: dict, assignment: str) -> None:
@@ -78,13 +78,11 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
     repo = Path(args.repo).resolve()
-    params = yaml.safe_load((repo / "params.yaml").read_text(encoding="utf-8"))
+    params = read_yaml(repo / "params.yaml")
     for assignment in args.set:
         apply_override(params, assignment)
     try:
-        stages = expand_stages(
-            yaml.safe_load((repo / "dvc.yaml").read_text(encoding="utf-8")), params
-        )
+        stages = expand_stages(read_yaml(repo / "dvc.yaml"), params)
     except UserError as err:
         raise SystemExit(str(err)) from None
     if args.only:

@@ -21,8 +21,41 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from lttw.errors import UserError
+
+#: the largest parameters, pipeline or grid file read (a hand-written one is a few KB)
+MAX_YAML_BYTES = 1 << 20
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """``yaml.safe_load`` without aliases: nine nested ``*name`` levels expand to gigabytes,
+    and no file a user writes for lttw needs them."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.YAMLError(
+                f"line {mark.line + 1}: an alias (*name); aliases are not accepted, "
+                "write the value out"
+            )
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str):
+    """Parse YAML as ``yaml.safe_load`` does, refusing aliases (``yaml.YAMLError``)."""
+    return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506  (a SafeLoader)
+
+
+def read_yaml(path: str | Path):
+    """A YAML file of at most ``MAX_YAML_BYTES``, parsed by ``load_yaml``; ``yaml.YAMLError``
+    where it is larger or not YAML."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_YAML_BYTES:
+        raise yaml.YAMLError(f"{size:,} bytes; at most {MAX_YAML_BYTES:,} are read")
+    return load_yaml(path.read_text(encoding="utf-8"))
 
 
 class UnreadableFileError(UserError, ValueError):

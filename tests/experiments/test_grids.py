@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from lttw.cli import app
 from lttw.errors import UserError
 from lttw.experiments import dvc_queue
-from lttw.experiments.grids import full_params, load_grid, validate_grid
+from lttw.experiments.grids import apply_assignment, full_params, load_grid, validate_grid
 from lttw.reporting.grid_report import cell_runs, grid_sections, load_grids
 
 REPO = Path(__file__).resolve().parents[2]
@@ -268,3 +268,33 @@ def test_remove_inside_deletes_only_inside_its_folder(tmp_path):
     remove_inside(root / "cells" / "a", root)
     remove_inside(root / "cells" / "gone", root)  # nothing there: nothing to do
     assert not (root / "cells" / "a").exists() and (root / "cells").is_dir()
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+    for i in range(9)
+)
+
+
+def test_yaml_aliases_are_refused_in_the_files_a_user_writes(tmp_path, monkeypatch):
+    """A grid whose ``set`` holds nested aliases (each level triples the size) is refused at
+    once, as are aliases in params.yaml and in a ``-S`` value, and a file over 1 MiB."""
+    from lttw.io import MAX_YAML_BYTES
+    from lttw.settings import SettingsError, read_settings
+
+    (tmp_path / "experiments").mkdir()
+    grid = "description: A bomb.\nset:\n" + "".join(f"  {line}\n" for line in BOMB.splitlines())
+    (tmp_path / "experiments" / "bomb.yaml").write_text(grid + "cells: {a: {}}\n")
+    (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["exp", "status", "bomb"])
+    assert result.exit_code == 2, result.output
+    assert "an alias (*name); aliases are not accepted" in result.output
+    (tmp_path / "bomb-params.yaml").write_text(BOMB)
+    with pytest.raises(SettingsError, match="aliases are not accepted"):
+        read_settings(tmp_path / "bomb-params.yaml")
+    with pytest.raises(UserError, match="the value is not YAML"):
+        apply_assignment({}, "model.k=*a")
+    (tmp_path / "big.yaml").write_text("# " + "x" * MAX_YAML_BYTES + "\n")
+    with pytest.raises(SettingsError, match="at most 1,048,576 are read"):
+        read_settings(tmp_path / "big.yaml")

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from lttw.errors import UserError
-from lttw.io import read_json
+from lttw.io import read_json, read_yaml
 
 PREDICTIONS = "test_predictions.parquet"
 
@@ -73,7 +72,7 @@ def variant_label(variant: str, model: dict | None) -> str:
 def _model_params(path: Path | None) -> dict | None:
     if path is None or not path.is_file():
         return None
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = read_yaml(path) or {}
     return raw.get("model") if isinstance(raw, dict) else None
 
 

@@ -35,7 +35,7 @@ from lttw.experiments.cells import RUNS_DIR, restore_fold, save_fold, write_cell
 from lttw.experiments.grids import GRIDS_DIR, GridCell, cell_params, find_grid
 from lttw.experiments.stage_plan import Stage, expand_stages, stage_keys
 from lttw.experiments.stage_process import Clock, run_stage, stage_argv, stage_env, stop_stage
-from lttw.io import remove_inside, write_json
+from lttw.io import read_yaml, remove_inside, write_json
 from lttw.pipeline_files import STAMP
 
 SHARED = frozenset({"sample", "folds", "tokens", "encode", "counts", "nmf"})
@@ -59,6 +59,19 @@ def write_window(path: Path, outcome: Outcome, seconds: float) -> None:
     write_json(path, {**outcome.__dict__, "wall_s": round(seconds, 1)})
 
 
+def _read_checkout_yaml(path: Path) -> dict:
+    """The checkout's params.yaml or dvc.yaml, a mapping, or a ``UserError`` saying why not."""
+    try:
+        raw = read_yaml(path)
+    except OSError as err:
+        raise UserError(f"{path}: not readable ({err.strerror})") from None
+    except yaml.YAMLError as err:
+        raise UserError(f"{path}: not YAML ({str(err).splitlines()[0]})") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: a mapping expected")
+    return raw
+
+
 def _absolute_paths(params: dict, repo: Path) -> None:
     """data.root, model.encoder and model.word_vectors relative to the checkout, made
     absolute (the stages run in other folders); names like ``org/model`` stay."""
@@ -75,8 +88,8 @@ class DirectRunner:
     def __init__(self, repo: Path, runs_dir: Path, work_dir: Path, jobs: int = 1, log=print):
         self.repo, self.runs_dir, self.work = repo.resolve(), runs_dir.resolve(), work_dir.resolve()
         self.jobs, self.log = max(1, jobs), log
-        self.base = yaml.safe_load((self.repo / "params.yaml").read_text(encoding="utf-8"))
-        self.dvc_yaml = yaml.safe_load((self.repo / "dvc.yaml").read_text(encoding="utf-8"))
+        self.base = _read_checkout_yaml(self.repo / "params.yaml")
+        self.dvc_yaml = _read_checkout_yaml(self.repo / "dvc.yaml")
         self.env = stage_env(self.repo, self.jobs)
         self.rev = self._rev()
         self._running: set[subprocess.Popen] = set()
@@ -320,7 +333,7 @@ def run_window(
     if budget is not None and budget < 0:
         raise UserError(f"--budget {budget}: must be >= 0 seconds")
     repo = repo.resolve()
-    base = yaml.safe_load((repo / "params.yaml").read_text(encoding="utf-8"))
+    base = _read_checkout_yaml(repo / "params.yaml")
     n_folds = int((base.get("folds") or {}).get("n_folds", 10))
     grid = find_grid(name, repo / GRIDS_DIR, n_folds)
     grid = grid.frozen() if frozen else grid

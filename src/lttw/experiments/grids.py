@@ -32,6 +32,7 @@ from lttw.errors import UserError
 from lttw.experiments.paper_numbers import PaperTables, paper_tables
 from lttw.experiments.study import PREFIX as STUDY_PREFIX
 from lttw.experiments.study import Study, read_study
+from lttw.io import load_yaml, read_yaml
 
 GRIDS_DIR = Path("experiments")
 FROZEN_SUFFIX = "-frozen"
@@ -167,7 +168,7 @@ def load_grid(path: str | Path, n_folds: int = 10) -> Grid:
         raise UserError(f"{path}: no grid file")
     name = path.stem
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = read_yaml(path)
     except yaml.YAMLError as err:
         raise UserError(f"{path}: not YAML ({str(err).splitlines()[0]})") from None
     if not isinstance(raw, dict):
@@ -256,7 +257,7 @@ def apply_assignment(params: dict, assignment: str) -> None:
     if not sep or not key:
         raise UserError(f"-S {assignment!r}: expected key=value, e.g. -S model.k=20")
     try:
-        value = yaml.safe_load(raw)
+        value = load_yaml(raw)
     except yaml.YAMLError:
         raise UserError(f"-S {assignment!r}: the value is not YAML") from None
     set_param(params, key, value)

@@ -17,6 +17,7 @@ from typing import Any, cast
 import yaml
 
 from lttw.errors import UserError
+from lttw.io import read_yaml
 
 PREFIX = "ev-"
 
@@ -98,7 +99,7 @@ def read_study(path: str | Path) -> Study:
     if not path.is_file():
         raise UserError(f"{path}: no study file (see experiments/study.yaml)")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = read_yaml(path) or {}
     except yaml.YAMLError as err:
         raise UserError(f"{path}: not YAML ({str(err).splitlines()[0]})") from None
     if not isinstance(raw, dict):

@@ -16,11 +16,11 @@ from typing import cast
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from lttw.experiments.cell_folder import Run, read_cell, read_test_predictions
 from lttw.experiments.cells import RUNS_DIR
 from lttw.experiments.study import Cell, Study, read_study, train_share
+from lttw.io import read_yaml
 from lttw.reporting.report import DATASET_NAMES
 from lttw.reporting.stats import paired_test, pct, pooled_mcnemar
 from lttw.reporting.study_curve import write_curve
@@ -47,7 +47,7 @@ def load_results(study: Study, runs_dir: str | Path, n_folds: int = 10) -> dict[
         if not (folder / "summary.json").is_file():
             continue
         run = read_cell(folder)
-        params = yaml.safe_load((folder / "params.yaml").read_text(encoding="utf-8")) or {}
+        params = read_yaml(folder / "params.yaml") or {}
         size = (params.get("data") or {}).get("train_size", 0)
         share = train_share((params.get("folds") or {}).get("n_folds", n_folds))
         out[cell.name] = CellResult(

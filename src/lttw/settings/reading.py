@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from lttw.errors import UserError
+from lttw.io import read_yaml
 from lttw.settings.data import (
     CountSettings,
     DataSettings,
@@ -203,7 +204,7 @@ def read_settings(path: str | Path = "params.yaml") -> Settings:
     if not path.is_file():
         raise SettingsError(f"{path}: parameters file not found")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = read_yaml(path)
     except yaml.YAMLError as err:
         raise SettingsError(f"{path}: not valid YAML: {err}") from None
     if raw is not None and not isinstance(raw, dict):
