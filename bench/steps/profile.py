@@ -1,5 +1,6 @@
 """Where a training step's time goes: ``torch.profiler`` over the train stage's own loop
-(``lttw.training.loop.train_classifier``), the same models and batches as ``train_throughput.py``.
+(``lttw.training.loop.train_classifier``), the same models and batches as the throughput
+(``steps/common.py``).
 
 Prints (and writes to bench/results/profile_train.json):
   * the step's time by phase (batch, forward, backward, clip_grad_norm, optimizer: the loop's
@@ -18,212 +19,35 @@ Prints (and writes to bench/results/profile_train.json):
   * the forward pass split by module (encoder, fusion + attention blocks, classifier);
   * the top ops.
 
-    python bench/profile_train.py --quick                       # CPU, tiny shapes, < 60 s
-    python bench/profile_train.py --seq 64 --batch 32            # the default profile's step
-    python bench/profile_train.py --lengths-from data/sample/train.parquet
-    python bench/profile_train.py --encoder bert-base --precision bf16   # GPU, paper shape
-    python bench/profile_train.py --quick --encoder bert-base --precision bf16 --force-autocast
+    python bench/train_step.py profile --quick                  # CPU, tiny shapes, < 60 s
+    python bench/train_step.py profile --seq 64 --batch 32       # the default profile's step
+    python bench/train_step.py profile --lengths-from data/sample/train.parquet
+    python bench/train_step.py profile --encoder bert-base --precision bf16   # GPU, paper shape
+    python bench/train_step.py profile --quick --encoder bert-base --precision bf16 --force-autocast
         # op counts under bf16 autocast on a CPU without native bf16 (slow: counts, not times)
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
+from common import RESULTS  # (bench/ is on sys.path: the script's folder)
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-import torch  # noqa: E402
-from torch.autograd import DeviceType  # noqa: E402
-from torch.profiler import ProfilerActivity, profile, record_function, schedule  # noqa: E402
-from train_throughput import (  # noqa: E402
-    FULL,
-    QUICK,
-    VARIANTS,
-    StepClock,
-    _Stop,
-    build,
-    device_info,
-    encoder_config,
-    real_lengths,
-    synthetic,
-)
+from lttw.device import make_runtime
+from lttw.io import write_json
+from lttw.training.bf16_weights import applies
+from lttw.training.steps import compiles
+from steps import common as step
+from steps.phases import category, is_device, op_counts, phase_of, phase_times, rounded
 
-from lttw.device import make_runtime  # noqa: E402
-from lttw.io import write_json  # noqa: E402
-from lttw.settings import TrainSettings  # noqa: E402
-from lttw.training.bf16_weights import applies  # noqa: E402
-from lttw.training.loop import compiles, train_classifier  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "bench" / "results" / "profile_train.json"
-
-#: op-name fragments -> category (first match wins; names are lower-cased)
-CATEGORIES = [
-    (
-        "attention (SDPA)",
-        ("scaled_dot_product", "flash", "efficient_attention", "_cudnn_attention"),
-    ),
-    ("optimizer", ("adam", "optimizer", "_foreach")),
-    (
-        "matmul",
-        (
-            "aten::mm",
-            "aten::addmm",
-            "aten::bmm",
-            "aten::baddbmm",
-            "aten::matmul",
-            "aten::linear",
-            "einsum",
-            "gemm",
-            "sgemm",
-            "cublas",
-            "cutlass",
-            "sm90_xmma",
-            "ampere_",
-            "matmul",
-        ),
-    ),
-    ("normalisation", ("layer_norm", "layernorm")),
-    (
-        "copies / indexing",
-        (
-            "copy",
-            "aten::to",
-            "index",
-            "gather",
-            "embedding",
-            "cat",
-            "pin_memory",
-            "contiguous",
-            "clone",
-            "slice",
-            "select",
-            "memcpy",
-            "memset",
-            "fill",
-            "zero",
-            "scatter",
-        ),
-    ),
-    ("softmax / loss", ("softmax", "cross_entropy", "nll_loss", "log_softmax")),
-    (
-        "element-wise",
-        (
-            "gelu",
-            "add",
-            "mul",
-            "div",
-            "tanh",
-            "dropout",
-            "bernoulli",
-            "where",
-            "sub",
-            "pow",
-            "sqrt",
-            "exp",
-            "relu",
-            "clamp",
-            "norm",
-            "sum",
-            "mean",
-            "elementwise",
-            "vectorized",
-            "reduce",
-        ),
-    ),
-]
+OUT = RESULTS / "profile_train.json"
 
 
-OTHER = "other (outside the step's phases)"
-#: op counts reported per step (and by phase): copies, casts, device-to-host syncs
-COUNTED = ("aten::copy_", "aten::_to_copy", "aten::item", "aten::_local_scalar_dense")
-
-
-def phase_of(event) -> str:
-    """The loop phase an event ran in: the ``lttw.*`` range around it (see
-    ``training.loop._step``; a range is in its own phase), or ``backward`` for ops the autograd
-    engine ran (on CUDA they run in the engine's own thread, outside the loop's ranges)."""
-    node = event
-    while node is not None:
-        if node.name.startswith("autograd::engine"):
-            return "backward"
-        if node.name.startswith("lttw."):
-            return node.name[len("lttw.") :]
-        node = node.cpu_parent
-    return OTHER
-
-
-def _is_device(event) -> bool:
-    return event.device_type != DeviceType.CPU
-
-
-def phase_times(tree: list, cuda: bool) -> tuple[dict[str, float], dict[int, float]]:
-    """(us by phase, us by event id) over the profiled steps, each unit of time counted once.
-
-    CUDA: the duration of every device event (kernels, memcpy, memset; not the user
-    annotations that mirror the ranges), charged to the phase of the CPU op that launched it
-    (its correlation id), ``other`` where no op is linked. CPU: the self time of every CPU
-    event (ops, the phase ranges, the ``ProfilerStep`` ranges), so they add up to the steps'
-    total."""
-    by_phase: dict[str, float] = defaultdict(float)
-    by_event: dict[int, float] = defaultdict(float)
-    if cuda:
-        ops = {e.id: e for e in tree if not _is_device(e)}
-        for e in tree:
-            if not _is_device(e) or e.is_user_annotation or e.name.startswith("lttw."):
-                continue
-            launcher = ops.get(e.linked_correlation_id)
-            t = e.time_range.elapsed_us()
-            by_phase[phase_of(launcher) if launcher is not None else OTHER] += t
-            if launcher is not None:
-                by_event[launcher.id] += t
-        return by_phase, by_event
-    for e in tree:
-        if _is_device(e) or e.is_async:
-            continue
-        by_phase[phase_of(e)] += e.self_cpu_time_total
-        by_event[e.id] += e.self_cpu_time_total
-    return by_phase, by_event
-
-
-def op_counts(tree: list, steps: int) -> dict:
-    """Calls per step of the ``COUNTED`` ops and of all ``aten::`` ops, in total and by phase."""
-    total: dict[str, int] = defaultdict(int)
-    by_phase: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for e in tree:
-        if _is_device(e) or not e.name.startswith("aten::"):
-            continue
-        for key in (e.name, "all aten:: ops"):
-            if key in COUNTED or key == "all aten:: ops":
-                total[key] += 1
-                by_phase[phase_of(e)][key] += 1
-    per_step = {k: round(total.get(k, 0) / steps, 1) for k in (*COUNTED, "all aten:: ops")}
-    return {
-        "per_step": per_step,
-        "per_step_by_phase": {
-            phase: {k: round(v / steps, 1) for k, v in sorted(counts.items())}
-            for phase, counts in sorted(by_phase.items())
-        },
-    }
-
-
-def _rounded(d: dict) -> dict:
-    return {k: round(v, 2) for k, v in sorted(d.items(), key=lambda kv: -kv[1])}
-
-
-def category(name: str) -> str:
-    low = name.lower()
-    for label, fragments in CATEGORIES:
-        if any(f in low for f in fragments):
-            return label
-    return "other"
-
-
-class ProfiledClock(StepClock):
+class ProfiledClock(step.StepClock):
     """Advances the profiler's schedule on every step (log_every = 1)."""
 
     def __init__(self, prof, stop_at: int):
@@ -261,24 +85,15 @@ def label_forward(model) -> list:
     return handles
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse(argv) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="train_step.py profile", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="CPU smoke settings (seq 32, batch 8)")
-    ap.add_argument("--encoder", default="minilm", choices=["minilm", "bert-base"])
-    ap.add_argument("--variant", default="lttw", choices=sorted(VARIANTS))
+    step.add_step_arguments(ap)
+    ap.add_argument("--encoder", default="minilm", choices=step.ENCODERS)
+    ap.add_argument("--variant", default="lttw", choices=sorted(step.VARIANTS))
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
-    ap.add_argument("--seq", type=int)
-    ap.add_argument("--batch", type=int)
     ap.add_argument("--warmup", type=int, default=None, help="unprofiled steps first (3; quick 1)")
     ap.add_argument("--steps", type=int, default=None, help="profiled steps (5; quick 2)")
-    ap.add_argument(
-        "--lengths-from",
-        default=None,
-        metavar="PATH",
-        help="real token lengths (see train_throughput.py --help)",
-    )
-    ap.add_argument("--encoder-dir", default=None)
-    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument(
@@ -295,43 +110,31 @@ def main(argv=None) -> dict:
     ap.add_argument("--trace", default=None, help="also write a Chrome trace to this file")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
-    base = QUICK if args.quick else FULL
-    seq, batch = args.seq or base["seq"], args.batch or base["batch"]
-    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 3)
-    steps = args.steps if args.steps is not None else (2 if args.quick else 5)
+    base = step.QUICK if args.quick else step.FULL
+    args.seq, args.batch = args.seq or base["seq"], args.batch or base["batch"]
+    if args.warmup is None:
+        args.warmup = 1 if args.quick else 3
+    if args.steps is None:
+        args.steps = 2 if args.quick else 5
+    return args
+
+
+def main(argv=None) -> dict:
+    args = parse(argv)
+    seq, batch, warmup, steps = args.seq, args.batch, args.warmup, args.steps
     if args.threads:
         torch.set_num_threads(args.threads)
-
-    cfg = TrainSettings(
-        device=args.device,
-        bf16=args.precision == "bf16",
-        epochs=1,
-        batch_size=batch,
-        eval_batch_size=batch,
-        lr=2e-5,
-        head_lr=1e-3,
-        patience=0,
-        log_every=1,
-        distributed="off",
-        num_threads=args.threads,
-        compile={"off": False, "on": True}.get(args.compile, "auto"),
+    cfg = step.step_settings(
+        args, args.precision, compile={"off": False, "on": True}.get(args.compile, "auto")
     )
     rt = make_runtime(cfg)
     if args.force_autocast:
         rt.bf16 = True
     compiled = compiles(cfg, rt)
     cuda = rt.device.type == "cuda"
-    info = device_info(rt.device)
-    enc_cfg, source = encoder_config(args.encoder, args.encoder_dir)
-    torch.manual_seed(0)
-    model = build(enc_cfg, args.variant, seq)
-    lengths = real_lengths(args.lengths_from, seq, args.encoder_dir) if args.lengths_from else None
-    data = synthetic(
-        batch * (warmup + steps + 1),
-        seq,
-        enc_cfg["vocab_size"],
-        VARIANTS[args.variant] != "none",
-        lengths=lengths,
+    info = step.device_info(rt.device)
+    model, data, _, source = step.model_and_data(
+        args, args.encoder, args.variant, warmup + steps + 1
     )
     handles = [] if compiled else label_forward(model)  # hooks would break the graph
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
@@ -343,31 +146,14 @@ def main(argv=None) -> dict:
         if args.trace:
             p.export_chrome_trace(args.trace)
 
-    with (
-        profile(
-            activities=activities,
-            on_trace_ready=ready,
-            record_shapes=False,
-            schedule=schedule(wait=0, warmup=warmup, active=steps, repeat=1),
-        ) as prof,
-        tempfile.TemporaryDirectory() as ckpt,
-    ):
+    with profile(
+        activities=activities,
+        on_trace_ready=ready,
+        record_shapes=False,
+        schedule=schedule(wait=0, warmup=warmup, active=steps, repeat=1),
+    ) as prof:
         clock = ProfiledClock(prof, stop_at=warmup + steps)
-        try:
-            train_classifier(
-                model,
-                data,
-                data,
-                cfg,
-                seed=0,
-                rt=rt,
-                checkpoint_dir=ckpt,
-                live=clock,
-                fingerprint="profile",
-                checkpoint_every_s=1e9,
-            )
-        except _Stop:
-            pass
+        step.run_steps(model, data, cfg, rt, clock)
     for h in handles:
         h.remove()
     wall = clock.times[-1] - clock.times[warmup - 1] if warmup else None
@@ -376,7 +162,7 @@ def main(argv=None) -> dict:
     clock_name = "device (CUDA) time of kernels" if cuda else "CPU self time"
     ops = []
     for e in events:
-        if e.key.startswith(("forward: ", "ProfilerStep", "lttw.")) or _is_device(e):
+        if e.key.startswith(("forward: ", "ProfilerStep", "lttw.")) or is_device(e):
             continue
         t = (e.self_device_time_total if cuda else e.self_cpu_time_total) / 1e3 / steps
         if t > 0:
@@ -420,10 +206,10 @@ def main(argv=None) -> dict:
         "step_ms_wall": None if wall is None else round(1e3 * wall / steps, 2),
         "step_ms": round(step_ms, 2),
         "step_ms_source": "wall clock" if cuda and wall else "profiler ProfilerStep ranges",
-        "ms_per_step_by_phase": _rounded(by_phase),
+        "ms_per_step_by_phase": rounded(by_phase),
         "phases_sum_over_step": round(total / max(step_ms, 1e-9), 3),
         "op_counts": op_counts(tree, steps),
-        "forward_backward_ms_per_step_by_category": _rounded(by_cat),
+        "forward_backward_ms_per_step_by_category": rounded(by_cat),
         "forward_ms_per_step_cpu_inclusive": {k: round(v, 2) for k, v in forward.items()},
         "top_ops": [
             {"op": k, "ms_per_step": round(t, 3), "calls_per_step": c}
@@ -462,7 +248,3 @@ def main(argv=None) -> dict:
     write_json(out, result)  # atomic: a killed run leaves the old file
     print(f"# wrote {out}")
     return result
-
-
-if __name__ == "__main__":
-    sys.exit(0 if main() else 1)
