@@ -22,7 +22,7 @@
 # Parts (default: all): train = train-eager + train-compile. Each part is one process, so a
 # runner with a per-command time limit can run them one at a time (train-compile is the long
 # one: inductor compiles 8 models, minutes). TRAIN_EXTRA="--encoders bert-base" (any
-# train_throughput.py options) narrows a train part further; rows accumulate (--merge).
+# train_step.py throughput options) narrows a train part further; rows accumulate (--merge).
 # LTTW_BENCH_QUICK=1: dry run of this script on a CPU with --quick settings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -135,18 +135,18 @@ for part in "${PARTS[@]}"; do
     train|train-eager)
       # eager rows: both encoders x LTTW / LTTW-M x fp32 (TF32) / bf16 (--merge: rows of the
       # other part, same device, stay in the file)
-      "$PY" bench/train_throughput.py --compile off --merge ${ENC_ARGS[@]+"${ENC_ARGS[@]}"} \
+      "$PY" bench/train_step.py throughput --compile off --merge ${ENC_ARGS[@]+"${ENC_ARGS[@]}"} \
         ${PEAK[@]+"${PEAK[@]}"} ${QUICK[@]+"${QUICK[@]}"} ${TRAIN_EXTRA:-} ;;&
     train|train-compile)
       if [ ${#QUICK[@]} -eq 0 ]; then  # inductor on a 2-core CPU takes minutes: GPU only
-        "$PY" bench/train_throughput.py --compile on --merge ${ENC_ARGS[@]+"${ENC_ARGS[@]}"} \
+        "$PY" bench/train_step.py throughput --compile on --merge ${ENC_ARGS[@]+"${ENC_ARGS[@]}"} \
           ${PEAK[@]+"${PEAK[@]}"} ${TRAIN_EXTRA:-}
       fi ;;
     attention)
-      "$PY" bench/attention_scaling.py ${QUICK[@]+"${QUICK[@]}"} ;;
+      "$PY" bench/train_step.py attention ${QUICK[@]+"${QUICK[@]}"} ;;
     profile)
       # where a step's time goes: BERT-base-sized LTTW, bf16 autocast, paper shape
-      "$PY" bench/profile_train.py ${ENC_ARGS[@]+"${ENC_ARGS[@]}"} ${QUICK[@]+"${QUICK[@]}"} \
+      "$PY" bench/train_step.py profile ${ENC_ARGS[@]+"${ENC_ARGS[@]}"} ${QUICK[@]+"${QUICK[@]}"} \
         $([ ${#QUICK[@]} -eq 0 ] && echo --encoder bert-base --precision bf16) ;;
     predict)
       if [ -n "$MODEL" ]; then

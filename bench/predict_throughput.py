@@ -32,10 +32,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
+from common import RESULTS, ROOT, architecture  # noqa: E402  (bench/ is on sys.path)
+from machine import describe  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "bench" / "results" / "predict_throughput.json"
+OUT = RESULTS / "predict_throughput.json"
 CLASSES = ["World", "Sports", "Business", "Sci/Tech"]
 
 
@@ -117,17 +117,7 @@ def build_synthetic_folder(
             settings.model, len(CLASSES), shape, encoder_dir
         )
     else:  # config only (e.g. a light copy carried to a GPU machine): random encoder weights
-        enc_cfg = load_encoder_config(encoder_dir)  # a dict
-        for key in (
-            "_name_or_path",
-            "transformers_version",
-            "architectures",
-            "torch_dtype",
-            "dtype",
-            "id2label",
-            "label2id",
-        ):
-            enc_cfg.pop(key, None)
+        enc_cfg = architecture(load_encoder_config(encoder_dir))
         slots, rank = shape or (0, 0)
         m = settings.model
         model = LTTWClassifier(

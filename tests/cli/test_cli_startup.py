@@ -2,7 +2,7 @@
 none of torch / transformers / pandas, and `lttw predict TEXT` imports neither pandas nor
 scikit-learn's model selection nor the pipeline's data side, nor transformers (a BERT folder
 loads as ``PlainBert`` + ``WordPieceFile``), nor ``torch._dynamo`` (1 s to import). The
-timing itself is `bench/cli_startup.py`."""
+timing itself is `bench/startup.py cli`."""
 
 from __future__ import annotations
 

@@ -24,10 +24,10 @@ def one_thread():
 
 
 def test_profile_train_attributes_time_to_the_step_phases(tmp_path):
-    import profile_train
+    import train_step
 
     out = tmp_path / "profile.json"
-    result = profile_train.main(["--quick", "--steps", "1", "--out", str(out)])
+    result = train_step.main(["profile", "--quick", "--steps", "1", "--out", str(out)])
     assert json.loads(out.read_text()) == result
     phases = result["ms_per_step_by_phase"]
     assert {"forward", "backward", "optimizer", "clip_grad_norm", "batch"} <= set(phases)
@@ -43,7 +43,7 @@ def test_profile_train_attributes_time_to_the_step_phases(tmp_path):
 
 
 def test_train_throughput_with_real_lengths_trims_batches(tmp_path):
-    import train_throughput
+    import train_step
 
     texts = tmp_path / "texts.parquet"
     import pandas as pd
@@ -51,8 +51,9 @@ def test_train_throughput_with_real_lengths_trims_batches(tmp_path):
     pd.DataFrame({"text": ["short text"] * 30 + ["a somewhat longer text " * 3] * 2}).to_parquet(
         texts
     )
-    result = train_throughput.main(
+    result = train_step.main(
         [
+            "throughput",
             "--quick",
             "--encoders",
             "minilm",
@@ -69,8 +70,9 @@ def test_train_throughput_with_real_lengths_trims_batches(tmp_path):
     row = result["rows"][0]
     assert row["lengths_from"] == str(texts)
     assert 8 <= row["mean_batch_width"] < 32  # quick seq 32: most batches trim to 8
-    full = train_throughput.main(
+    full = train_step.main(
         [
+            "throughput",
             "--quick",
             "--encoders",
             "minilm",
@@ -83,6 +85,23 @@ def test_train_throughput_with_real_lengths_trims_batches(tmp_path):
         ]
     )
     assert row["gflops_per_sample_fwd_bwd"] < full["rows"][0]["gflops_per_sample_fwd_bwd"]
+
+
+def test_attention_mode_times_linformer_and_both_mhas(tmp_path):
+    """`train_step.py attention`: one block per kind and length, the SDPA kernel that ran."""
+    import train_step
+
+    out = tmp_path / "attention.json"
+    result = train_step.main(
+        ["attention", "--quick", "--ns", "64,128", "--reps", "1", "--warmup", "1"]
+        + ["--out", str(out)]
+    )
+    assert json.loads(out.read_text()) == result
+    rows = result["rows"]
+    assert {(r["n"], r["kind"]) for r in rows} == {
+        (n, kind) for n in (64, 128) for kind in ("linformer", "mha", "mha_nomask")
+    }
+    assert all(r["ms_median"] > 0 and r["sdpa_kernel"] for r in rows)
 
 
 @pytest.mark.slow
@@ -140,12 +159,13 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_repro):
     assert summary["folds"] == [0] and 0 <= summary["test/f1_macro"]["mean"] <= 1
     assert not list(project.glob("params-*.yaml"))  # its temporary params file is gone
 
-    # bench/stage_startup.py times a stage as DVC runs it, and says what it imported
-    import stage_startup
+    # bench/startup.py stage times a stage as DVC runs it, and says what it imported
+    import startup
 
     out = tmp_path / "startup.json"
-    result = stage_startup.main(
+    result = startup.main(
         [
+            "stage",
             "--project",
             str(project),
             "--stage",

@@ -1,4 +1,4 @@
-"""bench/profile_train.py's phases add up: every op's (and range's) self CPU time is charged
+"""bench/train_step.py profile's phases add up: every op's (and range's) self CPU time is charged
 once, to the loop phase it ran in, so the phases sum to the profiler's own total of the
 profiled steps (issue 43 item 3); its JSON carries the op counts per step."""
 
@@ -35,12 +35,12 @@ def one_thread():
 
 
 def test_phases_add_up_to_the_profiled_step(tmp_path):
-    import profile_train
+    from steps import profile
 
     (tmp_path / "enc").mkdir()
     (tmp_path / "enc" / "config.json").write_text(json.dumps(TINY))
     out = tmp_path / "profile.json"
-    result = profile_train.main(
+    result = profile.main(
         [
             *("--encoder-dir", str(tmp_path / "enc"), "--device", "cpu"),
             *("--seq", "16", "--batch", "4", "--warmup", "1", "--steps", "2"),
@@ -71,7 +71,7 @@ def test_cuda_kernels_count_once_in_the_phase_that_launched_them():
     annotations that mirror the ranges on the device are not kernels."""
     from types import SimpleNamespace
 
-    import profile_train
+    from steps import phases
     from torch.autograd import DeviceType
 
     def cpu(id_, name, parent=None):
@@ -105,11 +105,11 @@ def test_cuda_kernels_count_once_in_the_phase_that_launched_them():
         kernel("lttw.forward", 1, 85.0, annotation=True),  # the range's device mirror
         kernel("orphan", 999, 5.0),  # launched by no recorded op
     ]
-    by_phase, by_event = profile_train.phase_times(tree, cuda=True)
+    by_phase, by_event = phases.phase_times(tree, cuda=True)
     assert by_phase == {
         "forward": 80.0,
         "backward": 100.0,
         "optimizer": 10.0,
-        profile_train.OTHER: 5.0,
+        phases.OTHER: 5.0,
     }
     assert by_event == {2: 80.0, 4: 100.0, 6: 10.0}

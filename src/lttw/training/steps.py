@@ -64,7 +64,7 @@ def _compile_failure(err: BaseException) -> bool:
 
 def _step(ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt) -> torch.Tensor:
     """One optimiser step; returns the loss (on the device, no sync). Its phases are labelled
-    for ``torch.profiler`` (``bench/profile_train.py``); the labels cost nothing otherwise.
+    for ``torch.profiler`` (``bench/train_step.py profile``); the labels cost nothing otherwise.
     A compiled step whose compiling fails is redone eager (``CompiledOrEager``)."""
     try:
         loss = _forward_backward(ddp_model, model, inputs, labels, share, optimizer, rt)

@@ -1,12 +1,26 @@
-"""CPU benchmark of the data-side stages for one fold: counts, NMF, latent-factor features.
+"""The data-side stages on the CPU, at the paper profile's sizes.
 
-Paper-sized sample: 60,000 class-balanced AG News texts. The local AG News copy has 55,496 train
-+ 7,600 test rows, so the sample is drawn from both splits pooled (``use_splits: false``);
-when fewer rows exist the largest balanced size is used and the output says so. Counts and NMF
-use the fold's train part (8/10 of the sample), features are computed for every sample text.
-A plain Python-dict implementation of Algorithm 1 is timed on the same texts for comparison.
+    python bench/data_stages.py factors        # counts, NMF, features: bench/results/stages_cpu.json
+    python bench/data_stages.py factors --size 8000
+    python bench/data_stages.py tokens         # the tokens stage: bench/results/tokens_cpu.json
+    python bench/data_stages.py tokens --texts 14900          # a quarter of the paper's sizes
+    PYTHONPATH=/path/to/other/src python bench/data_stages.py tokens --out before.json
+    python bench/data_stages.py factors --quick               # smoke runs (2,000 texts)
+    python bench/data_stages.py tokens --quick
 
-    python bench/stages_cpu.py            # writes bench/results/stages_cpu.json
+``factors``: counts, NMF and latent-factor features for one fold. Paper-sized sample: 60,000
+class-balanced AG News texts. The local AG News copy has 55,496 train + 7,600 test rows, so
+the sample is drawn from both splits pooled (``use_splits: false``); when fewer rows exist
+the largest balanced size is used and the output says so. Counts and NMF use the fold's
+train part (8/10 of the sample), features are computed for every sample text. A plain
+Python-dict implementation of Algorithm 1 is timed on the same texts for comparison.
+
+``tokens``: the ``tokens`` stage's work, the encoder's tokenizer over 52,000 + 4,000 + 3,600
+= 59,600 AG News texts (train, test and predict samples) at max_len 128, as
+``stages/tokens.py`` calls it (``encode_texts``, then the [UNK] share of the train sample),
+best of ``--repeats``, in wall and in CPU time. The texts are the local AG News train and
+test rows pooled, in file order (the stage's sample is a class-balanced draw of them;
+tokenising does not depend on which rows).
 """
 
 from __future__ import annotations
@@ -22,9 +36,13 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 
-from lttw.data.datasets import load_dataset
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import RESULTS, ROOT, run_mode  # noqa: E402
+from machine import describe  # noqa: E402
+
+from lttw.data.datasets import load_dataset  # noqa: E402
 from lttw.data.folds import assign_folds, fold_parts
 from lttw.data.sampling import draw_samples
 from lttw.factors.counts import corpus_counts, normalise_rows, regex_splitter, word_label_counts
@@ -34,7 +52,9 @@ from lttw.factors.nmf import latent_factors
 from lttw.io import write_json  # noqa: E402
 from lttw.settings import CountSettings, DataSettings, NMFSettings
 
-ROOT = Path(__file__).resolve().parents[1]
+DATASETS = ROOT.parent / "shared" / "datasets"
+#: the paper profile's samples: train 52,000, test 4,000, predict 3,600
+PAPER_TEXTS = 52_000 + 4_000 + 3_600
 
 
 def dict_algorithm_1(texts, labels, n_labels, settings: CountSettings):
@@ -66,11 +86,14 @@ def traced_peak(fn) -> float:
     return peak / 2**20
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--root", default=str(ROOT.parent / "shared" / "datasets"))
+def factor_stages(argv=None) -> dict:
+    ap = argparse.ArgumentParser(
+        prog="data_stages.py factors", description="counts, NMF, features for one fold"
+    )
+    ap.add_argument("--root", default=str(DATASETS))
     ap.add_argument("--dataset", default="ag_news")
     ap.add_argument("--size", type=int, default=60000)
+    ap.add_argument("--quick", action="store_true", help="a smoke run: --size 2000")
     ap.add_argument("--rank", type=int, default=5)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--s", type=int, default=10)
@@ -78,8 +101,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--train-factors", choices=["out_of_fold", "in_sample"], default="out_of_fold")
     ap.add_argument("--factor-splits", type=int, default=5)
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "stages_cpu.json"))
+    ap.add_argument("--out", default=str(RESULTS / "stages_cpu.json"))
     args = ap.parse_args(argv)
+    if args.quick:
+        args.size = 2000
     logging.basicConfig(level=logging.WARNING, format="  (log) %(name)s: %(message)s")
 
     dataset = load_dataset(DataSettings(dataset=args.dataset, root=args.root, use_splits=False))
@@ -210,6 +235,80 @@ def main(argv=None) -> dict:
     write_json(out, result)  # atomic: a killed run leaves the old file
     print(f"wrote {out}")
     return result
+
+
+def ag_news_texts(root: Path, n: int) -> list[str]:
+    import pandas as pd
+
+    folder = root / "ag_news"
+    files = sorted(folder.glob("train*.parquet")) + sorted(folder.glob("test*.parquet"))
+    texts: list[str] = []
+    for file in files:
+        texts += pd.read_parquet(file, columns=["text"])["text"].tolist()
+    if len(texts) < n:
+        raise SystemExit(f"{folder} has {len(texts)} texts, fewer than --texts {n}")
+    return texts[:n]
+
+
+def tokens(argv=None) -> dict:
+    from lttw.encoder.pretrained import resolve_encoder
+    from lttw.encoder.tokenizer import load_tokenizer
+    from lttw.encoder.tokens import encode_texts, unknown_share
+
+    ap = argparse.ArgumentParser(
+        prog="data_stages.py tokens", description="the tokens stage's work (encode_texts)"
+    )
+    ap.add_argument("--root", default=str(DATASETS))
+    ap.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
+    ap.add_argument("--texts", type=int, default=PAPER_TEXTS)
+    ap.add_argument("--max-len", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="a smoke run: 2,000 texts, 1 repeat")
+    ap.add_argument("--out", default=str(RESULTS / "tokens_cpu.json"))
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.texts, args.repeats = 2000, 1
+
+    start = time.perf_counter()
+    tokenizer = load_tokenizer(resolve_encoder(args.encoder))
+    load_s = time.perf_counter() - start
+    texts = ag_news_texts(Path(args.root), args.texts)
+    encode, encode_cpu, share = [], [], []
+    for _ in range(args.repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        ids, mask = encode_texts(tokenizer, texts, args.max_len)
+        encode.append(time.perf_counter() - start)
+        encode_cpu.append(time.process_time() - start_cpu)
+        start = time.perf_counter()
+        unknown_share(tokenizer, ids, mask)
+        share.append(time.perf_counter() - start)
+    result = {
+        **describe(packages=("torch", "transformers", "tokenizers")),
+        "settings": vars(args) | {"paper_texts": PAPER_TEXTS},
+        "tokenizer": type(tokenizer).__name__,
+        "load_tokenizer_s": round(load_s, 2),
+        "encode_texts_s": round(min(encode), 2),
+        "encode_texts_s_runs": [round(t, 2) for t in encode],
+        # CPU time of all the process's threads: steadier than wall time on a shared machine
+        "encode_texts_cpu_s": round(min(encode_cpu), 2),
+        "encode_texts_cpu_s_runs": [round(t, 2) for t in encode_cpu],
+        "texts_per_s": round(args.texts / min(encode)),
+        "unknown_share_s": round(min(share), 2),
+        "tokens_checksum": int(ids.astype("int64").sum()),
+    }
+    print(
+        f"{args.texts} texts, max_len {args.max_len} ({result['tokenizer']}): encode_texts "
+        f"{result['encode_texts_s']} s wall, {result['encode_texts_cpu_s']} s CPU "
+        f"({result['texts_per_s']} texts/s; runs {result['encode_texts_s_runs']}), [UNK] share {result['unknown_share_s']} s, "
+        f"tokenizer load {result['load_tokenizer_s']} s"
+    )
+    write_json(Path(args.out), result)
+    print(f"# wrote {args.out}")
+    return result
+
+
+def main(argv=None) -> dict:
+    return run_mode(__doc__, {"factors": factor_stages, "tokens": tokens}, argv)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ gradients, workspaces: the peak the run adds). CPU: the resident-set high-water 
 with glibc told to serve every allocation >= 64 KiB by mmap so that freed tensors leave the RSS
 (Linux only; ``null`` elsewhere).
 
-    python bench/attention_scaling.py --quick     # CPU: n 128..1024, d 64, batch 2 (< 60 s)
-    python bench/attention_scaling.py             # GPU: n 512..16384, d 768, batch 8, bf16
+    python bench/train_step.py attention --quick  # CPU: n 128..1024, d 64, batch 2 (< 60 s)
+    python bench/train_step.py attention          # GPU: n 512..16384, d 768, batch 8, bf16
 """
 
 from __future__ import annotations
@@ -32,19 +32,18 @@ import argparse
 import ctypes
 import gc
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
-from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
+from common import RESULTS  # (bench/ is on sys.path: the script's folder)
+from machine import describe
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from lttw.io import write_json  # noqa: E402
+from lttw.io import write_json
 from lttw.models.attention import AttentionBlock, MultiHeadSelfAttention
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "bench" / "results" / "attention_scaling.json"
+OUT = RESULTS / "attention_scaling.json"
 KINDS = ("linformer", "mha", "mha_nomask")
 SDPA_OPS = {
     "aten._scaled_dot_product_flash_attention": "flash",
@@ -59,9 +58,9 @@ SDPA_OPS = {
 class _NoMaskMHA(MultiHeadSelfAttention):
     """The pipeline's MHA with the key-padding mask left out (flash-eligible on CUDA)."""
 
-    def forward(self, x, attention_mask):
+    def forward(self, x, attention_mask, first_only=False, output_attentions=False):
         q, k, v = (self._split(proj(x)) for proj in (self.query, self.key, self.value))
-        return self._merge(self._attend(q, k, v))
+        return self._merge(self._attend(q, k, v)[0])
 
 
 class _KernelSpy(TorchDispatchMode):
@@ -232,7 +231,9 @@ QUICK = {"ns": "128,256,512,1024", "d": 64, "batch": 2, "heads": 4, "reps": 3, "
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="train_step.py attention", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--quick", action="store_true", help="CPU smoke settings (< 60 s)")
     ap.add_argument("--ns", help="sequence lengths, comma separated")
     ap.add_argument("--d", type=int, help="model width (768; quick 64)")
@@ -349,7 +350,3 @@ def _print(row: dict) -> None:
         f"{'' if m is None else f'{m:.2f}x':>16}",
         flush=True,
     )
-
-
-if __name__ == "__main__":
-    sys.exit(0 if main() else 1)
