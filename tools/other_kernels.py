@@ -18,6 +18,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
 
 #: the tests that compare floats computed two ways (batch sizes and compositions, torch and
 #: ONNX, server and CLI, one process and two): serving, inference, the models, the CLI's
@@ -75,7 +78,7 @@ def main(argv: list[str]) -> int:
     print(f"other kernels: native {native}; the numeric tests again with", *env.items())
     command = [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup"]
     command += SUBSET + [f"--deselect={test}" for test in DESELECT] + argv
-    return subprocess.call(command, env={**os.environ, **env})
+    return subprocess.call(command, env={**os.environ, **env}, cwd=REPO)
 
 
 if __name__ == "__main__":
