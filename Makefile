@@ -1,6 +1,7 @@
 # `make install`: the virtual environment with the package and its test tools.
 # `make repro`:   the pipeline on params.yaml (`dvc repro`).
-# `make test`:    lint, types, the docs site, then the test suite; `make lint`: ruff (lint +
+# `make test`:    lint, types, the docs site, then the test suite (its numeric tests twice: the
+#                 CPU's own kernels, then another family); `make lint`: ruff (lint +
 #                 format check) and mypy, the rules in pyproject.toml; `make docs`: the docs
 #                 site (mkdocs build --strict).
 # `make exp NAME=paper`: one experiment grid of experiments/ (`lttw exp list` names them).
@@ -22,11 +23,13 @@ $(BIN)/lttw: pyproject.toml
 repro: install
 	. $(BIN)/activate && dvc repro
 
-# the README's test command (CI runs it): lint, types and the docs site first, then pytest
+# the README's test command (CI runs it): lint, types and the docs site first, then pytest,
+# then the tests that compare floats again under another CPU kernel family (tools/other_kernels.py)
 test: install
 	. $(BIN)/activate && ruff check . && ruff format --check . && mypy \
 	 && NO_MKDOCS_2_WARNING=1 mkdocs build --strict \
-	 && HF_HUB_OFFLINE=1 python -m pytest -q -n 2 --dist loadgroup
+	 && HF_HUB_OFFLINE=1 python -m pytest -q -n 2 --dist loadgroup \
+	 && HF_HUB_OFFLINE=1 python tools/other_kernels.py
 
 lint: install
 	. $(BIN)/activate && ruff check . && ruff format --check . && mypy

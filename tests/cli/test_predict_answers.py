@@ -38,7 +38,7 @@ def json_lines(result) -> list[dict]:
 def test_json_unchanged_without_the_new_options(plain_dir):
     docs = json_lines(invoke("predict", *TEXTS, "--model", plain_dir, "--json"))
     probs = Predictor.load(plain_dir).predict_proba(TEXTS)
-    for doc, row in zip(docs, probs):
+    for doc, row in zip(docs, probs):  # the same texts in the same one batch: exact (issue 59)
         assert list(doc) == ["text", "label", "prob", "probs"]
         assert doc["label"] == CLASSES[row.argmax()] and doc["prob"] == float(row.max())
 
@@ -49,7 +49,7 @@ def test_min_prob_and_top_k_single_label(plain_dir):
     docs = json_lines(
         invoke("predict", *TEXTS, "--model", plain_dir, "--json", "--min-prob", cut, "--top-k", 2)
     )
-    for doc, row in zip(docs, probs):
+    for doc, row in zip(docs, probs):  # the same one batch as probs: exact at the cut
         assert (doc["label"] is None) == (row.max() < np.float32(cut))
         assert [t["label"] for t in doc["top"]] == [CLASSES[i] for i in np.argsort(-row)[:2]]
     table = invoke("predict", *TEXTS, "--model", plain_dir, "--min-prob", 1.0, "--top-k", 9)

@@ -101,7 +101,7 @@ def test_auto_resolves_to_jieba_and_predicts_chinese(project):
     lttw(["predict", "--model", "exported", "--out", "exported.csv", text], project)
     saved, exported = (pd.read_csv(project / name) for name in ("saved.csv", "exported.csv"))
     assert saved["text"].tolist() == [text] and saved["label"].iloc[0] in TOPICS
-    pd.testing.assert_frame_equal(saved, exported)
+    pd.testing.assert_frame_equal(saved, exported)  # same weights, same batch: exact
     explained = json.loads(lttw(["explain", "--model", "exported", "--json", text], project).stdout)
     assert explained["factors"]["words"] == ["球队", "赢得", "联赛", "冠军"]
     shown = lttw(["explain", "--model", "exported", text], project).stdout
@@ -191,7 +191,7 @@ def test_bilstm_on_words_with_vectors(project, tmp_path_factory):
     )
     assert saved["text"].tolist() == texts and set(saved["label"]) <= set(TOPICS)
     assert any(column not in ("text", "label") for column in saved.columns)  # probabilities
-    pd.testing.assert_frame_equal(saved, exported)
+    pd.testing.assert_frame_equal(saved, exported)  # same weights, same batch: exact
     git_commit(project, "vectors run")
 
 

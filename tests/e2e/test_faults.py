@@ -308,6 +308,7 @@ def test_repro_after_kills_resumes_and_matches_uninterrupted_run(killed, referen
     assert ran(out) == {"train@0", "evaluate@0", "final", "summary"}
     assert "resuming from checkpoint" in out, out[-3000:]
     ref_root = reference()["root"]
+    # resumed and uninterrupted: the same batches through the same kernels, so exact
     assert without_timings(read_metrics(killed["root"])) == without_timings(read_metrics(ref_root))
     # the resumed model is the uninterrupted one, bit for bit
     ref_model = file_md5s(ref_root / layout.model_dir(0))

@@ -60,7 +60,7 @@ def test_tfidf_linear_splits_with_the_rule_and_keeps_it_when_saved(tmp_path):
     model.save(tmp_path)
     loaded = TfidfLinear.load(tmp_path)
     assert loaded.settings.splitter == "jieba"
-    np.testing.assert_array_equal(
+    np.testing.assert_array_equal(  # saved and loaded: the same computation, exact
         loaded.predict_proba(["冠军球队"]), model.predict_proba(["冠军球队"])
     )
     assert loaded.predict(["冠军球队", "股票上涨"]).tolist() == [0, 1]

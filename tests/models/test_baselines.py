@@ -99,7 +99,7 @@ def test_save_load_identical_logits(variant, tiny_encoder_dir, batch, tmp_path):
     as_json = lambda m: json.dumps(registry.config_to_dict(m.config), sort_keys=True)  # noqa: E731
     assert as_json(loaded) == as_json(model)
     with torch.no_grad():
-        assert torch.equal(model(*batch), loaded(*batch))
+        assert torch.equal(model(*batch), loaded(*batch))  # same weights, same batch: exact
 
 
 @pytest.mark.parametrize(
@@ -177,6 +177,7 @@ def test_tfidf_fit_predict_roundtrip(linear_model, tmp_path):
         "vocabulary.json",
     ]
     assert json.loads((tmp_path / "config.json").read_text())["variant"] == "tfidf_linear"
+    # saved and loaded: the same computation on the same queries, exact (issue 59)
     assert np.array_equal(TfidfLinear.load(tmp_path).predict_proba(queries), proba)
 
 
@@ -217,6 +218,7 @@ def test_tfidf_on_cjk_text_chosen_by_auto_reads_characters(tmp_path):
     model.save(tmp_path)
     loaded = TfidfLinear.load(tmp_path)
     assert loaded.settings.analyzer == "char"
+    # saved and loaded: the same computation on the same texts, exact (issue 59)
     assert np.array_equal(loaded.predict_proba(ZH_CORPUS), model.predict_proba(ZH_CORPUS))
     explicit = fit_tfidf_linear(ZH_CORPUS, ZH_Y, 3, "svm", 0, words=jieba)
     assert explicit.settings.analyzer == "word" and "球队" in explicit.vocabulary

@@ -16,6 +16,7 @@ def test_probabilities_through_a_calibration(tiny_encoder_dir):
     logits = predict_logits(model, data, CPU, batch_size=8)
     plain = predict_proba(model, data, CPU, batch_size=8)  # no calibration: as before
     assert plain.dtype == np.float32
+    # the same batches' logits, softmax row by row on either side: exact (issue 59)
     np.testing.assert_array_equal(plain, torch.softmax(torch.from_numpy(logits), -1).numpy())
     np.testing.assert_allclose(
         predict_proba(model, data, CPU, 8, calibration=Calibration()), plain, atol=1e-6

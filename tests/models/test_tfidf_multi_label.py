@@ -31,7 +31,7 @@ def test_one_vs_rest_gives_sigmoid_probabilities_and_round_trips(tmp_path, linea
     model.save(tmp_path)
     again = TfidfLinear.load(tmp_path)
     assert again.multi_label
-    np.testing.assert_array_equal(again.predict_proba(TEXTS), probs)
+    np.testing.assert_array_equal(again.predict_proba(TEXTS), probs)  # same computation: exact
 
 
 def test_logistic_probabilities_are_scikit_learns_one_vs_rest():

@@ -47,7 +47,7 @@ def test_min_prob_single_label(plain):
     )
     for item, row in zip(plain_answer.json()["predictions"], probs):
         assert item == {"label": CLASSES[row.argmax()], "prob": pytest.approx(float(row.max()))}
-    for item, row in zip(floored.json()["predictions"], probs):
+    for item, row in zip(floored.json()["predictions"], probs):  # one batch, as probs': exact
         assert (item["label"] is None) == (row.max() < np.float32(cut))
         assert item["prob"] == pytest.approx(float(row.max())) and len(item["top"]) == 2
     for response in (bad, worse):

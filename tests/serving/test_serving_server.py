@@ -89,7 +89,11 @@ def test_predict_answers_in_order(client, predictor):
         assert len(answer["top"]) == 2 and answer["top"][0]["label"] == answer["label"]
         assert answer["top"][0]["prob"] >= answer["top"][1]["prob"]
     single = client.post("/predict", json={"text": texts[1]}).json()["predictions"]
-    assert single == [{k: v for k, v in answers[1].items() if k != "top"}]
+    # alone vs in a batch of four: the kernels may split the sums differently (AVX-512 does),
+    # so the label is exact and the probability equal to float32 rounding (issue 59)
+    assert [s["label"] for s in single] == [answers[1]["label"]]
+    assert set(single[0]) == {"label", "prob"}
+    np.testing.assert_allclose(single[0]["prob"], answers[1]["prob"], rtol=1e-6, atol=1e-6)
 
 
 def test_health_and_info(client):
