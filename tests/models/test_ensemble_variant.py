@@ -72,7 +72,15 @@ def fake_train_part(settings, run, inputs, paths, extra_meta):
     tfidf = settings.model_copy(
         update={"model": settings.model.model_copy(update={"variant": "tfidf_linear"})}
     )
-    write_model_folder(paths.model, CLASSES, tfidf, run, extra_meta=extra_meta)
+    write_model_folder(
+        paths.model,
+        CLASSES,
+        tfidf.model,
+        run,
+        counts=tfidf.counts,
+        seed=tfidf.seed,
+        extra_meta=extra_meta,
+    )
     record_checksums(paths.model)
     return {"epochs_run": 1, "epochs_planned": 1, "device": "cpu"}
 

@@ -84,7 +84,16 @@ def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict
         mixture = borrowed_calibration(paths, inputs) or temperature_calibration(
             weights.combine(val_probs), inputs.part_labels("val")
         )
-        write_model_folder(tmp, inputs.classes, settings, run, extra_meta=extra_meta)
+        write_model_folder(
+            tmp,
+            inputs.classes,
+            settings.model,
+            run,
+            counts=settings.counts,
+            seed=settings.seed,
+            frozen_encoder=settings.train.freeze_encoder,
+            extra_meta=extra_meta,
+        )
         weights.save(tmp)
         if mixture is not None:
             save_calibration(mixture, tmp)

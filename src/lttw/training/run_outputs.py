@@ -136,8 +136,11 @@ def write_run_outputs(
         write_model_folder(
             tmp,
             classes=inputs.classes,
-            settings=settings,
+            model=settings.model,
             fold=fold,
+            counts=settings.counts,
+            seed=settings.seed,
+            frozen_encoder=settings.train.freeze_encoder,
             words=read_rule(paths.counts),
             selection=factor_selection(paths.features),
             extra_meta=extra_meta,
