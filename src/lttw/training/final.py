@@ -201,7 +201,16 @@ def _factor_inputs(settings, inputs, work: Path) -> RunPaths:
     if settings.model.uses_factors:
         factor_counts_folder(counts, nmf, settings.nmf, settings.seed)
         arrays, metadata = factor_tensors(
-            settings, inputs.texts, rows, labels, inputs.n_labels, counts, nmf
+            inputs.texts,
+            rows,
+            labels,
+            inputs.n_labels,
+            counts,
+            nmf,
+            model=settings.model,
+            counts=settings.counts,
+            nmf=settings.nmf,
+            seed=settings.seed,
         )
     else:
         arrays = {split: empty_features(len(t)) for split, t in inputs.texts.items()}
