@@ -50,7 +50,7 @@ def train_run(settings, run: int | str, inputs, paths: RunPaths, extra_meta=None
     multi_label = is_multi_label_run(inputs)
     if multi_label:
         refuse_single_label_only(settings.model.variant)
-    check_threshold_cv(settings, multi_label)
+    check_threshold_cv(settings.train.threshold_cv, settings.model.variant, multi_label)
     if settings.model.variant in ENSEMBLE_PARTS:  # its parts, each trained by this function
         return train_ensemble(settings, run, inputs, paths, extra_meta, train_run)
     if variant_reads(settings.model.variant) == TEXTS:
@@ -64,7 +64,7 @@ def _train_on_texts(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict
     from lttw.models.tfidf import fit_tfidf_linear
 
     key = fingerprint(settings, fold)
-    live = open_run_live(settings, fold, key, paths)
+    live = open_run_live(settings.seed, settings.model.variant, fold, key, paths)
     fit = partial(
         fit_tfidf_linear,
         n_labels=inputs.n_labels,

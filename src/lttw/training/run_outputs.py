@@ -77,14 +77,14 @@ def factor_selection(features: Path) -> dict | None:
     return {"k": int(meta["k"]), "s": int(meta["s"]), "ranking": meta["ranking"]}
 
 
-def open_run_live(settings, fold, key: str, paths: RunPaths):
+def open_run_live(seed: int, variant: str, fold, key: str, paths: RunPaths):
     """The run's dvclive curves (None where ``paths.live`` is None), resumed where its
-    checkpoint is."""
+    checkpoint (fingerprint ``key``) is; its params: ``seed``, ``fold`` and ``variant``."""
     if paths.live is None:
         return None
     return open_live(
         paths.live,
-        {"seed": settings.seed, "fold": fold, "variant": settings.model.variant},
+        {"seed": seed, "fold": fold, "variant": variant},
         resume=can_resume(paths.checkpoints, key),
     )
 
@@ -122,7 +122,7 @@ def write_run_outputs(
     tuned one itself, e.g. cross-validated thresholds; else multi-label: the thresholds
     tuned on ``val_probs``; single-label: the temperature fitted on them), lttw.json with
     ``extra_meta`` and the multi-label / class-weight keys, checksums last."""
-    meta, tuned = multi_label_record(settings, inputs, val_probs)
+    meta, tuned = multi_label_record(settings.train.class_weight, inputs, val_probs)
     extra_meta = {**(extra_meta or {}), **meta} or None
     calibration = calibration or borrowed_calibration(paths, inputs) or tuned.get("calibration")
     if calibration is None:  # single-label: a temperature fitted on the val part

@@ -60,7 +60,8 @@ def train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict
         class_weights(inputs.part_labels("train"), inputs.n_labels, settings.train.class_weight),
     )
     key = fingerprint(settings, fold)
-    live = open_run_live(settings, fold, key, paths) if rt.is_main else None
+    variant = settings.model.variant
+    live = open_run_live(settings.seed, variant, fold, key, paths) if rt.is_main else None
     result = train_classifier(
         model,
         batches["train"],
