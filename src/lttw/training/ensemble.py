@@ -29,6 +29,7 @@ from lttw.training.run_outputs import borrowed_calibration, borrowed_file
 
 if TYPE_CHECKING:
     from lttw.settings import TrainSettings
+    from lttw.training.run_settings import RunSettings
 
 
 def calibrated(probs: np.ndarray, folder: str | Path) -> np.ndarray:
@@ -61,7 +62,7 @@ def borrowed_weights(paths, inputs) -> EnsembleWeights | None:
     return None if path is None else EnsembleWeights.load(path.parent)
 
 
-def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict:
+def train_ensemble(settings: RunSettings, run, inputs, paths, extra_meta, train_part) -> dict:
     """Train every part of ``settings.model.variant`` with ``train_part`` (``fold.train_run``)
     and write the ensemble's model folder at ``paths.model``; returns the training summary
     (each part's, and the chosen weights)."""
@@ -70,8 +71,7 @@ def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict
     summaries, val_probs = {}, []
     with atomic_dir(paths.model) as tmp:
         for part in parts:
-            model = settings.model.model_copy(update={"variant": part})
-            part_settings = settings.model_copy(update={"model": model})
+            part_settings = settings.with_variant(part)
             part_paths = dataclasses.replace(
                 paths,
                 model=tmp / part,
