@@ -139,7 +139,9 @@ def build_synthetic_folder(
         )
     folder.mkdir(parents=True, exist_ok=True)
     save_model(model, folder)
-    write_model_folder(folder, classes=CLASSES, settings=settings, fold=0)
+    write_model_folder(
+        folder, CLASSES, settings.model, 0, counts=settings.counts, seed=settings.seed
+    )
     tokenizer.save_pretrained(folder / TOKENIZER)
     if shape is not None:
         meta = read_json(folder / META)

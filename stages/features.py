@@ -31,13 +31,16 @@ def main(settings, fold):
         info = read_json(layout.LABELS_JSON)
         n_labels = len(info["classes"])
         arrays, metadata = factor_tensors(
-            settings,
             texts,
             read_fold_parts(layout.FOLDS_PARQUET, fold)["train"],
             label_targets(labels, n_labels, is_multi_label(info)),
             n_labels,
             layout.counts_dir(fold),
             layout.nmf_dir(fold),
+            model=m,
+            counts=settings.counts,
+            nmf=settings.nmf,
+            seed=settings.seed,
         )
     else:
         log.info(

@@ -11,13 +11,14 @@ from functools import partial
 from lttw.inference.held_out import held_out_test
 from lttw.stage import run_stage
 from lttw.training.final import FINAL_MODEL_DIR, write_final_model
+from lttw.training.run_settings import RunSettings
 
 log = logging.getLogger("lttw.final")
 
 
 def main(settings):
     measure = partial(held_out_test, FINAL_MODEL_DIR, batch_size=settings.train.eval_batch_size)
-    record = write_final_model(settings, measure)
+    record = write_final_model(RunSettings.of(settings), settings.final, measure)
     log.info(
         "%s%s: trained on %d rows",
         record["model"],

@@ -9,12 +9,13 @@ import logging
 
 from lttw.stage import run_stage
 from lttw.training.fold import train_fold
+from lttw.training.run_settings import RunSettings
 
 log = logging.getLogger("lttw.train")
 
 
 def main(settings, fold: int):
-    summary = train_fold(settings, fold)
+    summary = train_fold(RunSettings.of(settings), fold)
     log.info(
         "fold %d trained: %d of %d planned epochs, %.1f s per epoch",
         fold,

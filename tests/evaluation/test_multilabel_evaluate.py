@@ -31,6 +31,7 @@ def test_evaluate_stage_scores_a_multi_label_model(tmp_path, monkeypatch):
     from lttw.settings import settings_from_dict
     from lttw.text.words import WordSplitter, write_rule
     from lttw.training.fold import RunPaths, train_run
+    from lttw.training.run_settings import RunSettings
 
     monkeypatch.chdir(tmp_path)
     y = indicator_matrix(LISTS, 3)
@@ -50,7 +51,7 @@ def test_evaluate_stage_scores_a_multi_label_model(tmp_path, monkeypatch):
     settings = settings_from_dict(
         {"model": {"variant": "tfidf_linear", "linear_model": "logistic"}}
     )
-    train_run(settings, 0, inputs, paths)
+    train_run(RunSettings.of(settings), 0, inputs, paths)
     stage = _evaluate_stage()
     monkeypatch.setattr(stage, "load_fold_inputs", lambda fold: inputs)
     stage.main(settings, 0)

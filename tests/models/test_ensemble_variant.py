@@ -24,6 +24,7 @@ from lttw.models.tfidf import fit_tfidf_linear
 from lttw.settings import ModelSettings, Settings
 from lttw.training.ensemble import train_ensemble
 from lttw.training.fold import RunPaths
+from lttw.training.run_settings import RunSettings
 
 CLASSES = ["sport", "money", "weather"]
 WORDS = [["ball", "goal", "match"], ["stock", "market", "price"], ["rain", "cloud", "sun"]]
@@ -69,10 +70,16 @@ def fake_train_part(settings, run, inputs, paths, extra_meta):
     paths.model.mkdir(parents=True)
     model.save(paths.model)
     save_calibration(Calibration(temperature=0.7 if linear == "svm" else 1.3), paths.model)
-    tfidf = settings.model_copy(
-        update={"model": settings.model.model_copy(update={"variant": "tfidf_linear"})}
+    tfidf = settings.with_variant("tfidf_linear")
+    write_model_folder(
+        paths.model,
+        CLASSES,
+        tfidf.model,
+        run,
+        counts=tfidf.counts,
+        seed=tfidf.seed,
+        extra_meta=extra_meta,
     )
-    write_model_folder(paths.model, CLASSES, tfidf, run, extra_meta=extra_meta)
     record_checksums(paths.model)
     return {"epochs_run": 1, "epochs_planned": 1, "device": "cpu"}
 
@@ -81,7 +88,7 @@ def fake_train_part(settings, run, inputs, paths, extra_meta):
 def ensemble_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("ensemble")
     paths = RunPaths(*(root / n for n in ("c", "n", "f", "ck", "model", "m.json", "live")))
-    settings = Settings(model=ModelSettings(variant="lttw_tfidf"))
+    settings = RunSettings.of(Settings(model=ModelSettings(variant="lttw_tfidf")))
     summary = train_ensemble(settings, 0, ValOnlyInputs(), paths, None, fake_train_part)
     assert set(summary["weights"]) == {"lttw", "tfidf_linear"}
     assert {"epochs_run", "epochs_planned", "time_per_epoch_s"} <= set(summary)  # the stage logs

@@ -29,6 +29,8 @@ def build_model_folder(folder: Path, encoder_dir: Path) -> Path:
     settings = Settings(
         model=ModelSettings(variant="encoder", encoder=str(encoder_dir), max_len=32)
     )
-    write_model_folder(folder, ["neg", "pos"], settings, fold=0)
+    write_model_folder(
+        folder, ["neg", "pos"], settings.model, 0, counts=settings.counts, seed=settings.seed
+    )
     save_tokenizer(load_tokenizer(encoder_dir), folder / TOKENIZER)
     return folder

@@ -86,6 +86,7 @@ def multi_label_tfidf_run(tmp_path: Path, train: dict, final: bool = False):
     from lttw.settings import settings_from_dict
     from lttw.text.words import WordSplitter, write_rule
     from lttw.training.fold import RunPaths, train_run
+    from lttw.training.run_settings import RunSettings
 
     y = indicator_matrix(NEWS_LISTS, 3)
     val = np.arange(0 if final else 8)
@@ -106,4 +107,4 @@ def multi_label_tfidf_run(tmp_path: Path, train: dict, final: bool = False):
     settings = settings_from_dict(
         {"model": {"variant": "tfidf_linear", "linear_model": "logistic"}, "train": train}
     )
-    return train_run(settings, "final" if final else 0, inputs, paths), paths, y
+    return train_run(RunSettings.of(settings), "final" if final else 0, inputs, paths), paths, y

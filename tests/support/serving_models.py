@@ -73,8 +73,10 @@ def build_lttw_folder(folder: Path, encoder_dir: Path) -> Path:
     write_model_folder(
         folder,
         CLASSES,
-        settings,
-        fold=0,
+        settings.model,
+        0,
+        counts=settings.counts,
+        seed=settings.seed,
         words=WordSplitter(),
         factor_dirs=[work / "counts", work / "nmf"],
     )

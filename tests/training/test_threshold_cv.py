@@ -110,9 +110,9 @@ def test_threshold_cv_where_it_cannot_apply_is_refused_in_one_line(variant, mult
 
     settings = settings_from_dict({"model": {"variant": variant}, "train": {"threshold_cv": 3}})
     if message is None:
-        check_threshold_cv(settings, multi_label)
+        check_threshold_cv(settings.train.threshold_cv, variant, multi_label)
         return
     with pytest.raises(UserError, match=rf"^train\.threshold_cv=3: {message}") as err:
-        check_threshold_cv(settings, multi_label)
+        check_threshold_cv(settings.train.threshold_cv, variant, multi_label)
     assert "\n" not in str(err.value) and "threshold_cv: 0" in str(err.value)
-    check_threshold_cv(settings_from_dict({"model": {"variant": variant}}), multi_label)
+    check_threshold_cv(settings_from_dict({}).train.threshold_cv, variant, multi_label)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,22 +20,31 @@ from lttw.io import read_arrays
 from lttw.text.splitting_quality import degenerate_warning, zero_row_share
 from lttw.text.words import read_rule
 
+if TYPE_CHECKING:
+    from lttw.settings import CountSettings, ModelSettings, NMFSettings
+
 log = logging.getLogger(__name__)
 
 
 def factor_tensors(
-    settings,
     texts: dict[str, list[str]],
     rows: np.ndarray,
     labels: np.ndarray,
     n_labels: int,
     counts_dir: Path,
     nmf_dir: Path,
+    *,
+    model: ModelSettings,
+    counts: CountSettings,
+    nmf: NMFSettings,
+    seed: int,
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """``{split: (n, k+s, rank) float32}`` for every split of ``texts`` and the tensor's
     metadata (k, s, rank, ranking, train_factors). ``rows``: the training rows of the train
-    split (their ``labels`` are the train split's labels, all rows)."""
-    m = settings.model
+    split (their ``labels`` are the train split's labels, all rows); ``model``: the slots
+    (k, s, ranking, train_factors, factor_splits); ``counts``, ``nmf`` and ``seed``: the
+    counting and the NMF of the cross-fitted factors."""
+    m = model
     lookup = FactorLookup.load(counts_dir, nmf_dir, read_rule(counts_dir))
     k, s = resolve_slots(m.k, m.s, lookup.distinct_words([texts["train"][i] for i in rows]))
     looked_up = dict(texts)
@@ -47,10 +57,10 @@ def factor_tensors(
             k,
             s,
             m.ranking,
-            settings.counts,
-            settings.nmf,
+            counts,
+            nmf,
             m.factor_splits,
-            settings.seed,
+            seed,
             lookup.splitter,
         )
         unseen = np.setdiff1d(np.arange(len(texts["train"])), rows)  # val and test parts

@@ -18,10 +18,14 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
 from lttw.text.word_ids import WORDS_DIR as WORDS
+
+if TYPE_CHECKING:
+    from lttw.settings import CountSettings, ModelSettings
 
 LABELS = "labels.json"
 META = "lttw.json"
@@ -36,8 +40,12 @@ PRECISION = "fp32"
 def write_model_folder(
     folder: Path,
     classes: list[str],
-    settings,
-    fold: int,
+    model: ModelSettings,
+    fold: int | str,
+    *,
+    counts: CountSettings,
+    seed: int,
+    frozen_encoder: bool = False,
     tokenizer_dir: Path | None = None,
     factor_dirs: Sequence[Path] = (),
     words=None,
@@ -47,14 +55,16 @@ def write_model_folder(
 ) -> None:
     """Add everything but the weights to a model folder being written: labels, what
     prediction needs, the tokenizer, and the files of ``factor_dirs`` (the fold's counts and
-    NMF folders, where latent factors are fused). ``words``: the word-splitting rule the
+    NMF folders, where latent factors are fused). lttw.json records of the parameters the
+    classifier's (``model``), the word counting's (``counts``), the ``seed``, and
+    ``frozen_encoder`` (``train.freeze_encoder``) where true. ``words``: the word-splitting rule the
     model was trained with (a ``WordSplitter``), recorded in lttw.json as ``words``;
     ``word_vocabulary`` (a ``WordVocabulary``): the words the model embeds, into ``words/``;
     ``selection``: the factors' k, s and ranking, as the features stage chose them (where
     latent factors are fused); ``extra_meta``: more keys for lttw.json (the final model's
     record)."""
     with_factors = bool(factor_dirs)
-    m = settings.model
+    m = model
     if with_factors and selection is None:  # a folder built by hand: the settings' selection
         if "auto" in (m.k, m.s):
             raise ValueError(
@@ -70,14 +80,14 @@ def write_model_folder(
             "variant": m.variant,
             "max_len": m.max_len,
             **(selection if with_factors and selection is not None else {}),
-            "counts": settings.counts.model_dump(),
+            "counts": counts.model_dump(),
             "fold": fold,
-            "seed": settings.seed,
+            "seed": seed,
             "encoder": m.encoder,
             "with_factors": with_factors,
             "precision": PRECISION,
             **({"vocab": "words"} if word_vocabulary is not None else {}),
-            **({"frozen_encoder": True} if settings.train.freeze_encoder else {}),
+            **({"frozen_encoder": True} if frozen_encoder else {}),
             **({"words": words.record()} if words is not None else {}),
             **(extra_meta or {}),
         },

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,26 +27,31 @@ from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
 from lttw.training.calibrating import temperature_calibration
 from lttw.training.run_outputs import borrowed_calibration, borrowed_file
 
+if TYPE_CHECKING:
+    from lttw.settings import TrainSettings
+    from lttw.training.run_settings import RunSettings
+
 
 def calibrated(probs: np.ndarray, folder: str | Path) -> np.ndarray:
     """A part's ``(n, C)`` probabilities at ``T = 1`` scaled by its folder's temperature."""
     return load_calibration(folder).probabilities(logits_of(probs))
 
 
-def part_val_probs(folder: Path, settings, run, inputs, features: Path) -> np.ndarray:
-    """A trained part's calibrated probabilities on the validation part."""
+def part_val_probs(
+    folder: Path, train: TrainSettings, max_len: int, run, inputs, features: Path
+) -> np.ndarray:
+    """A trained part's calibrated probabilities on the validation part (a token model's
+    batches of ``max_len`` tokens, on the device and with the batch size of ``train``)."""
     from lttw.data.fold_inputs import load_tensors
     from lttw.device import make_runtime
 
     model = load_classifier(folder)
     if reads(model) == TEXTS:
         return calibrated(predict_proba(model, inputs.part_texts("val")), folder)
-    rt = make_runtime(settings.train)
-    frozen = settings.train.freeze_encoder  # then the encode stage's cached states
-    batches = load_tensors(
-        inputs, run, None, settings.model.max_len, frozen_encoder=frozen, features=features
-    )
-    probs = predict_proba(model.to(rt.device), batches["val"], rt, settings.train.eval_batch_size)
+    rt = make_runtime(train)
+    frozen = train.freeze_encoder  # then the encode stage's cached states
+    batches = load_tensors(inputs, run, None, max_len, frozen_encoder=frozen, features=features)
+    probs = predict_proba(model.to(rt.device), batches["val"], rt, train.eval_batch_size)
     return calibrated(probs, folder)
 
 
@@ -56,7 +62,7 @@ def borrowed_weights(paths, inputs) -> EnsembleWeights | None:
     return None if path is None else EnsembleWeights.load(path.parent)
 
 
-def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict:
+def train_ensemble(settings: RunSettings, run, inputs, paths, extra_meta, train_part) -> dict:
     """Train every part of ``settings.model.variant`` with ``train_part`` (``fold.train_run``)
     and write the ensemble's model folder at ``paths.model``; returns the training summary
     (each part's, and the chosen weights)."""
@@ -65,8 +71,7 @@ def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict
     summaries, val_probs = {}, []
     with atomic_dir(paths.model) as tmp:
         for part in parts:
-            model = settings.model.model_copy(update={"variant": part})
-            part_settings = settings.model_copy(update={"model": model})
+            part_settings = settings.with_variant(part)
             part_paths = dataclasses.replace(
                 paths,
                 model=tmp / part,
@@ -76,7 +81,11 @@ def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict
                 calibration_from=paths.calibration_from and paths.calibration_from / part,
             )
             summaries[part] = train_part(part_settings, run, inputs, part_paths, extra_meta)
-            val_probs.append(part_val_probs(tmp / part, settings, run, inputs, paths.features))
+            val_probs.append(
+                part_val_probs(
+                    tmp / part, settings.train, settings.model.max_len, run, inputs, paths.features
+                )
+            )
         weights = borrowed_weights(paths, inputs) or choose_weights(
             (parts[0], parts[1]), val_probs, inputs.part_labels("val"), inputs.n_labels
         )
@@ -84,7 +93,16 @@ def train_ensemble(settings, run, inputs, paths, extra_meta, train_part) -> dict
         mixture = borrowed_calibration(paths, inputs) or temperature_calibration(
             weights.combine(val_probs), inputs.part_labels("val")
         )
-        write_model_folder(tmp, inputs.classes, settings, run, extra_meta=extra_meta)
+        write_model_folder(
+            tmp,
+            inputs.classes,
+            settings.model,
+            run,
+            counts=settings.counts,
+            seed=settings.seed,
+            frozen_encoder=settings.train.freeze_encoder,
+            extra_meta=extra_meta,
+        )
         weights.save(tmp)
         if mixture is not None:
             save_calibration(mixture, tmp)

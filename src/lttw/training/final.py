@@ -40,7 +40,9 @@ from lttw.io import atomic_dir, read_json, write_arrays, write_json
 from lttw.settings import check_batch_size
 
 if TYPE_CHECKING:
+    from lttw.settings import FinalSettings
     from lttw.training.run_outputs import RunPaths
+    from lttw.training.run_settings import RunSettings
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +87,15 @@ def chosen_epochs(folds: list[int]) -> tuple[int, dict[str, int]]:
     return math.ceil(statistics.median(per_fold.values())), per_fold
 
 
-def write_final_model(settings, measure: Callable[[Any], dict] | None = None) -> dict:
+def write_final_model(
+    settings: RunSettings, final: FinalSettings, measure: Callable[[Any], dict] | None = None
+) -> dict:
     """The final stage's work: ``models/final`` and ``metrics/final.json``; returns the
     record written to both (in the model folder's ``lttw.json`` as ``final``). ``measure``:
     called with the rows' ``FoldInputs`` once a final model is trained, its dict joins the
     record (the stage passes ``inference.held_out.held_out_test``: training does not import
-    inference)."""
-    if settings.final.enabled:
+    inference). ``final``: whether to train it (``final.enabled``) or copy the first fold's."""
+    if final.enabled:
         record = _train_final(settings, measure)
     else:
         record = _copy_first_fold(settings.folds.run[0])
@@ -118,7 +122,7 @@ def _copy_first_fold(fold: int) -> dict:
     return record
 
 
-def _train_final(settings, measure: Callable[[Any], dict] | None) -> dict:
+def _train_final(settings: RunSettings, measure: Callable[[Any], dict] | None) -> dict:
     # imported here: torch, scikit-learn and the factor code cost seconds of start-up that
     # the copy of ``final.enabled: false`` (the tiny profiles, quick experiments) never uses
     from lttw.data.fold_inputs import load_fold_inputs
@@ -130,10 +134,7 @@ def _train_final(settings, measure: Callable[[Any], dict] | None) -> dict:
     none = np.zeros(0, dtype=np.int64)
     inputs = replace(inputs, parts={"train": everything, "val": none, "fold_test": none})
     check_batch_size(everything.size, settings.train.batch_size)
-    fixed = settings.train.model_copy(
-        update={"epochs": epochs, "max_epochs": epochs, "min_steps": 0, "patience": 0}
-    )
-    settings = settings.model_copy(update={"train": fixed})
+    settings = settings.with_train(epochs=epochs, max_epochs=epochs, min_steps=0, patience=0)
     record = {
         "enabled": True,
         "model": FINAL_MODEL_DIR.as_posix(),
@@ -173,7 +174,7 @@ def _train_final(settings, measure: Callable[[Any], dict] | None) -> dict:
     }
 
 
-def _factor_inputs(settings, inputs, work: Path) -> RunPaths:
+def _factor_inputs(settings: RunSettings, inputs, work: Path) -> RunPaths:
     """Counts (and the word-splitting rule), NMF factors and factor tensors of every labelled
     row, in ``work``: what the counts, nmf and features stages write for a fold."""
     from lttw.factors.counts import write_part_counts
@@ -201,7 +202,16 @@ def _factor_inputs(settings, inputs, work: Path) -> RunPaths:
     if settings.model.uses_factors:
         factor_counts_folder(counts, nmf, settings.nmf, settings.seed)
         arrays, metadata = factor_tensors(
-            settings, inputs.texts, rows, labels, inputs.n_labels, counts, nmf
+            inputs.texts,
+            rows,
+            labels,
+            inputs.n_labels,
+            counts,
+            nmf,
+            model=settings.model,
+            counts=settings.counts,
+            nmf=settings.nmf,
+            seed=settings.seed,
         )
     else:
         arrays = {split: empty_features(len(t)) for split, t in inputs.texts.items()}

@@ -24,14 +24,15 @@ from lttw.training.multi_label import (
     is_multi_label_run,
     refuse_single_label_only,
 )
-from lttw.training.run_outputs import RunPaths, fingerprint, open_run_live, write_run_outputs
+from lttw.training.run_outputs import RunPaths, open_run_live, write_run_outputs
+from lttw.training.run_settings import RunSettings
 from lttw.training.thresholds import cross_validated_thresholds
 from lttw.training.torch_training import train_on_tokens
 
 log = logging.getLogger(__name__)
 
 
-def train_fold(settings, fold: int) -> dict:
+def train_fold(settings: RunSettings, fold: int) -> dict:
     """Train fold ``fold``; returns the training summary (also written to
     ``metrics/train/fold_N.json``)."""
     inputs = load_fold_inputs(fold)
@@ -39,7 +40,9 @@ def train_fold(settings, fold: int) -> dict:
     return train_run(settings, fold, inputs, RunPaths.of_fold(fold))
 
 
-def train_run(settings, run: int | str, inputs, paths: RunPaths, extra_meta=None) -> dict:
+def train_run(
+    settings: RunSettings, run: int | str, inputs, paths: RunPaths, extra_meta=None
+) -> dict:
     """Train ``model.variant`` on ``inputs``' train part (early stopping on its val part; an
     empty val part: every epoch of the plan, the last one's weights) and write the model
     folder at ``paths.model``; ``run``: the fold (or "final"), as the model folder records
@@ -50,7 +53,7 @@ def train_run(settings, run: int | str, inputs, paths: RunPaths, extra_meta=None
     multi_label = is_multi_label_run(inputs)
     if multi_label:
         refuse_single_label_only(settings.model.variant)
-    check_threshold_cv(settings, multi_label)
+    check_threshold_cv(settings.train.threshold_cv, settings.model.variant, multi_label)
     if settings.model.variant in ENSEMBLE_PARTS:  # its parts, each trained by this function
         return train_ensemble(settings, run, inputs, paths, extra_meta, train_run)
     if variant_reads(settings.model.variant) == TEXTS:
@@ -58,13 +61,13 @@ def train_run(settings, run: int | str, inputs, paths: RunPaths, extra_meta=None
     return train_on_tokens(settings, run, inputs, paths, extra_meta)
 
 
-def _train_on_texts(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict:
+def _train_on_texts(settings: RunSettings, fold, inputs, paths: RunPaths, extra_meta) -> dict:
     """A one-pass fit (tfidf_linear): one "epoch", scored on the validation part; with
     ``train.threshold_cv``, per-label thresholds tuned by cross-validation of the train part."""
     from lttw.models.tfidf import fit_tfidf_linear
 
-    key = fingerprint(settings, fold)
-    live = open_run_live(settings, fold, key, paths)
+    key = settings.fingerprint(fold)
+    live = open_run_live(settings.seed, settings.model.variant, fold, key, paths)
     fit = partial(
         fit_tfidf_linear,
         n_labels=inputs.n_labels,

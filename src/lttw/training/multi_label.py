@@ -29,11 +29,11 @@ def refuse_single_label_only(variant: str) -> None:
     check_multi_label_variant(variant, MODEL_REGISTRY.get(variant))
 
 
-def check_threshold_cv(settings, multi_label: bool) -> None:
-    """Refuse, in one line, ``train.threshold_cv`` where it cannot apply: single-label data
-    (no thresholds: a temperature is fitted on the val part) or a variant trained in more
-    than one pass (k more trainings of a network; it tunes on the val part)."""
-    folds = settings.train.threshold_cv
+def check_threshold_cv(folds: int, variant: str, multi_label: bool) -> None:
+    """Refuse, in one line, ``train.threshold_cv`` ``folds`` where it cannot apply:
+    single-label data (no thresholds: a temperature is fitted on the val part) or a
+    ``model.variant`` trained in more than one pass (k more trainings of a network; it tunes
+    on the val part)."""
     if not folds:
         return
     from lttw.errors import UserError
@@ -43,21 +43,22 @@ def check_threshold_cv(settings, multi_label: bool) -> None:
             f"train.threshold_cv={folds}: single-label data has no per-label thresholds; "
             "set train.threshold_cv: 0"
         )
-    if variant_reads(settings.model.variant) != TEXTS:
+    if variant_reads(variant) != TEXTS:
         raise UserError(
             f"train.threshold_cv={folds}: cross-validated thresholds are for tfidf_linear "
-            f"(one pass a fit), not model.variant {settings.model.variant}, which tunes them "
+            f"(one pass a fit), not model.variant {variant}, which tunes them "
             "on the val part; set train.threshold_cv: 0"
         )
 
 
-def multi_label_record(settings, inputs, val_probs) -> tuple[dict, dict]:
+def multi_label_record(class_weight: str, inputs, val_probs) -> tuple[dict, dict]:
     """What a multi-label run adds to its model folder: lttw.json keys and, as
-    ``calibration=``, the thresholds tuned on the val part; ``train.class_weight`` where it
-    is not none. Nothing for a single-label run with unweighted loss."""
+    ``calibration=``, the thresholds tuned on the val part; ``class_weight``
+    (``train.class_weight``) where it is not none. Nothing for a single-label run with
+    unweighted loss."""
     meta: dict = {}
-    if settings.train.class_weight != "none":
-        meta["class_weight"] = settings.train.class_weight
+    if class_weight != "none":
+        meta["class_weight"] = class_weight
     if not is_multi_label_run(inputs):
         return meta, {}
     meta["multi_label"] = True  # data.label_sets.MULTI_LABEL_KEY

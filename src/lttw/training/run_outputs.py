@@ -1,13 +1,13 @@
-"""One training run's identity and outputs (``lttw.training.fold``, ``lttw.training.final``):
-where it reads its factors and writes its model (``RunPaths``), the fingerprint that a
-checkpoint must match to be resumed, its dvclive curves and the model folder it writes."""
+"""One training run's files (``lttw.training.fold``, ``lttw.training.final``): where it reads
+its factors and writes its model (``RunPaths``), its dvclive curves and the model folder it
+writes (the fingerprint that a checkpoint must match to be resumed:
+``run_settings.RunSettings.fingerprint``)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lttw import layout
 from lttw.io import atomic_dir, read_arrays_metadata, write_json
@@ -20,6 +20,9 @@ from lttw.training.calibrating import temperature_calibration
 from lttw.training.checkpoint import can_resume
 from lttw.training.live import open_live
 from lttw.training.multi_label import multi_label_record
+
+if TYPE_CHECKING:
+    from lttw.training.run_settings import RunSettings
 
 
 @dataclass(frozen=True)
@@ -52,21 +55,6 @@ class RunPaths:
         )
 
 
-def fingerprint(settings, fold: int | str) -> str:
-    """What defines this training run; a checkpoint of another run is never resumed."""
-    relevant = settings.model_dump(
-        include={"seed", "data", "folds", "words", "counts", "nmf", "model", "train"}
-    )
-    relevant["train"].pop("log_every", None)
-    if relevant["train"].get("class_weight") == "none":  # as before the parameter existed
-        relevant["train"].pop("class_weight")
-    if relevant["model"].get("vocab") == "encoder":  # as before these parameters existed
-        relevant["model"].pop("vocab")
-        relevant["model"].pop("word_vectors", None)
-    blob = json.dumps({"fold": fold, **relevant}, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
-
-
 def factor_selection(features: Path) -> dict | None:
     """k, s and ranking of the factor tensors file ``features``, as the features stage
     recorded them (None: no latent factors). Read from there, not from the parameters, so
@@ -77,14 +65,14 @@ def factor_selection(features: Path) -> dict | None:
     return {"k": int(meta["k"]), "s": int(meta["s"]), "ranking": meta["ranking"]}
 
 
-def open_run_live(settings, fold, key: str, paths: RunPaths):
+def open_run_live(seed: int, variant: str, fold, key: str, paths: RunPaths):
     """The run's dvclive curves (None where ``paths.live`` is None), resumed where its
-    checkpoint is."""
+    checkpoint (fingerprint ``key``) is; its params: ``seed``, ``fold`` and ``variant``."""
     if paths.live is None:
         return None
     return open_live(
         paths.live,
-        {"seed": settings.seed, "fold": fold, "variant": settings.model.variant},
+        {"seed": seed, "fold": fold, "variant": variant},
         resume=can_resume(paths.checkpoints, key),
     )
 
@@ -106,7 +94,7 @@ def borrowed_calibration(paths: RunPaths, inputs) -> Calibration | None:
 
 
 def write_run_outputs(
-    settings,
+    run: RunSettings,
     fold,
     inputs,
     model,
@@ -122,7 +110,7 @@ def write_run_outputs(
     tuned one itself, e.g. cross-validated thresholds; else multi-label: the thresholds
     tuned on ``val_probs``; single-label: the temperature fitted on them), lttw.json with
     ``extra_meta`` and the multi-label / class-weight keys, checksums last."""
-    meta, tuned = multi_label_record(settings, inputs, val_probs)
+    meta, tuned = multi_label_record(run.train.class_weight, inputs, val_probs)
     extra_meta = {**(extra_meta or {}), **meta} or None
     calibration = calibration or borrowed_calibration(paths, inputs) or tuned.get("calibration")
     if calibration is None:  # single-label: a temperature fitted on the val part
@@ -136,8 +124,11 @@ def write_run_outputs(
         write_model_folder(
             tmp,
             classes=inputs.classes,
-            settings=settings,
+            model=run.model,
             fold=fold,
+            counts=run.counts,
+            seed=run.seed,
+            frozen_encoder=run.train.freeze_encoder,
             words=read_rule(paths.counts),
             selection=factor_selection(paths.features),
             extra_meta=extra_meta,

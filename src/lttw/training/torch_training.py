@@ -9,12 +9,13 @@ from typing import Any, cast
 from lttw import layout
 from lttw.data.fold_inputs import factor_shape, load_tensors
 from lttw.models.trained import predict_proba
-from lttw.training.run_outputs import RunPaths, fingerprint, open_run_live, write_run_outputs
+from lttw.training.run_outputs import RunPaths, open_run_live, write_run_outputs
+from lttw.training.run_settings import RunSettings
 from lttw.training.thresholds import validation_calibration
 from lttw.training.word_vocab import fold_vocabulary, word_embedding
 
 
-def train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict:
+def train_on_tokens(settings: RunSettings, fold, inputs, paths: RunPaths, extra_meta) -> dict:
     """A torch classifier of the registry, trained by the loop (resumable, maybe DDP)."""
     import torch
 
@@ -59,8 +60,9 @@ def train_on_tokens(settings, fold, inputs, paths: RunPaths, extra_meta) -> dict
         model,
         class_weights(inputs.part_labels("train"), inputs.n_labels, settings.train.class_weight),
     )
-    key = fingerprint(settings, fold)
-    live = open_run_live(settings, fold, key, paths) if rt.is_main else None
+    key = settings.fingerprint(fold)
+    variant = settings.model.variant
+    live = open_run_live(settings.seed, variant, fold, key, paths) if rt.is_main else None
     result = train_classifier(
         model,
         batches["train"],

@@ -1,0 +1,53 @@
+"""``RunSettings``: the groups a training run reads, and its checkpoint fingerprint, which
+must keep the value it had when it was computed from the whole parameters (a checkpoint
+written before is resumed, one of another run never)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lttw.settings import settings_from_dict
+from lttw.training.run_settings import RunSettings
+
+
+@pytest.mark.parametrize(
+    "raw, run, expected",
+    [
+        ({}, 0, "370dc52079009da5"),
+        ({"train": {"class_weight": "balanced", "log_every": 7}}, 3, "6c774a6ecf18bbec"),
+        (
+            {"model": {"variant": "bilstm_attention", "vocab": "words"}, "seed": 7},
+            "final",
+            "06e356b5590824bb",
+        ),
+        (
+            {"model": {"variant": "tfidf_linear"}, "nmf": {"rank": 9}, "data": {"train_size": 900}},
+            1,
+            "8e2ceaa5be6a79a2",
+        ),
+    ],
+)
+def test_the_fingerprint_keeps_the_value_of_the_whole_parameters(raw, run, expected):
+    """The values ``run_outputs.fingerprint(settings, run)`` gave for the same parameters."""
+    assert RunSettings.of(settings_from_dict(raw)).fingerprint(run) == expected
+
+
+def test_the_fingerprint_ignores_what_does_not_change_the_run():
+    """``train.log_every`` and ``final`` do not define the run; the seed, a group's value and
+    the run (fold) do."""
+    base = RunSettings.of(settings_from_dict({})).fingerprint(0)
+    assert RunSettings.of(settings_from_dict({"train": {"log_every": 99}})).fingerprint(0) == base
+    assert RunSettings.of(settings_from_dict({"final": {"enabled": True}})).fingerprint(0) == base
+    for raw in ({"seed": 1}, {"folds": {"n_folds": 5}}, {"counts": {"min_count": 2}}):
+        assert RunSettings.of(settings_from_dict(raw)).fingerprint(0) != base
+    assert RunSettings.of(settings_from_dict({})).fingerprint(1) != base
+
+
+def test_a_part_and_the_final_run_change_only_their_group():
+    run = RunSettings.of(settings_from_dict({"model": {"variant": "lttw_tfidf", "max_len": 40}}))
+    part = run.with_variant("tfidf_linear")
+    assert (part.model.variant, part.model.max_len) == ("tfidf_linear", 40)
+    assert run.model.variant == "lttw_tfidf" and part.train is run.train
+    final = run.with_train(epochs=3, patience=0)
+    assert (final.train.epochs, final.train.patience, final.train.lr) == (3, 0, run.train.lr)
+    assert final.model is run.model
