@@ -30,8 +30,9 @@ MAX_YAML_BYTES = 1 << 20
 
 
 class _NoAliasLoader(yaml.SafeLoader):
-    """``yaml.safe_load`` without aliases: nine nested ``*name`` levels expand to gigabytes,
-    and no file a user writes for lttw needs them."""
+    """``yaml.safe_load`` without aliases (nine nested ``*name`` levels expand to gigabytes,
+    and no file a user writes for lttw needs them) and without a key written twice in one
+    mapping (where the last one would win silently)."""
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
@@ -42,9 +43,23 @@ class _NoAliasLoader(yaml.SafeLoader):
             )
         return super().compose_node(parent, index)
 
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)) or key is None:
+                continue  # safe_load's own error for an unhashable key follows
+            if key in seen:
+                raise yaml.YAMLError(
+                    f"line {key_node.start_mark.line + 1}: {key!r} twice in one mapping"
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
 
 def load_yaml(text: str):
-    """Parse YAML as ``yaml.safe_load`` does, refusing aliases (``yaml.YAMLError``)."""
+    """Parse YAML as ``yaml.safe_load`` does, refusing aliases and repeated keys
+    (``yaml.YAMLError``)."""
     return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506  (a SafeLoader)
 
 

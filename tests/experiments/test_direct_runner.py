@@ -182,3 +182,21 @@ def test_the_direct_runner_runs_a_project_made_by_lttw_init(tmp_path, tiny_encod
     assert outcome.failed == [] and outcome.left == CELLS
     (sample,) = (project / WORK_DIR / "shared").glob("sample-*")
     assert (sample / STAMP).is_symlink() and (sample / "data").is_dir()
+
+
+def test_a_bad_parameter_is_refused_even_where_every_cell_is_written(tmp_path):
+    """-S names a real parameter, whether or not a cell is left to run."""
+    from lttw.errors import UserError
+
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "tiny.yaml").write_text(GRID)
+    repo = Path(__file__).resolve().parents[2]
+    for name in ("params.yaml", "dvc.yaml"):
+        (tmp_path / name).write_text((repo / name).read_text())
+    for cell in CELLS:
+        (tmp_path / "evidence" / "runs" / cell).mkdir(parents=True)
+        (tmp_path / "evidence" / "runs" / cell / "summary.json").write_text("{}")
+    with pytest.raises(UserError, match="unknown parameter 'model.kk'"):
+        run_window("tiny", extra=["model.kk=1"], repo=tmp_path, log=lambda s: None)
+    outcome = run_window("tiny", extra=["model.k=5"], repo=tmp_path, log=lambda s: None)
+    assert outcome.skipped == CELLS and not outcome.done

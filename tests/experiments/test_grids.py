@@ -298,3 +298,57 @@ def test_yaml_aliases_are_refused_in_the_files_a_user_writes(tmp_path, monkeypat
     (tmp_path / "big.yaml").write_text("# " + "x" * MAX_YAML_BYTES + "\n")
     with pytest.raises(SettingsError, match="at most 1,048,576 are read"):
         read_settings(tmp_path / "big.yaml")
+
+
+def test_every_form_of_grid_is_bounded_and_checked_before_anything_runs(tmp_path):
+    """The study form has the cells form's cap; a key written twice is refused (not the last
+    one silently kept); a dataset that is not in an existing data.root is refused."""
+    from lttw.experiments.grids import MAX_CELLS
+
+    study = {
+        "description": "Too many.",
+        "datasets": {f"d{i}": {} for i in range(100)},
+        "variants": {f"v{i}": {} for i in range(6)},
+        "reference": "v0",
+    }
+    (tmp_path / "big.yaml").write_text(yaml.safe_dump(study))
+    with pytest.raises(UserError, match=f"needs 1 to {MAX_CELLS} cells, has 600"):
+        load_grid(tmp_path / "big.yaml")
+    (tmp_path / "twice.yaml").write_text(
+        "description: Twice.\ncells:\n  a: {set: {model.k: 5}}\n  a: {set: {model.k: 9}}\n"
+    )
+    with pytest.raises(UserError, match="'a' twice in one mapping"):
+        load_grid(tmp_path / "twice.yaml")
+    root = tmp_path / "datasets"
+    (root / "ag_news").mkdir(parents=True)
+    (tmp_path / "g.yaml").write_text(
+        "description: Two datasets.\ncells:\n  a: {}\n  b: {set: {data.dataset: nope}}\n"
+    )
+    base = full_params(REPO / "params.yaml")
+    base["data"]["root"] = str(root)
+    with pytest.raises(UserError, match="cell b: data.dataset 'nope' is not a folder of .*ag_news"):
+        validate_grid(load_grid(tmp_path / "g.yaml"), base)
+
+
+@pytest.mark.parametrize("value", ["yes", "no", "on", "null", "3", "", "1.5", "bert-base"])
+def test_a_string_value_reads_back_as_the_same_string(value):
+    """A cell's string value goes to -S as YAML: one that YAML reads as a boolean, number or
+    null is quoted, so that the stage reads the string back."""
+    from lttw.experiments.grids import param_value
+
+    params: dict = {"model": {"encoder": None}}
+    apply_assignment(params, f"model.encoder={param_value(value)}")
+    assert params == {"model": {"encoder": value}}
+
+
+def test_a_broken_grid_file_leaves_the_others_in_the_report(tmp_path, monkeypatch, caplog):
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "broken.yaml").write_text("description: [unclosed\n")
+    (tmp_path / "experiments" / "g.yaml").write_text("description: One cell.\ncells:\n  lttw: {}\n")
+    write_cell(tmp_path / "evidence" / "runs", "g-lttw", "lttw", [0.9, 0.91], {})
+    (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    report = CliRunner().invoke(app, ["exp", "report", "--out", "report.md"])
+    assert report.exit_code == 0, report.output
+    assert "## Grid `g` (1 of 1 cells)" in (tmp_path / "report.md").read_text()
+    assert "left out of the report" in caplog.text and "broken.yaml" in caplog.text

@@ -32,7 +32,7 @@ import yaml
 
 from lttw.errors import UserError
 from lttw.experiments.cells import RUNS_DIR, restore_fold, save_fold, write_cell_from_work
-from lttw.experiments.grids import GRIDS_DIR, GridCell, cell_params, find_grid
+from lttw.experiments.grids import GRIDS_DIR, GridCell, apply_assignment, cell_params, find_grid
 from lttw.experiments.stage_plan import Stage, expand_stages, stage_keys
 from lttw.experiments.stage_process import Clock, run_stage, stage_argv, stage_env, stop_stage
 from lttw.io import read_yaml, remove_inside, write_json
@@ -338,6 +338,8 @@ def run_window(
     grid = find_grid(name, repo / GRIDS_DIR, n_folds)
     grid = grid.frozen() if frozen else grid
     cells = grid.select(only)
+    for assignment in extra:  # checked even where every cell is written already
+        apply_assignment(copy.deepcopy(base), assignment)
     runner = DirectRunner(repo, runs_dir or repo / RUNS_DIR, work_dir or repo / WORK_DIR, jobs, log)
     clock = clock or Clock(None if budget is None else time.monotonic() + budget)
     start = time.monotonic()

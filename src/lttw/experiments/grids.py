@@ -19,6 +19,7 @@ a grid in its own form, datasets x variants plus a learning curve (``experiments
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -157,6 +158,8 @@ def _study_grid(name: str, path: Path, raw: dict, n_folds: int) -> Grid:
         )
         for c in study.cells(n_folds)
     )
+    if len(cells) > MAX_CELLS:
+        raise UserError(f"{path}: needs 1 to {MAX_CELLS} cells, has {len(cells)}")
     return Grid(name, path, str(raw.get("description") or ""), cells, study=study)
 
 
@@ -293,9 +296,21 @@ def validate_grid(grid: Grid, base: dict, extra: Sequence[str] = ()) -> None:
             # the values as dvc writes them into params.yaml and the stages read them back
             for key, value in cell.params.items():
                 apply_assignment(params, f"{key}={param_value(value)}")
-            settings_from_dict(params, source=f"{grid.path} (cell {cell.key})")
+            settings = settings_from_dict(params, source=f"{grid.path} (cell {cell.key})")
+            _check_dataset(settings.data.root, settings.data.dataset, cell.key)
         except UserError as err:
             raise UserError(f"{grid.path}: {err}") from None
+
+
+def _check_dataset(root: str, dataset: str, cell: str) -> None:
+    """Where the datasets' folder ``root`` exists, ``dataset`` is one of its folders."""
+    folder = Path(root)
+    if folder.is_dir() and not (folder / dataset).is_dir():
+        known = sorted(p.name for p in folder.iterdir() if p.is_dir())
+        raise UserError(
+            f"cell {cell}: data.dataset {dataset!r} is not a folder of {root} "
+            f"(there: {', '.join(known[:20]) or 'none'})"
+        )
 
 
 def param_value(value: Any) -> str:
@@ -311,4 +326,14 @@ def param_value(value: Any) -> str:
             mantissa, exponent = f"{value:e}".split("e")
             return f"{float(mantissa)}e{int(exponent)}"
         return repr(value)
-    return str(value)
+    text = str(value)
+    if isinstance(value, str) and _reads_back_as_other(text):
+        return json.dumps(text)  # "yes", "1e3", "null", "": quoted, read back as the string
+    return text
+
+
+def _reads_back_as_other(text: str) -> bool:
+    try:
+        return load_yaml(text) != text
+    except yaml.YAMLError:
+        return True

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from lttw.errors import UserError
@@ -23,10 +24,24 @@ from lttw.reporting.report import dataset_tables, render
 from lttw.reporting.runs import collect_runs
 from lttw.reporting.sweep_report import sweep_sections
 
+log = logging.getLogger(__name__)
 
-def load_grids(folder: Path = GRIDS_DIR, n_folds: int = 10) -> list[Grid]:
-    """Every grid of ``folder`` (none where it does not exist)."""
-    return [load_grid(path, n_folds) for path in grid_paths(folder)]
+
+def load_grids(
+    folder: Path = GRIDS_DIR, n_folds: int = 10, skip_broken: bool = False
+) -> list[Grid]:
+    """Every grid of ``folder`` (none where it does not exist); ``skip_broken``: a grid file
+    that cannot be read is left out with a warning (a report of the others), else its error
+    is raised."""
+    grids = []
+    for path in grid_paths(folder):
+        try:
+            grids.append(load_grid(path, n_folds))
+        except UserError as err:
+            if not skip_broken:
+                raise
+            log.warning("left out of the report: %s", err)
+    return grids
 
 
 def cell_runs(grid: Grid, runs_dir: Path) -> list[Run]:
@@ -73,7 +88,7 @@ def build_report(
     n_folds: int = 10,
 ) -> tuple[str, list[Path]]:
     """The report's markdown and the files it wrote beside it (the learning curve)."""
-    grids = load_grids(grids_dir, n_folds) if Path(grids_dir).is_dir() else []
+    grids = load_grids(grids_dir, n_folds, skip_broken=True) if Path(grids_dir).is_dir() else []
     cells = {g.name: cell_runs(g, runs_dir) for g in grids}
     paper = merge_tables([g.paper for g in grids])  # the paper's numbers (experiments/paper.yaml)
     try:
