@@ -379,9 +379,7 @@ def run_in_process(cmd: list[str], cwd: Path) -> Ran:
     script, args = cmd[1], cmd[2:]
     out, err = io.StringIO(), io.StringIO()
     handler = logging.StreamHandler(err)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"))
     logger, root = logging.getLogger("lttw"), logging.getLogger()
     saved = (sys.argv, logger.level, logger.handlers[:], root.level, root.handlers[:])
     logger.addHandler(handler)
