@@ -1,22 +1,17 @@
 """Stage runs on bad and unusual inputs, shared by the hardening tests: datasets written in
 many broken and odd shapes (``DATA_CASES``), each run through the real ``stages/<name>.py``
 as ``__main__`` with ``--params P`` in its own temporary directory, and the session fixture
-``stage_runs`` holding every result. The runs execute the script in the test's process
-(``run_in_process``: ``runpy`` as ``__main__``, with its argv, folder, stdout, stderr and the
-stage's log lines captured, its exit code from ``SystemExit``), without an interpreter and
-torch start-up per run; two data cases also run as plain subprocesses, a cross-check of
-exit code and stderr. A bad input must end a stage with exit code 2 and exactly one line on
-stderr, ``error: ...``, naming the file / column / row / parameter, with no traceback and no
-output left behind."""
+``stage_runs`` holding every result. The scripts run in the test's process
+(``stage_scripts.run_script``: as ``__main__``, with their argv, folder, stdout, stderr and
+log lines), without an interpreter and torch start-up per run; two data cases also run as
+plain subprocesses, a cross-check of exit code and stderr. A bad input must end a stage with
+exit code 2 and exactly one line on stderr, ``error: ...``, naming the file / column / row /
+parameter, with no traceback and no output left behind."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
 import os
 import re
-import runpy
 import subprocess
 import sys
 from collections.abc import Callable
@@ -29,6 +24,7 @@ import pytest
 import yaml
 
 from lttw import layout
+from support import stage_scripts
 
 REPO = Path(__file__).resolve().parents[2]
 LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d lttw[\w.]*: ")  # stage.py's logging format
@@ -310,12 +306,7 @@ DATA_CASES: dict[str, DataCase] = {
 
 
 @dataclass
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
-    cwd: Path
-
+class Ran(stage_scripts.Ran):
     def error_line(self) -> str:
         """The single ``error:`` line; fails unless the stage failed cleanly."""
         assert self.returncode == 2, f"exit {self.returncode}\n{self.stderr[-3000:]}"
@@ -370,44 +361,10 @@ def _run(cmd: list[str], cwd: Path) -> Ran:
 
 
 def run_in_process(cmd: list[str], cwd: Path) -> Ran:
-    """``cmd`` (``stage_cmd``'s ``[python, script, args...]``) run in this process: the script
-    as ``__main__`` (as ``python script`` runs it) with ``sys.argv`` = ``[script, args...]``,
-    in ``cwd``; its stdout and stderr captured, the ``lttw`` loggers' records written to the
-    captured stderr in the stage's own format (``lttw.stage``), the exit code that of its
-    ``SystemExit`` (0 without one). Whatever the run changed of the process's working folder,
-    argv and logging is put back."""
-    script, args = cmd[1], cmd[2:]
-    out, err = io.StringIO(), io.StringIO()
-    handler = logging.StreamHandler(err)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"))
-    logger, root = logging.getLogger("lttw"), logging.getLogger()
-    saved = (sys.argv, logger.level, logger.handlers[:], root.level, root.handlers[:])
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    code = 0
-    try:
-        sys.argv = [script, *args]
-        with (
-            contextlib.chdir(cwd),
-            contextlib.redirect_stdout(out),
-            contextlib.redirect_stderr(err),
-        ):
-            try:
-                runpy.run_path(script, run_name="__main__")
-            except SystemExit as exit_:
-                code = exit_.code if isinstance(exit_.code, int) else (exit_.code is not None)
-            except BaseException:  # what the interpreter prints for an uncaught exception
-                import traceback
-
-                traceback.print_exc()
-                code = 1
-    finally:
-        sys.argv, level, handlers, root_level, root_handlers = saved
-        logger.setLevel(level)
-        logger.handlers[:] = handlers
-        root.setLevel(root_level)
-        root.handlers[:] = root_handlers  # logging.basicConfig's, where it added one
-    return Ran(int(code), out.getvalue(), err.getvalue(), cwd)
+    """``cmd`` (``stage_cmd``'s ``[python, script, args...]``) run in this process
+    (``stage_scripts.run_script``)."""
+    done = stage_scripts.run_script(cmd[1], cwd, *cmd[2:])
+    return Ran(done.returncode, done.stdout, done.stderr, done.cwd)
 
 
 # ----------------------------------------------------------- cases that run other stages
