@@ -9,13 +9,15 @@ CPU time, so this says which tests to make cheaper.
     python bench/suite_cpu.py --log FILE           # summarise the log of an earlier run
 
 The processes log through ``bench/suite_cpu_site/sitecustomize.py``, put first on PYTHONPATH.
-Not logged: programs that are not Python (git), processes that end without running atexit
-(killed, ``os._exit``), those started with another ``sitecustomize`` first on PYTHONPATH and
-no fork server (``LTTW_TEST_FORKED_STAGES=0``: the param-traced ``tiny_repro`` build) or
-without PYTHONPATH (``test_init_project``'s virtual environment, and its stages' server).
-Stages and ``dvc`` forked by the tests' servers (``tests/support/stage_forks.py``) log their
-own CPU from the fork on. The total line, the CPU of the pytest process's children that it
-waited for (``getrusage``), counts more of them. Writes ``bench/results/suite_cpu.json``.
+Every stage script and ``dvc`` that a test's DVC run starts is a process of its own (a fresh
+interpreter) and logs its CPU; a stage script that a test runs in its own process
+(``tests/support/stage_scripts.py``) counts in that test's xdist worker. Not logged: programs
+that are not Python (git), processes that end without running atexit (killed, ``os._exit``),
+those started with another ``sitecustomize`` first on PYTHONPATH (the param-traced stages of
+the ``tiny_repro`` build and of ``test_ensemble_pipeline`` / ``test_final_stage``) or without
+PYTHONPATH (``test_init_project``'s virtual environment and the stages it runs). The total
+line, the CPU of the pytest process's children that it waited for (``getrusage``), counts
+them too. Writes ``bench/results/suite_cpu.json``.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from support.stage_scripts import run_stage_script
 
 from lttw.data.dataset_sources import hub_split_files
 from lttw.data.datasets import load_dataset
@@ -275,13 +274,7 @@ def test_class_too_small_lists_counts_and_sizes_that_fit():
 def test_failing_sample_stage_leaves_no_output(tmp_path):
     params = {"data": {"dataset": "ag_news", "root": str(DATASETS), "train_size": 100000}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    done = subprocess.run(
-        [sys.executable, str(REPO / "stages" / "sample.py")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_stage_script("sample", tmp_path)  # python stages/sample.py, in this process
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: data.train_size")
     assert not (tmp_path / "data").exists()

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 from support.cli_runner import assert_user_error, invoke
+from support.stage_scripts import Ran, run_stage_script
 
 from lttw import layout
 from lttw.data.datasets import load_dataset
@@ -193,15 +191,9 @@ def test_all_without_splits_divides_every_row_in_the_size_ratio(questions):
 # ---- the sample stage and `lttw data check` --------------------------------------------
 
 
-def _stage(stage: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(REPO / "stages" / f"{stage}.py"), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+def _stage(stage: str, cwd: Path, *args: str) -> Ran:
+    """``python stages/<stage>.py ARGS`` in ``cwd``, in this process."""
+    return run_stage_script(stage, cwd, *args)
 
 
 def _params(folder: Path, root: Path, data: dict, **groups) -> Path:

@@ -105,13 +105,13 @@ def test_attention_mode_times_linformer_and_both_mhas(tmp_path):
 
 
 @pytest.mark.slow
-def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_repro):
+def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_repro, capfd):
     """tools/run_stages.py (for machines without dvc) runs the stages of dvc.yaml in its order
     (every stage, the per-fold ones for each fold of folds.run) with -S overrides, and stops
-    at the first failing stage. The run here: the stages from the factor tensors on (--only),
-    in a copy of the session's tiny run, whose earlier stages' outputs they read."""
-    import subprocess
-
+    at the first failing stage. The run here: the first stage that reads the override and the
+    last one (--only features,summary), in a copy of the session's tiny run, whose other
+    stages' outputs they read. The tool's ``main`` runs in this process; the stages it starts
+    are its own subprocesses, as on the machines it is for."""
     import yaml
 
     from lttw import layout
@@ -137,23 +137,14 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_repro):
         "final",
         "summary",
     ]
-    script = [sys.executable, str(BENCH.parent / "tools" / "run_stages.py")]
-    env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run(
-        script + ["-S", "model.k=2", "--only", "features,train,evaluate,summary"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    timings = json.loads((project / "bench/results/run_stages.json").read_text())
-    assert [r["stage"] for r in timings["stages"]] == [
-        "features@0",
-        "train@0",
-        "evaluate@0",
-        "summary",
-    ]
+    repo = ["--repo", str(project)]
+    code = run_stages.main([*repo, "-S", "model.k=2", "--only", "features,summary"])
+    out, err = capfd.readouterr()
+    assert code == 0, out[-3000:] + err[-3000:]
+    assert "# features@0: python stages/features.py --fold 0" in out
+    timings_file = project / "bench/results/run_stages.json"
+    timings = json.loads(timings_file.read_text())
+    assert [r["stage"] for r in timings["stages"]] == ["features@0", "summary"]
     assert int(read_arrays_metadata(project / layout.features_file(0))["k"]) == 2  # -S read
     summary = json.loads((project / "metrics/summary.json").read_text())
     assert summary["folds"] == [0] and 0 <= summary["test/f1_macro"]["mean"] <= 1
@@ -182,18 +173,17 @@ def test_run_stages_runs_the_pipeline_without_dvc(tmp_path, tiny_repro):
     assert result["command"] == "python stages/nmf.py --fold 0" and result["median_s"] > 0
     assert result["imported"]["transformers"] is False
 
-    bad = subprocess.run(
-        script + ["-S", "model.k=-1", "--only", "features"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert bad.returncode == 2 and "model.k" in bad.stderr
-    unknown = subprocess.run(
-        script + ["-S", "model.kk=1"], cwd=project, env=env, capture_output=True, text=True
-    )
-    assert unknown.returncode != 0 and "unknown parameter 'model.kk'" in unknown.stderr
+    capfd.readouterr()
+    bad = run_stages.main([*repo, "-S", "model.k=-1", "--only", "features,summary"])
+    out, err = capfd.readouterr()
+    assert bad == 2 and "model.k" in err
+    assert [r["stage"] for r in json.loads(timings_file.read_text())["stages"]] == [
+        "features@0"
+    ]  # stopped at the failing stage: summary did not run
+    with pytest.raises(SystemExit) as unknown:
+        run_stages.main([*repo, "-S", "model.kk=1"])
+    assert unknown.value.code != 0
+    assert "unknown parameter 'model.kk'" in str(unknown.value.code) + capfd.readouterr().err
 
 
 def test_gpu_sh_packs_minilm_in_fp16_that_loads_as_fp32(tmp_path):

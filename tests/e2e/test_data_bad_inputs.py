@@ -27,13 +27,14 @@ from lttw import layout
 
 
 @pytest.mark.parametrize("name", PLAIN_DATA_CASES)
-def test_forked_stage_runs_match_plain_subprocess(stage_runs, name):
-    forked, plain = stage_runs[name], stage_runs[f"plain: {name}"]
-    assert forked.returncode == plain.returncode
+def test_in_process_stage_runs_match_plain_subprocess(stage_runs, name):
+    """The in-process runs are the script's plain runs: same exit code, same stderr."""
+    in_process, plain = stage_runs[name], stage_runs[f"plain: {name}"]
+    assert in_process.returncode == plain.returncode
     strip = lambda text: [
         re.sub(r"^\d\d:\d\d:\d\d |/\S+/(data|plain)\d+/", "", line) for line in text.splitlines()
     ]
-    assert strip(forked.stderr) == strip(plain.stderr)
+    assert strip(in_process.stderr) == strip(plain.stderr)
 
 
 def _outputs_left(cwd: Path) -> list[str]:

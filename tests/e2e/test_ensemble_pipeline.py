@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.stage_graph import undeclared_reads
-from support.tiny_project import lttw, ran, run, set_params
+from support.tiny_project import TRACER, lttw, ran, run, set_params
 
 from lttw import layout
 
@@ -22,9 +22,7 @@ def ensemble_run(tmp_path_factory, tiny_repro) -> Path:
     base = tmp_path_factory.mktemp("ensemble_run")
     project = tiny_repro.copy(base / "project")
     set_params(project, model={"variant": "lttw_tfidf"})
-    path = os.pathsep.join(
-        filter(None, [str(Path(__file__).parents[1] / "param_trace"), os.environ.get("PYTHONPATH")])
-    )
+    path = os.pathsep.join(filter(None, [str(TRACER), os.environ.get("PYTHONPATH")]))
     out = run(
         ["dvc", "repro"],
         project,
@@ -37,6 +35,8 @@ def ensemble_run(tmp_path_factory, tiny_repro) -> Path:
 def test_ensemble_trains_evaluates_and_predicts(ensemble_run):
     out = (ensemble_run.parent / "output.txt").read_text()
     assert {"train@0", "evaluate@0"} <= ran(out)
+    traced = {trace.stem for trace in (ensemble_run.parent / "trace").glob("*.json")}
+    assert traced == ran(out), "every stage that ran was traced"
     assert undeclared_reads(ensemble_run.parent / "trace") == {}
     model = ensemble_run / layout.model_dir(0)
     weights = json.loads((model / "ensemble.json").read_text())

@@ -66,7 +66,7 @@ class Repro:
         self.proc = subprocess.Popen(
             ["dvc", "repro", *args],
             cwd=root,
-            env=env(forked_stages=False),  # kill -9 of real stage processes
+            env=env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from support.stage_graph import undeclared_reads
-from support.tiny_project import lttw, ran, run, set_params
+from support.tiny_project import TRACER, lttw, ran, run, set_params
 
 from lttw import layout
 
@@ -88,9 +88,7 @@ def enabled(tmp_path_factory, tiny_repro) -> Path:
     )
     set_params(project, data={"predict_size": 0})
     trace = base / "trace"
-    path = os.pathsep.join(
-        filter(None, [str(Path(__file__).parents[1] / "param_trace"), os.environ.get("PYTHONPATH")])
-    )
+    path = os.pathsep.join(filter(None, [str(TRACER), os.environ.get("PYTHONPATH")]))
     out = run(
         ["dvc", "repro"], project, extra_env={"PYTHONPATH": path, "LTTW_PARAM_TRACE": str(trace)}
     )
@@ -101,6 +99,8 @@ def enabled(tmp_path_factory, tiny_repro) -> Path:
 def test_enabled_final_trains_on_every_labelled_row(enabled):
     out = (enabled.parent / "output.txt").read_text()
     assert {"sample", "train@0", "evaluate@0", "final", "summary"} <= ran(out)
+    traced = {trace.stem for trace in (enabled.parent / "trace").glob("*.json")}
+    assert traced == ran(out), "every stage that ran was traced"
     assert undeclared_reads(enabled.parent / "trace") == {}
     n_train = TRAIN_PER_CLASS * len(CLASSES)
     record = json.loads((enabled / layout.FINAL_METRICS).read_text())

@@ -22,7 +22,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from support import stage_forks
 from support.tiny_project import DATASETS, git_commit, ran, tiny_params
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,9 +34,8 @@ BUILD_FILES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dvc.ya
 pytestmark = pytest.mark.slow
 
 
-def _env(venv: Path, forked_stages: bool = True) -> dict:
-    """The venv first on PATH (so dvc.yaml's `python` is the venv's: its stage scripts are
-    forked from a server that the venv's interpreter runs, ``stage_forks``), no PYTHONPATH."""
+def _env(venv: Path) -> dict:
+    """The venv first on PATH (so dvc.yaml's `python` is the venv's), no PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(
         DVC_NO_ANALYTICS="1",
@@ -47,13 +45,12 @@ def _env(venv: Path, forked_stages: bool = True) -> dict:
         GIT_COMMITTER_NAME="t",
         GIT_COMMITTER_EMAIL="t@t",
     )
-    python = str(venv / "bin" / "python")
-    env["PATH"] = stage_forks.path_prefix(forked_stages, python=python, env=env)
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), env["PATH"]])
     return env
 
 
 def _run(venv: Path, args: list[str], cwd: Path, stdin: str | None = None, code: int = 0):
-    env = _env(venv, forked_stages=(venv / "bin" / "lttw").is_file())  # once lttw is in
+    env = _env(venv)
     done = subprocess.run(
         args, cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=900
     )

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import yaml
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from support.stage_scripts import run_stage_script
 
 from lttw import layout
 from lttw.factors.features import FactorLookup, latent_factor_tensor, top_bottom_words
@@ -188,13 +187,8 @@ def test_selection_property(texts, k, s, ranking):
 
 
 def _run(stage, tmp_path, *args):
-    return subprocess.run(
-        [sys.executable, str(REPO / "stages" / f"{stage}.py"), *args],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """``python stages/<stage>.py ARGS`` in ``tmp_path``, in this process."""
+    return run_stage_script(stage, tmp_path, *args)
 
 
 def _write_params(tmp_path, **model):

@@ -1,11 +1,12 @@
 """Stage runs on bad and unusual inputs, shared by the hardening tests: datasets written in
 many broken and odd shapes (``DATA_CASES``), each run through the real ``stages/<name>.py``
 as ``__main__`` with ``--params P`` in its own temporary directory, and the session fixture
-``stage_runs`` holding every result. To stay fast on two cores the ~30 runs of the ``sample``
-stage are forked from the tests' warm interpreter (``stage_forks``: a fresh process per run,
-without the imports); two data cases also run as plain subprocesses, a cross-check. A bad input must end a
-stage with exit code 2 and exactly one line on stderr, ``error: ...``, naming the file /
-column / row / parameter, with no traceback and no output left behind."""
+``stage_runs`` holding every result. The scripts run in the test's process
+(``stage_scripts.run_script``: as ``__main__``, with their argv, folder, stdout, stderr and
+log lines), without an interpreter and torch start-up per run; two data cases also run as
+plain subprocesses, a cross-check of exit code and stderr. A bad input must end a stage with
+exit code 2 and exactly one line on stderr, ``error: ...``, naming the file / column / row /
+parameter, with no traceback and no output left behind."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from lttw import layout
-from support import stage_forks
+from support import stage_scripts
 
 REPO = Path(__file__).resolve().parents[2]
 LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d lttw[\w.]*: ")  # stage.py's logging format
@@ -306,12 +306,7 @@ DATA_CASES: dict[str, DataCase] = {
 
 
 @dataclass
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
-    cwd: Path
-
+class Ran(stage_scripts.Ran):
     def error_line(self) -> str:
         """The single ``error:`` line; fails unless the stage failed cleanly."""
         assert self.returncode == 2, f"exit {self.returncode}\n{self.stderr[-3000:]}"
@@ -365,19 +360,11 @@ def _run(cmd: list[str], cwd: Path) -> Ran:
     return Ran(done.returncode, done.stdout, done.stderr, cwd)
 
 
-def _run_forked(stage: str, folders: list[Path]) -> dict[Path, Ran]:
-    """``python stages/<stage>.py --params params.yaml`` in each folder, two at a time, each
-    forked from the tests' warm interpreter (``stage_forks``) once it listens."""
-    env = {**_env(), "PATH": stage_forks.path_prefix()}  # starts the server, if not yet
-    stage_forks.wait_ready(120)
-    cmd = ["python", str(REPO / "stages" / f"{stage}.py"), "--params", "params.yaml"]
-
-    def run(folder: Path) -> Ran:
-        done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
-        return Ran(done.returncode, done.stdout, done.stderr, folder)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip(folders, pool.map(run, folders), strict=True))
+def run_in_process(cmd: list[str], cwd: Path) -> Ran:
+    """``cmd`` (``stage_cmd``'s ``[python, script, args...]``) run in this process
+    (``stage_scripts.run_script``)."""
+    done = stage_scripts.run_script(cmd[1], cwd, *cmd[2:])
+    return Ran(done.returncode, done.stdout, done.stderr, done.cwd)
 
 
 # ----------------------------------------------------------- cases that run other stages
@@ -420,20 +407,19 @@ def _max_len_case(encoder_dir: Path) -> Callable[[Path], list[str]]:
 
 
 #: data cases also run as plain ``python stages/sample.py`` subprocesses (a cross-check of
-#: the forked runs)
+#: the in-process runs)
 PLAIN_DATA_CASES = ("unreadable parquet", "duplicate rows")
 
 
 @pytest.fixture(scope="session")
 def stage_runs(tmp_path_factory, tiny_encoder_dir) -> dict[str, Ran]:
-    """Every stage run of this module: case name -> result (``plain: <case>`` for the plain
-    subprocess twins of PLAIN_DATA_CASES)."""
+    """Every stage run of this module, in this process: case name -> result (``plain:
+    <case>`` for the plain subprocess twins of PLAIN_DATA_CASES)."""
     base = tmp_path_factory.mktemp("hardening")
-    folders = {
-        name: make_data_case(base / f"data{i}", case)
+    jobs: dict[str, tuple[list[str], Path]] = {
+        name: (stage_cmd("sample"), make_data_case(base / f"data{i}", case))
         for i, (name, case) in enumerate(DATA_CASES.items())
     }
-    plain: dict[str, tuple[list[str], Path]] = {}
     for name, make in {
         "model.max_len > encoder positions": _max_len_case(tiny_encoder_dir),
         "nmf.rank > vocabulary": _nmf_rank_case,
@@ -442,14 +428,9 @@ def stage_runs(tmp_path_factory, tiny_encoder_dir) -> dict[str, Ran]:
     }.items():
         folder = base / re.sub(r"\W+", "_", name)
         folder.mkdir()
-        plain[name] = (make(folder), folder)
+        jobs[name] = (make(folder), folder)
+    runs = {name: run_in_process(*job) for name, job in jobs.items()}
     for i, name in enumerate(PLAIN_DATA_CASES):
-        plain[f"plain: {name}"] = (
-            stage_cmd("sample"),
-            make_data_case(base / f"plain{i}", DATA_CASES[name]),
-        )
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        forked = pool.submit(_run_forked, "sample", list(folders.values()))
-        serial = pool.submit(lambda: {name: _run(*job) for name, job in plain.items()})
-        by_folder = forked.result()
-        return {**{name: by_folder[folder] for name, folder in folders.items()}, **serial.result()}
+        folder = make_data_case(base / f"plain{i}", DATA_CASES[name])
+        runs[f"plain: {name}"] = _run(stage_cmd("sample"), folder)
+    return runs

@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support import stage_forks
-
 REPO = Path(__file__).resolve().parents[2]
 DATASETS = REPO.parent / "shared" / "datasets"
 TRACER = Path(__file__).resolve().parent / "param_trace"
@@ -53,15 +51,14 @@ def tiny_params(encoder_dir: Path, root: Path) -> dict:
     return params
 
 
-def env(forked_stages: bool = True) -> dict:
-    """The test's environment, with this interpreter's bin (dvc, lttw) first on PATH, after
-    the folder of the ``python`` that forks stage scripts from a warm interpreter
-    (``stage_forks``; ``forked_stages=False``: a fresh interpreter per stage)."""
+def env() -> dict:
+    """The test's environment, with this interpreter's folder (its ``python``, ``dvc``,
+    ``lttw``) first on PATH: the ``python`` of dvc.yaml's commands is the tests' own."""
     return {
         **os.environ,
         "DVC_NO_ANALYTICS": "1",
         "HF_HUB_OFFLINE": "1",
-        "PATH": stage_forks.path_prefix(forked=forked_stages),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
     }
 
 
