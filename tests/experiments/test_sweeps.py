@@ -164,7 +164,7 @@ def test_cli_passes_the_datasets_root_as_written_or_made_absolute(tmp_path, monk
     from lttw.cli import app
 
     real = tmp_path / "real"
-    real.mkdir()
+    (real / "ag_news").mkdir(parents=True)  # the grid's dataset: there, as validation checks
     (tmp_path / "link").symlink_to(real)
     shutil.copytree(GRIDS, tmp_path / "experiments")
     seen: list[list[str]] = []
