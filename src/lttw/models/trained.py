@@ -92,7 +92,8 @@ def folder_calibration(folder: str | Path, meta: dict) -> Calibration | None:
 
 def _torch_scores(model, data, rt, batch_size: int, progress: bool, softmax: bool) -> np.ndarray:
     """Rows are batched shortest first, so each batch is trimmed to nearly its rows' own
-    length; a row's scores do not depend on the rows batched with it. ``softmax``: the
+    length; a row's scores depend on the rows batched with it only in float rounding (the
+    CPU kernels split their sums by the batch's shape: about 1e-7). ``softmax``: the
     probabilities (computed in torch from the fp32 logits), else the logits."""
     import torch
 
