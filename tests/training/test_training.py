@@ -452,3 +452,26 @@ def test_trim_history_drops_steps_after_the_checkpoint(tmp_path):
         (4, 0.4),
         (6, 0.65),
     ]
+
+
+def test_a_run_shorter_than_log_every_logs_its_loss_at_the_end(tiny_encoder_dir, tmp_path):
+    """Fewer optimiser steps than train.log_every: the loss of the steps since the last log
+    is logged at the last step, so dvclive writes the loss curve that dvc.yaml declares."""
+    from lttw.training.live import open_live
+
+    live = open_live(tmp_path / "live", {"seed": 7}, resume=False)
+    result = train_classifier(
+        build_model(tiny_encoder_dir),
+        TRAIN,
+        VAL,
+        train_settings(log_every=1000),
+        seed=7,
+        rt=CPU,
+        checkpoint_dir=tmp_path / "ckpt",
+        live=live,
+        fingerprint="run-a",
+    )
+    live.end()
+    rows = _tsv(tmp_path / "live" / "plots" / "metrics" / "train" / "loss.tsv")
+    assert [step for step, _ in rows] == [result.history[-1]["step"]]
+    assert 0 < rows[0][1] < 10

@@ -120,6 +120,16 @@ def train_classifier(
         if _end_epoch(run, val, epoch, elapsed, seen):
             break
         epoch += 1
+    if state["loss_count"]:  # the steps since the last train.log_every (all of a short run's)
+        log_steps(
+            run.live,
+            state["step"],
+            {
+                "train/loss": state["loss_sum"] / state["loss_count"],
+                "train/lr": cast(float, run.scheduler.get_last_lr()[0]),
+            },
+        )
+        state.update(loss_sum=0.0, loss_count=0)
     bar.close()
     # the best epoch's weights, wherever the run stopped: read back from the best checkpoint
     # unless the last epoch run was the best, whose weights the model still holds
