@@ -421,3 +421,27 @@ def test_data_check_on_the_project_dataset(project, monkeypatch):
     result = invoke("data", "check", "ag_news")
     assert result.exit_code == 0, result.output
     assert "World" in result.stdout and "the train split" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args, stdin",
+    [
+        (["predict", b"caf\xe9"], b""),
+        (["predict", "-"], b"fine\ncaf\xe9\n"),
+        (["explain", b"caf\xe9"], b""),
+    ],
+    ids=["argument", "stdin", "explain"],
+)
+def test_invalid_utf8_is_one_line_exit_3(tmp_path, args, stdin):
+    """Bytes that are not UTF-8, as an argument or on stdin: one error line naming where,
+    exit 3 (bad input), before any model is loaded; no traceback."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "lttw.cli", *args], input=stdin, capture_output=True, cwd=tmp_path
+    )
+    err = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    assert done.returncode == 3, err
+    assert len(err) == 1 and err[0].startswith("error: ") and "not valid UTF-8" in err[0], err
+    assert ("stdin: line 2" in err[0]) if args[1] == "-" else ("TEXT" in err[0])

@@ -116,16 +116,16 @@ def predict(
 ) -> None:
     """Classify texts with a trained model: label and probability per text. A folder made by
     `lttw export --onnx` runs on onnxruntime (CPU)."""
-    texts = _stdin_texts(texts)
+    from lttw.inference.text_lines import LineCap
+
+    cap = LineCap(max_chars, truncate)
+    texts = _stdin_texts(texts, cap)
     if as_json and (out is not None or file is not None):
         raise UserError("--json prints TEXT / stdin predictions; with --file use --out F.csv")
     if bool(texts) == (file is not None):
         raise UserError("give either TEXT arguments or --file PATH (one of the two)")
     if file is not None and out is None:
         raise UserError("--file needs --out F.csv|F.parquet (or --out - for CSV on stdout)")
-    from lttw.inference.text_lines import LineCap
-
-    cap = LineCap(max_chars, truncate)
     if texts:
         texts = [cap.apply(t, f"TEXT {i}") for i, t in enumerate(texts, 1)]
     if out is None:  # texts to the terminal: no tables library needed (start-up time)
@@ -196,17 +196,43 @@ def _print_table(texts: list[str], records: list[dict], with_top: bool) -> None:
     print_predictions(texts, labels, probs, top)
 
 
-def _stdin_texts(texts: list[str] | None) -> list[str] | None:
-    """TEXT arguments, or with the single argument ``-`` the non-blank lines of stdin."""
+#: texts read from stdin at most (they are answered together; a larger input: --file)
+MAX_STDIN_TEXTS = 100_000
+
+
+def _stdin_texts(texts: list[str] | None, cap) -> list[str] | None:
+    """TEXT arguments (each valid UTF-8), or with the single argument ``-`` the non-blank
+    lines of stdin: UTF-8, each within ``cap`` (``LineCap``), at most ``MAX_STDIN_TEXTS``."""
     if texts != ["-"]:
-        return texts
+        return [_utf8_argument(t, f"TEXT {i}") for i, t in enumerate(texts, 1)] if texts else texts
     import sys
 
-    lines = [line.rstrip("\r\n") for line in sys.stdin]
-    read = [line for line in lines if line.strip()]
+    from lttw.inference.text_lines import bounded_lines
+
+    read = []
+    for text in bounded_lines(sys.stdin.buffer, Path("stdin"), cap):
+        if text.strip():
+            read.append(text)
+            if len(read) > MAX_STDIN_TEXTS:
+                raise BadInputError(
+                    f"stdin (TEXT -): more than {MAX_STDIN_TEXTS:,} texts; for more, "
+                    "--file F.txt --out F.csv"
+                )
     if not read:
         raise BadInputError("stdin (TEXT -): no texts (one per line)")
     return read
+
+
+def _utf8_argument(text: str, where: str) -> str:
+    """``text`` where it came as valid UTF-8 (Python keeps an argument's invalid bytes as
+    lone surrogates), else a ``BadInputError`` naming ``where``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise BadInputError(
+            f"{where}: not valid UTF-8 (byte {err.start + 1}); pass the text as UTF-8"
+        ) from None
+    return text
 
 
 def _print_json_lines(texts: list[str], probs, classes: list[str], records: list[dict]) -> None:
@@ -234,6 +260,7 @@ def explain(
     from lttw.inference.explain import explain as build
     from lttw.inference.explain import render
 
+    text = _utf8_argument(text, "TEXT")
     doc = build(_load(model, params), text)
     if as_json:
         typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
