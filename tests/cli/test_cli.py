@@ -445,3 +445,14 @@ def test_invalid_utf8_is_one_line_exit_3(tmp_path, args, stdin):
     assert done.returncode == 3, err
     assert len(err) == 1 and err[0].startswith("error: ") and "not valid UTF-8" in err[0], err
     assert ("stdin: line 2" in err[0]) if args[1] == "-" else ("TEXT" in err[0])
+
+
+def test_an_unwritable_place_is_one_line_exit_2(tmp_path):
+    """lttw init into a place that cannot be written (a kernel file system, a path under a
+    regular file): one error line naming the path and the reason, no traceback."""
+    data = tmp_path / "t.csv"
+    data.write_text("text,label\nhello world,a\nbye world,b\nhi there,a\nso long,b\n")
+    (tmp_path / "afile").write_text("")
+    for dest, reason in (("/sys/lttw-test", "not permitted"), (tmp_path / "afile" / "p", "exists")):
+        result = invoke("init", dest, "--data", data, "--text-column", "text")
+        assert_user_error(result, reason, code=2)

@@ -8,7 +8,8 @@ with an exit code that says whose fault it was (docs/tutorial/your-own-data.md):
 
 * 0: done; 1: an unexpected failure (a bug: a traceback);
 * 2 (``EXIT_USAGE``): the command line is wrong (click's own usage errors, an unknown option,
-  options that do not go together, an invalid parameter value) or a project cannot be made;
+  options that do not go together, an invalid parameter value), a project cannot be made, or a
+  path cannot be written (no permission, a read-only file system, a file in the way);
 * 3 (``EXIT_BAD_INPUT``): the input is: a data file or its rows / columns (``DataError``), a
   file that cannot be read or parsed, a missing file or folder, a model folder that does not
   load;
@@ -68,6 +69,13 @@ class _Group(TyperGroup):
         except (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as err:
             typer.echo(f"error: {_message(err)}", err=True)
             raise typer.Exit(exit_code(err)) from None
+        except OSError as err:
+            if err.filename is None:  # not about a path the user named: a real fault
+                raise
+            # a place that cannot be written (no permission, a read-only file system, a
+            # file where a folder is wanted, a full disk): the path and the reason
+            typer.echo(f"error: {_message(err)}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None
