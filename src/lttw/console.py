@@ -6,9 +6,22 @@ from collections.abc import Sequence
 
 
 def console(stderr: bool = False):
+    """A rich console on stdout (or stderr) whose closed pipe (``lttw ... | head``) is a
+    normal end: exit 0, nothing more written (rich's own answer is exit 1)."""
     from rich.console import Console
 
-    return Console(stderr=stderr)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            import os
+            import sys
+
+            self.quiet = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+            raise SystemExit(0)
+
+    return _Console(stderr=stderr)
 
 
 def print_predictions(

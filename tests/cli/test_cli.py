@@ -456,3 +456,21 @@ def test_an_unwritable_place_is_one_line_exit_2(tmp_path):
     for dest, reason in (("/sys/lttw-test", "not permitted"), (tmp_path / "afile" / "p", "exists")):
         result = invoke("init", dest, "--data", data, "--text-column", "text")
         assert_user_error(result, reason, code=2)
+
+
+def test_a_closed_pipe_is_a_normal_end_and_a_full_device_one_line():
+    """``lttw ... | head``: the reader going away ends the command quietly, exit 0;
+    ``> /dev/full``: one error line on stderr, exit 2; neither a traceback."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "-m", "lttw.cli", "data", "list"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=repo)
+    proc.stdout.close()  # before the command writes: its first write meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 0 and err == "", err
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, cwd=repo)
+    assert done.returncode == 2
+    assert done.stderr.decode().strip() == "error: stdout: No space left on device"

@@ -18,7 +18,10 @@ with an exit code that says whose fault it was (docs/tutorial/your-own-data.md):
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -65,11 +68,20 @@ class _Group(TyperGroup):
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # a closed pipe or a full device shows here, not at exit
+            return result
         except (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as err:
             typer.echo(f"error: {_message(err)}", err=True)
             raise typer.Exit(exit_code(err)) from None
+        except BrokenPipeError:  # the reader went away (`| head`): a normal end
+            _quiet_stdout()
+            raise typer.Exit(0) from None
         except OSError as err:
+            if err.filename is None and err.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
+                _quiet_stdout()  # stdout itself (`> /dev/full`): said once, on stderr
+                typer.echo(f"error: stdout: {err.strerror}", err=True)
+                raise typer.Exit(EXIT_USAGE) from None
             if err.filename is None:  # not about a path the user named: a real fault
                 raise
             # a place that cannot be written (no permission, a read-only file system, a
@@ -79,6 +91,14 @@ class _Group(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush at exit does not fail
+    again on a closed pipe or a full device."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _typer(help_text: str) -> typer.Typer:
