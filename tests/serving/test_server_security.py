@@ -105,5 +105,12 @@ def test_lttw_serve_token_from_the_environment_and_info_without_paths(model_dir)
     assert str(model_dir) not in info.text and "from-the-env" not in info.text
 
 
+def test_lttw_serve_refuses_an_empty_api_key(tmp_path, monkeypatch):
+    """An empty token (a typo, an unset variable expanded) is refused, not served open."""
+    assert_user_error(invoke("serve", "--model", tmp_path, "--api-key", ""), "is empty")
+    monkeypatch.setenv("LTTW_API_KEY", " ")
+    assert_user_error(invoke("serve", "--model", tmp_path), "LTTW_API_KEY is empty")
+
+
 def test_lttw_serve_beyond_loopback_needs_allowed_hosts(tmp_path):
     assert_user_error(invoke("serve", "--model", tmp_path, "--host", "0.0.0.0"), "--allowed-host")

@@ -144,6 +144,11 @@ def serve(
     from lttw.serving.server import serve as run_server
 
     logging.getLogger("lttw.serving").setLevel(logging.INFO)
+    if api_key is not None and not api_key.strip():
+        raise UserError(
+            "--api-key / LTTW_API_KEY is empty: give a token, or leave both unset to serve "
+            "without one"
+        )
     if not allowed_host and not is_loopback(host):
         raise UserError(
             f"--host {host} reaches beyond this machine: name the host names clients use with "
