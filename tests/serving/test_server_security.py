@@ -67,7 +67,22 @@ def test_cors_is_off_unless_origins_are_given(tmp_path):
         assert allowed.headers["access-control-allow-origin"] == "https://app.example"
         other = http.options("/predict", headers={**preflight, "origin": "https://evil.example"})
         assert "access-control-allow-origin" not in other.headers
+        assert_json_error(other, 400, "may not call this server cross-origin")
         assert http.get("/info").json()["access"]["cors_origins"] == ["https://app.example"]
+    # with a token: the preflight (it carries none) is answered, the request itself needs it
+    access = Access(
+        allowed_hosts=LOOPBACK_HOSTS, api_key="s3cret", cors_origins=("https://app.example",)
+    )
+    with_auth = {**preflight, "access-control-request-headers": "authorization, content-type"}
+    with serving(create_app(Gate(tmp_path), access=access)) as (http, _, _):
+        allowed = http.options("/predict", headers=with_auth)
+        assert allowed.status_code == 200, allowed.text
+        assert allowed.headers["access-control-allow-origin"] == "https://app.example"
+        assert "authorization" in allowed.headers["access-control-allow-headers"].lower()
+        refused = http.post(
+            "/predict", json={"text": "x"}, headers={"origin": "https://app.example"}
+        )
+        assert_json_error(refused, 401, "API key")
 
 
 def test_encoder_is_a_name_never_a_path(tmp_path):

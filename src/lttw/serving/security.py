@@ -71,7 +71,9 @@ def host_allowed(value: str, allowed: tuple[str, ...]) -> bool:
 
 class AccessMiddleware:
     """ASGI middleware: a Host outside ``access.allowed_hosts`` gets 400, a missing or wrong
-    bearer token 401 (``WWW-Authenticate: Bearer``), except on ``OPEN_PATHS``."""
+    bearer token 401 (``WWW-Authenticate: Bearer``), except on ``OPEN_PATHS`` and for a CORS
+    preflight from an allowed origin (which the CORS middleware answers; another origin's
+    preflight gets 400)."""
 
     def __init__(self, app, access: Access):
         self.app, self.access = app, access
@@ -86,6 +88,15 @@ class AccessMiddleware:
             return await send_json(
                 send, 400, f"the Host header {host!r} is not one this server answers to"
             )
+        if scope["method"] == "OPTIONS" and b"access-control-request-method" in headers:
+            # a CORS preflight carries no token (browsers send none): never authenticated;
+            # an origin not allowed is refused here, in JSON like every other error
+            origin = headers.get(b"origin", b"").decode("latin-1")
+            if origin not in self.access.cors_origins:
+                return await send_json(
+                    send, 400, f"the origin {origin!r} may not call this server cross-origin"
+                )
+            return await self.app(scope, receive, send)
         if self._key is not None and scope["path"] not in OPEN_PATHS:
             given = headers.get(b"authorization", b"")
             scheme, _, token = given.partition(b" ")
