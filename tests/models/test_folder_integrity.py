@@ -156,3 +156,29 @@ def test_inference_runs_fp32_where_training_had_bf16(exported, monkeypatch):
     meta = json.loads((exported / "lttw.json").read_text())
     assert not inference_runtime(exported, meta, "cpu").bf16
     assert not Predictor.load(exported).runtime.bf16
+
+
+@pytest.mark.parametrize(
+    "key, value, needle",
+    [
+        ("max_len", 10**9, "max_len = 1000000000"),
+        ("max_len", -1, "max_len = -1"),
+        ("k", -5, "k = -5"),
+        ("s", 100000, "s = 100000"),
+        ("variant", "nope", "variant = 'nope'"),
+    ],
+)
+def test_model_settings_out_of_range_are_refused_before_any_allocation(
+    exported, tmp_path, key, value, needle
+):
+    """lttw.json's model settings are checked against the pipeline's typed settings on
+    load (lttw predict, lttw serve, the Python API): one line naming the file and the key."""
+    from lttw.errors import UserError
+    from lttw.inference.predict import Predictor
+
+    folder = copy_of(exported, tmp_path)
+    meta_path = folder / "lttw.json"
+    meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), key: value}))
+    error_line(invoke("predict", "hi", "--model", folder), "lttw.json", needle)
+    with pytest.raises(UserError, match="damaged or edited"):
+        Predictor.load(folder, "cpu")

@@ -118,6 +118,30 @@ def _require(path: Path, doc, keys: dict[str, type]) -> None:
             )
 
 
+#: lttw.json keys that are model settings, checked against their ranges before any allocation
+_RANGED_KEYS = ("variant", "max_len", "k", "s", "ranking")
+
+
+def _check_ranges(path: Path, meta: dict) -> None:
+    """The model settings lttw.json records, within the ranges the pipeline's typed settings
+    allow (``lttw.settings.ModelSettings``): a folder edited to ``max_len`` 10**9 or ``k`` -5
+    is refused in one line before a tensor is sized by it."""
+    from pydantic import ValidationError
+
+    from lttw.settings.model import ModelSettings
+
+    recorded = {key: meta[key] for key in _RANGED_KEYS if key in meta}
+    try:
+        ModelSettings.model_validate(recorded)
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(part) for part in first["loc"][:1]) or "?"
+        raise UserError(
+            f"{path}: {key} = {recorded.get(key)!r}: {first['msg'].lower()}; the file is "
+            "damaged or edited (re-export the model)"
+        ) from None
+
+
 def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
     """``lttw.json`` and the class names of ``labels.json``, checked: a damaged or incomplete
     file raises a UserError naming it and what is wrong (``max_len`` is needed where the
@@ -138,6 +162,7 @@ def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
             **(_FACTOR_KEYS if meta.get("with_factors") else {}),
         },
     )
+    _check_ranges(meta_path, meta)
     if not labels_path.is_file():
         raise FileNotFoundError(2, "no class names here", str(labels_path))
     labels = read_json(labels_path)
