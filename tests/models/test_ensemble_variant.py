@@ -165,3 +165,27 @@ def test_a_changed_weights_file_is_refused(ensemble_dir, tmp_path):
     (copy / ENSEMBLE_FILE).write_text('{"parts": ["lttw"], "weights": [1.0]}')
     with pytest.raises(UserError, match="ensemble.json"):
         Predictor.load(copy)
+
+
+def test_verify_checks_every_file_of_every_part(ensemble_dir, tmp_path):
+    """`lttw verify` on an ensemble checks its parts' files too: a byte flipped in a part's
+    weights is an error naming the file, and the parts' files are not 'not read'."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from lttw import cli
+
+    good = CliRunner().invoke(cli.app, ["verify", str(ensemble_dir)])
+    assert good.exit_code == 0, good.output
+    assert "not read" not in good.output and "not checked" not in good.output
+    copy = shutil.copytree(ensemble_dir, tmp_path / "copy")
+    weights = copy / "tfidf_linear" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    bad = CliRunner().invoke(cli.app, ["verify", str(copy)])
+    assert bad.exit_code == 3, bad.output
+    assert "tfidf_linear/model.safetensors: changed since the model folder was written" in (
+        bad.stderr
+    )

@@ -199,8 +199,30 @@ def verify(folder: str | Path, meta: dict | None = None, first_only: bool = Fals
                 )
                 if first_only:
                     return check
-    check.ignored = unread_files(folder, set(loader_files(folder)) | set(sums))
+    read = set(loader_files(folder)) | set(sums)
+    for part in ENSEMBLE_PARTS.get(str(meta.get("variant")), ()):
+        read |= _verify_part(check, folder, part, first_only)
+        if first_only and check.problems:
+            return check
+    check.ignored = unread_files(folder, read)
     return check
+
+
+def _verify_part(check: FolderCheck, folder: Path, part: str, first_only: bool) -> set[str]:
+    """An ensemble's part (a whole model folder of its own, ``folder/part``) verified into
+    ``check``; the part's files the loader reads, as paths relative to ``folder``."""
+    sub = folder / part
+    if not (sub / META).is_file():
+        check.problems.append(
+            f"{sub / META}: missing (the ensemble's part {part!r}); the model folder is incomplete"
+        )
+        return set()
+    found = verify(sub, first_only=first_only)
+    check.problems += found.problems
+    check.checked += found.checked
+    check.recorded = check.recorded and found.recorded
+    part_read = set(loader_files(sub)) | set(read_json(sub / META).get(CHECKSUMS) or {})
+    return {f"{part}/{name}" for name in part_read | {META}}
 
 
 def check_folder(folder: str | Path, meta: dict) -> None:
