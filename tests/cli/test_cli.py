@@ -413,6 +413,12 @@ def test_export(project, tmp_path):
     assert_user_error(invoke("export", "--model", model, "--out", out), "--force")
     assert invoke("export", "--model", model, "--out", out, "--force").exit_code == 0
     assert_user_error(invoke("export", "--model", model, "--out", model.parent), "model folder")
+    precious = tmp_path / "precious"  # --force replaces a model folder, nothing else
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep\n")
+    refused = invoke("export", "--model", model, "--out", precious, "--force")
+    assert_user_error(refused, "not a model folder")
+    assert (precious / "notes.txt").read_text() == "keep\n"
 
 
 @pytest.mark.slow

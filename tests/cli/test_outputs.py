@@ -75,6 +75,11 @@ def test_predict_out_refuses_to_overwrite_without_force(predict, tmp_path):
     result = predict("--file", file_in, "--out", out, "--force")
     assert result.exit_code == 0, result.output
     assert pd.read_csv(out)["label"].tolist() == ["pos", "pos"]
+    # never over the input itself, --force or not
+    table = tmp_path / "in.csv"
+    table.write_text("text\ngood\nbad\n")
+    line = assert_user_error(predict("--file", table, "--out", table, "--force"))
+    assert "is the input file" in line and table.read_text() == "text\ngood\nbad\n"
 
 
 def test_predict_out_does_not_create_folders(predict, tmp_path):

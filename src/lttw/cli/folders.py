@@ -77,6 +77,7 @@ def export(
 
     from lttw.inference.predict import Predictor
     from lttw.io import atomic_dir, write_json
+    from lttw.models.bundle import META
     from lttw.models.folder_files import copy_loader_files, record_checksums
     from lttw.serving.info import METRICS_FILE, folder_metrics
 
@@ -89,6 +90,11 @@ def export(
         )
     if out.exists() and not force:
         raise UserError(f"{out}: exists; pass --force to replace it")
+    if out.exists() and not (out.is_dir() and (out / META).is_file()):
+        raise UserError(
+            f"{out}: exists and is not a model folder (no {META}); --force replaces only a "
+            "model folder: choose another --out"
+        )
     if check_file is None and _sample_fits(original):
         check_file = layout.sample_parquet("test")
     if int8 and check_file is None:

@@ -68,6 +68,8 @@ def check_paths(file: Path | None, out: str | None, force: bool = False) -> None
             raise UserError(f"{out}: the folder {folder} does not exist; create it first")
         if target.is_dir():
             raise UserError(f"{out}: is a folder; --out names a file")
+        if file is not None and target.exists() and target.resolve() == file.resolve():
+            raise UserError(f"{out}: is the input file; write the predictions elsewhere")
         if target.exists() and not force:
             raise UserError(f"{out}: exists; pass --force to replace it")
 
