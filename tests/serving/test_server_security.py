@@ -127,5 +127,20 @@ def test_lttw_serve_refuses_an_empty_api_key(tmp_path, monkeypatch):
     assert_user_error(invoke("serve", "--model", tmp_path), "LTTW_API_KEY is empty")
 
 
+@pytest.mark.parametrize(
+    "option, value",
+    [
+        ("--allowed-host", "evil.com:80"),
+        ("--allowed-host", "https://api.example.org"),
+        ("--allowed-host", "a/b"),
+        ("--cors-origin", "not a url"),
+        ("--cors-origin", "https://app.example.org/path"),
+        ("--cors-origin", "ftp://app.example.org"),
+    ],
+)
+def test_lttw_serve_refuses_a_host_or_origin_it_could_never_match(tmp_path, option, value):
+    assert_user_error(invoke("serve", "--model", tmp_path, option, value), option)
+
+
 def test_lttw_serve_beyond_loopback_needs_allowed_hosts(tmp_path):
     assert_user_error(invoke("serve", "--model", tmp_path, "--host", "0.0.0.0"), "--allowed-host")

@@ -149,6 +149,10 @@ def serve(
             "--api-key / LTTW_API_KEY is empty: give a token, or leave both unset to serve "
             "without one"
         )
+    for name in allowed_host or ():
+        _check_allowed_host(name)
+    for origin in cors_origin or ():
+        _check_origin(origin)
     if not allowed_host and not is_loopback(host):
         raise UserError(
             f"--host {host} reaches beyond this machine: name the host names clients use with "
@@ -193,3 +197,47 @@ def serve(
         err=True,
     )
     run_server(predictor, host, port, limits, name, access_log, access=access)
+
+
+def _check_allowed_host(name: str) -> None:
+    """A Host header name pattern: a host name, an IP address, ``*`` or ``*.domain``; no
+    port (the Host header's port is not compared), no scheme or path."""
+    import ipaddress
+    import re
+
+    bare = name[2:] if name.startswith("*.") else name
+    try:
+        ipaddress.ip_address(bare.strip("[]"))
+        return
+    except ValueError:
+        pass
+    label = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+    if name != "*" and not re.fullmatch(rf"{label}(\.{label})*\.?", bare):
+        raise UserError(
+            f"--allowed-host {name!r}: a host name (api.example.org), '*.example.org' or '*', "
+            "without a port, scheme or path"
+        )
+
+
+def _check_origin(origin: str) -> None:
+    """A browser origin: ``scheme://host[:port]``, nothing after it."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(origin)
+    try:
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        port_ok = False
+    if not (
+        parts.scheme in ("http", "https")
+        and parts.hostname
+        and port_ok
+        and not parts.path
+        and not parts.query
+        and not parts.fragment
+        and not parts.username
+    ):
+        raise UserError(
+            f"--cors-origin {origin!r}: an origin is scheme://host[:port] "
+            "(https://app.example.org), nothing after it"
+        )
