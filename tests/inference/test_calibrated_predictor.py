@@ -102,3 +102,20 @@ def test_calibration_that_disagrees_with_the_folder_is_refused(plain_dir, tmp_pa
     write_json(folder / "lttw.json", {**meta, "multi_label": True})
     with pytest.raises(UserError, match="multi_label"):
         Predictor.load(folder)
+
+
+def test_one_string_is_one_text_and_a_non_string_is_named(plain):
+    """``predict("one text")`` answers one text, not one per character; ``[None]`` or a
+    number is a UserError naming its position and type, not an opaque TypeError."""
+    from lttw.errors import UserError
+    from lttw.inference.predict import as_texts
+
+    assert as_texts("one text") == ["one text"]
+    assert len(plain.predict("one text")) == 1 and plain.predict_proba("one text").shape[0] == 1
+    with pytest.raises(UserError, match=r"texts\[0\]"):
+        plain.predict([None])
+    assert as_texts(("a", "b")) == ["a", "b"]
+    with pytest.raises(UserError, match=r"texts\[1\]: a string, got NoneType"):
+        as_texts(["fine", None])
+    with pytest.raises(UserError, match="texts: a list of strings, got int"):
+        as_texts(5)

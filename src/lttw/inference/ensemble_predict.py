@@ -80,7 +80,9 @@ class EnsemblePredictor:
         return cls(folder, meta, classes, parts, weights, calibration)
 
     def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        texts = list(texts)  # each part's Predictor applies its own calibration.json
+        from lttw.inference.predict import as_texts
+
+        texts = as_texts(texts)  # each part's Predictor applies its own calibration.json
         mixture = self.weights.combine(
             [part.predict_proba(texts, batch_size) for part in self.parts]
         )

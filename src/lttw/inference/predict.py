@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from lttw.errors import UserError
 from lttw.inference.scores import checked_calibration, model_logits
 from lttw.io import read_json
 from lttw.models.bundle import META
@@ -45,6 +46,21 @@ def inference_runtime(folder: str | Path, meta: dict, device: str = "cpu", threa
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     return runtime
+
+
+def as_texts(texts) -> list[str]:
+    """``texts`` as a list of strings: one string is one text (not its characters); any
+    other item than a string is a ``UserError`` naming its position and type."""
+    if isinstance(texts, str):
+        return [texts]
+    try:
+        out = list(texts)
+    except TypeError:
+        raise UserError(f"texts: a list of strings, got {type(texts).__name__}") from None
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            raise UserError(f"texts[{i}]: a string, got {type(text).__name__}")
+    return out
 
 
 def checked_meta(folder: str | Path) -> dict:
@@ -226,15 +242,18 @@ class Predictor:
 
     def predict_logits(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         """(len(texts), n_labels) float32 scores before calibration (``model_logits``)."""
-        return model_logits(self.model, self.model_inputs(list(texts)), self.runtime, batch_size)
+        texts = as_texts(texts)
+        return model_logits(self.model, self.model_inputs(texts), self.runtime, batch_size)
 
     def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """(len(texts), n_labels) float32 calibrated class probabilities: single-label a
+        """(len(texts), n_labels) float32 calibrated class probabilities (one string: one
+        text, one row): single-label a
         softmax (at the folder's temperature), multi-label a sigmoid per class; a folder
         without calibration.json gives exactly the model's own softmax, as before."""
+        texts = as_texts(texts)
         if self.calibration == Calibration():
             return predict_proba(
-                self.model, self.model_inputs(list(texts)), self.runtime, batch_size
+                self.model, self.model_inputs(texts), self.runtime, batch_size
             ).astype(np.float32)
         return self.calibration.probabilities(self.predict_logits(texts, batch_size))
 
