@@ -480,3 +480,14 @@ def test_a_closed_pipe_is_a_normal_end_and_a_full_device_one_line():
         done = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, cwd=repo)
     assert done.returncode == 2
     assert done.stderr.decode().strip() == "error: stdout: No space left on device"
+
+
+def test_init_refuses_an_empty_delimiter_and_one_column_for_both(tmp_path):
+    """Refused before anything is written, instead of params that dvc repro then rejects."""
+    data = tmp_path / "t.csv"
+    data.write_text("text,label\nhello world,a\nbye world,b\n")
+    result = invoke("init", tmp_path / "p", "--data", data, "--label-delimiter", "")
+    assert_user_error(result, "--label-delimiter")
+    result = invoke("init", tmp_path / "p", "--data", data, "--text-column", "label")
+    assert_user_error(result, "the same column 'label'")
+    assert not (tmp_path / "p").exists()

@@ -143,6 +143,12 @@ def init(
         return
     if data is None:
         raise UserError("give --data FILE_OR_FOLDER (your labelled texts)")
+    if label_delimiter is not None and not label_delimiter.strip():
+        raise UserError("--label-delimiter: give the character between labels (e.g. '|')")
+    if (text_column or "text") == (label_column or "label"):
+        raise UserError(
+            f"--text-column and --label-column name the same column {text_column or 'text'!r}"
+        )
     # checked before anything is written
     check = _check_new_data(data, text_column, label_column, label_delimiter)
     project = init_project(directory, data, text_column, label_column, label_delimiter)
