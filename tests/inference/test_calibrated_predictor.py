@@ -108,7 +108,7 @@ def test_one_string_is_one_text_and_a_non_string_is_named(plain):
     """``predict("one text")`` answers one text, not one per character; ``[None]`` or a
     number is a UserError naming its position and type, not an opaque TypeError."""
     from lttw.errors import UserError
-    from lttw.inference.predict import as_texts
+    from lttw.inference.text_lines import as_texts
 
     assert as_texts("one text") == ["one text"]
     assert len(plain.predict("one text")) == 1 and plain.predict_proba("one text").shape[0] == 1

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from lttw.evaluation.temperature import logits_of
+from lttw.inference.text_lines import as_texts
 from lttw.models.bundle import read_model_meta
 from lttw.models.calibration import Calibration, load_calibration
 from lttw.models.ensemble import EnsembleWeights
@@ -80,8 +81,6 @@ class EnsemblePredictor:
         return cls(folder, meta, classes, parts, weights, calibration)
 
     def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        from lttw.inference.predict import as_texts
-
         texts = as_texts(texts)  # each part's Predictor applies its own calibration.json
         mixture = self.weights.combine(
             [part.predict_proba(texts, batch_size) for part in self.parts]

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from lttw.errors import UserError
 from lttw.inference.scores import checked_calibration, model_logits
+from lttw.inference.text_lines import as_texts
 from lttw.io import read_json
 from lttw.models.bundle import META
 from lttw.models.calibration import Calibration
@@ -46,21 +46,6 @@ def inference_runtime(folder: str | Path, meta: dict, device: str = "cpu", threa
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     return runtime
-
-
-def as_texts(texts) -> list[str]:
-    """``texts`` as a list of strings: one string is one text (not its characters); any
-    other item than a string is a ``UserError`` naming its position and type."""
-    if isinstance(texts, str):
-        return [texts]
-    try:
-        out = list(texts)
-    except TypeError:
-        raise UserError(f"texts: a list of strings, got {type(texts).__name__}") from None
-    for i, text in enumerate(out):
-        if not isinstance(text, str):
-            raise UserError(f"texts[{i}]: a string, got {type(text).__name__}")
-    return out
 
 
 def checked_meta(folder: str | Path) -> dict:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from lttw.errors import DataError
+from lttw.errors import DataError, UserError
 
 #: the server's cap on one text (``lttw serve --max-text-chars``), and ``--max-chars``'s default
 MAX_CHARS = 10_000
@@ -111,3 +111,18 @@ def check_csv_lines(path: Path, cap: LineCap) -> None:
                     f"{cap.max_chars:,} characters plus 1 MiB for other columns); a CSV line "
                     "is not cut: split it, raise --max-chars, or use a .txt or parquet file"
                 )
+
+
+def as_texts(texts) -> list[str]:
+    """``texts`` as a list of strings: one string is one text (not its characters); any
+    other item than a string is a ``UserError`` naming its position and type."""
+    if isinstance(texts, str):
+        return [texts]
+    try:
+        out = list(texts)
+    except TypeError:
+        raise UserError(f"texts: a list of strings, got {type(texts).__name__}") from None
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            raise UserError(f"texts[{i}]: a string, got {type(text).__name__}")
+    return out
