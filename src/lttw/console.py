@@ -12,16 +12,22 @@ def console(stderr: bool = False):
 
     class _Console(Console):
         def on_broken_pipe(self) -> None:
-            import os
-            import sys
-
             self.quiet = True
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+            quiet_stdout()
             raise SystemExit(0)
 
     return _Console(stderr=stderr)
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush at exit does not fail
+    again on a closed pipe or a full device."""
+    import os
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def print_predictions(

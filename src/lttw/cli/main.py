@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -29,6 +28,7 @@ import typer
 from typer.core import TyperGroup
 
 from lttw import layout
+from lttw.console import quiet_stdout
 from lttw.errors import DataError, UserError
 
 EXIT_USAGE = 2  # click's own code for usage errors
@@ -75,11 +75,11 @@ class _Group(TyperGroup):
             typer.echo(f"error: {_message(err)}", err=True)
             raise typer.Exit(exit_code(err)) from None
         except BrokenPipeError:  # the reader went away (`| head`): a normal end
-            _quiet_stdout()
+            quiet_stdout()
             raise typer.Exit(0) from None
         except OSError as err:
             if err.filename is None and err.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT):
-                _quiet_stdout()  # stdout itself (`> /dev/full`): said once, on stderr
+                quiet_stdout()  # stdout itself (`> /dev/full`): said once, on stderr
                 typer.echo(f"error: stdout: {err.strerror}", err=True)
                 raise typer.Exit(EXIT_USAGE) from None
             if err.filename is None:  # not about a path the user named: a real fault
@@ -91,14 +91,6 @@ class _Group(TyperGroup):
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
             raise typer.Exit(130) from None
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null, so that the interpreter's last flush at exit does not fail
-    again on a closed pipe or a full device."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
 
 
 def _typer(help_text: str) -> typer.Typer:
