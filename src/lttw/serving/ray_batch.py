@@ -1,0 +1,272 @@
+"""Batch prediction on Ray Data: ``lttw predict --engine ray --file SHARDS --out FOLDER``.
+
+For inputs too large for one process (``lttw predict --file`` streams one file through one
+model), Ray Data spreads the work over an actor pool, on this machine or on a Ray cluster
+the user already runs (``--ray-address``, or ``RAY_ADDRESS``):
+
+- **read**: each input shard (``.parquet`` / ``.pq`` / ``.csv`` / ``.tsv``; a file, a folder
+  of them or a glob) is one read task, which yields its rows in blocks of ``block_rows`` with
+  every column kept, plus ``shard`` (the file's name) and ``row`` (1-based, as
+  ``lttw predict --file`` names rows in its errors). Every text is held to the same
+  ``LineCap`` as ``lttw predict --file`` (refused with its shard and row, or cut), and a CSV
+  line to the same byte bound, before pandas reads it.
+- **predict**: ``map_batches`` over an ``ActorPoolStrategy`` of ``actors`` actors; each loads
+  the model once (``lttw.serving.onnx_runtime.load_predictor``: ONNX where the folder holds
+  ``model.onnx``) and adds the columns ``lttw predict --file --no-text`` writes (label, prob,
+  prob_<class>; multi-label: labels).
+- **write**: parquet shards into a temporary folder beside ``out``, renamed into place when
+  every shard is written, so a failure leaves nothing half-written.
+
+The rows come back in no fixed order; ``shard`` and ``row`` say which input row each is.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES, csv_separator
+from lttw.errors import DataError, UserError
+from lttw.inference.answers import AnswerRule
+from lttw.inference.batch_predict import pick_text_column
+from lttw.inference.prediction_table import prediction_frame
+from lttw.inference.text_lines import LineCap, check_csv_lines
+
+SHARD_SUFFIXES = tuple(CSV_SUFFIXES) + tuple(PARQUET_SUFFIXES)
+#: columns the reader adds to every row; an input column of the same name is refused
+ROW_ID_COLUMNS = ("shard", "row")
+#: at most this many input shards (a glob over a whole disk is a mistake, not a job)
+MAX_SHARDS = 100_000
+
+
+@dataclass(frozen=True)
+class RayBatchSettings:
+    """How ``predict_shards`` runs.
+
+    Args:
+        actors: model replicas (Ray actors), each holding one copy of the model.
+        cpus_per_actor: CPUs Ray reserves for each actor (its intra-op threads).
+        batch_size: texts per ``map_batches`` call (and per forward pass).
+        block_rows: rows per block a read task yields (bounds a read task's memory).
+        text_column: the shards' text column (default: ``text``, or the only column).
+        max_chars: characters per text, as ``lttw predict --max-chars``.
+        truncate: cut longer texts instead of refusing them.
+        address: a running Ray cluster's address; None starts (or joins) a local Ray.
+        min_prob / top_k: as ``lttw predict``'s options.
+    """
+
+    actors: int = 1
+    cpus_per_actor: float = 1.0
+    batch_size: int = 256
+    block_rows: int = 8192
+    text_column: str | None = None
+    max_chars: int = 10_000
+    truncate: bool = False
+    address: str | None = None
+    min_prob: float | None = None
+    top_k: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("actors", "batch_size", "block_rows", "max_chars"):
+            if getattr(self, name) < 1:
+                raise UserError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.cpus_per_actor <= 0:
+            raise UserError("--cpus-per-actor must be positive")
+
+
+def shard_paths(source: str | Path) -> list[Path]:
+    """The input shards: ``source`` itself (a file), the shards in a folder, or a glob's matches;
+    sorted, at least one, each of a known type."""
+    text = str(source)
+    path = Path(text)
+    if path.is_dir():
+        found = sorted(p for p in path.iterdir() if p.suffix.lower() in SHARD_SUFFIXES)
+        where = f"{path}: no .parquet / .csv / .tsv files in this folder"
+    elif any(ch in text for ch in "*?["):
+        found = sorted(Path(p) for p in glob.iglob(text) if Path(p).is_file())
+        where = f"{text}: matches no file"
+    elif path.is_file():
+        found = [path]
+        where = ""
+    else:
+        raise UserError(f"{path}: no such file or folder")
+    if not found:
+        raise UserError(where)
+    if len(found) > MAX_SHARDS:
+        raise UserError(f"{text}: {len(found):,} files; at most {MAX_SHARDS:,} shards per run")
+    for shard in found:
+        if shard.suffix.lower() not in SHARD_SUFFIXES:
+            raise UserError(f"{shard}: not a shard (.parquet, .pq, .csv or .tsv)")
+    kinds = {shard.suffix.lower() in PARQUET_SUFFIXES for shard in found}
+    if len(kinds) > 1:  # CSV columns are read as text: their types would not match parquet's
+        raise UserError(f"{text}: mixes parquet and CSV shards; convert them to one format")
+    return found
+
+
+def _frames(path: Path, settings: RayBatchSettings) -> Iterator[pd.DataFrame]:
+    """``path``'s rows, ``block_rows`` at a time, every column kept (as strings for CSV)."""
+    if path.suffix.lower() in PARQUET_SUFFIXES:
+        import pyarrow.parquet as pq
+
+        try:
+            parquet = pq.ParquetFile(path)
+        except Exception as err:  # pyarrow raises several types for a damaged file
+            raise DataError(f"{path}: not a readable parquet file ({err})") from None
+        for batch in parquet.iter_batches(batch_size=settings.block_rows):
+            yield batch.to_pandas()
+        return
+    check_csv_lines(path, LineCap(settings.max_chars, settings.truncate))
+    try:
+        reader = pd.read_csv(
+            path,
+            sep=csv_separator(path),
+            dtype=str,
+            keep_default_na=False,
+            chunksize=settings.block_rows,
+            encoding="utf-8-sig",
+        )
+        with reader:
+            yield from reader
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: not valid UTF-8 ({err.reason})") from None
+    except (pd.errors.ParserError, ValueError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+
+
+def read_shard(path: Path, settings: RayBatchSettings) -> Iterator[pd.DataFrame]:
+    """One shard's blocks with ``shard`` / ``row`` and the text column held to the cap."""
+    cap = LineCap(settings.max_chars, settings.truncate)
+    row = 1
+    column = None
+    for frame in _frames(path, settings):
+        if column is None:
+            names = [str(c) for c in frame.columns]
+            column = pick_text_column(names, settings.text_column, str(path))
+            taken = sorted(set(ROW_ID_COLUMNS) & set(names))
+            if taken:
+                raise DataError(f"{path}: has a column named {taken[0]!r}, which the output uses")
+        texts = ["" if t is None else str(t) for t in frame[column].tolist()]
+        frame = frame.copy()
+        frame[column] = [cap.apply(t, f"{path} row {row + i}") for i, t in enumerate(texts)]
+        frame.insert(0, "row", range(row, row + len(frame)))
+        frame.insert(0, "shard", path.name)
+        row += len(frame)
+        yield frame
+
+
+def _read_shards(batch: pd.DataFrame, settings: RayBatchSettings) -> Iterator[pd.DataFrame]:
+    """``map_batches`` function over shard paths (a read task each): their rows, by block."""
+    for path in batch["path"]:
+        yield from read_shard(Path(path), settings)
+
+
+class _PredictorActor:
+    """An actor of the pool: the model loaded once, then one prediction frame per batch."""
+
+    def __init__(self, model_dir: str, settings: RayBatchSettings):
+        from lttw.serving.onnx_runtime import load_predictor
+
+        self.predictor = load_predictor(model_dir, threads=max(1, int(settings.cpus_per_actor)))
+        self.settings = settings
+        self.rule = AnswerRule(self.predictor.calibration, settings.min_prob, settings.top_k)
+        self.column: str | None = None
+
+    def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
+        if self.column is None:
+            names = [c for c in batch.columns if c not in ROW_ID_COLUMNS]
+            self.column = pick_text_column(names, self.settings.text_column, "the shards")
+        texts = batch[self.column].tolist()
+        probs = self.predictor.predict_proba(texts, self.settings.batch_size)
+        answers = prediction_frame(
+            texts, probs, self.predictor.classes, with_text=False, rule=self.rule
+        )
+        return pd.concat([batch.reset_index(drop=True), answers], axis=1)
+
+
+def _ray(settings: RayBatchSettings):
+    try:
+        import ray
+    except ImportError:
+        raise UserError(
+            "--engine ray needs Ray Data: pip install 'lttw[ray]' (or 'ray[data]')"
+        ) from None
+    if not ray.is_initialized():
+        address = settings.address or os.environ.get("RAY_ADDRESS")
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:  # a local Ray: as many CPUs as the pool needs, no dashboard
+            cpus = max(os.cpu_count() or 1, settings.actors * settings.cpus_per_actor + 1)
+            ray.init(num_cpus=int(cpus), include_dashboard=False, log_to_driver=False)
+    return ray
+
+
+def predict_shards(
+    model_dir: str | Path, source: str | Path, out: str | Path, settings: RayBatchSettings
+) -> int:
+    """Predict every row of ``source``'s shards with ``model_dir``'s model into parquet
+    shards in the folder ``out`` (which must not exist); the number of rows written."""
+    shards = shard_paths(source)
+    target = Path(out)
+    if target.exists():
+        raise UserError(f"{target}: exists; --out names a new folder for the parquet shards")
+    if not target.parent.is_dir():
+        raise UserError(f"{target}: the folder {target.parent} does not exist; create it first")
+    for shard in shards:  # fail on the first shard's header before any actor starts
+        next(read_shard(shard, settings), None)
+    ray = _ray(settings)
+    partial = target.with_name(f".{target.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    items = pd.DataFrame({"path": [str(p.resolve()) for p in shards]})
+    try:
+        dataset = (
+            ray.data.from_pandas(items)
+            .repartition(len(shards))
+            .map_batches(
+                _read_shards, fn_kwargs={"settings": settings}, batch_size=1, batch_format="pandas"
+            )
+            .map_batches(
+                _PredictorActor,
+                fn_constructor_args=(str(Path(model_dir).resolve()), settings),
+                batch_size=settings.batch_size,
+                batch_format="pandas",
+                num_cpus=settings.cpus_per_actor,
+                compute=ray.data.ActorPoolStrategy(size=settings.actors),
+            )
+        )
+        dataset.write_parquet(str(partial))
+        rows = sum(_parquet_rows(p) for p in partial.glob("*.parquet"))
+        partial.rename(target)
+    except BaseException as err:
+        shutil.rmtree(partial, ignore_errors=True)
+        cause = _user_cause(err)
+        if cause is not None:  # a read or predict error inside a Ray task: its own message
+            raise cause from None
+        raise
+    return rows
+
+
+def _user_cause(err: BaseException) -> UserError | None:
+    """The ``UserError`` (a bad row, a bad shard) behind Ray's task-error wrappers, if any."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [err]
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, UserError):
+            return current
+        stack += [current.__cause__, current.__context__, getattr(current, "cause", None)]
+    return None
+
+
+def _parquet_rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows

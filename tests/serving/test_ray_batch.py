@@ -1,0 +1,97 @@
+"""Batch prediction on Ray Data, with Ray on this machine (2 CPUs, no dashboard): the output
+equals `lttw predict --file` row by row, keeps every input column with a row id, holds texts
+to the same cap, and leaves nothing behind when a row is refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from support.cli_runner import invoke
+from support.serving_models import labelled_texts, shared_lttw_folder
+
+ray = pytest.importorskip("ray", reason="Ray Data is an optional extra: pip install 'lttw[ray]'")
+
+from lttw.errors import DataError, UserError  # noqa: E402
+from lttw.serving.ray_batch import RayBatchSettings, predict_shards, shard_paths  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tiny_encoder_dir):
+    return shared_lttw_folder(tmp_path_factory, tiny_encoder_dir)
+
+
+@pytest.fixture
+def shards(tmp_path):
+    texts, _ = labelled_texts(6)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    half = len(texts) // 2
+    pd.DataFrame({"id": range(half), "body": texts[:half]}).to_parquet(folder / "a.parquet")
+    pd.DataFrame({"id": range(half, len(texts)), "body": texts[half:]}).to_parquet(
+        folder / "b.parquet"
+    )
+    return folder
+
+
+def _cli_predictions(model_dir, shard, tmp_path):
+    out = tmp_path / f"{shard.stem}-cli.parquet"
+    result = invoke(
+        "predict", "--file", shard, "--text-column", "body", "--model", model_dir,
+        "--out", out, "--no-text", "--device", "cpu",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return pd.read_parquet(out)
+
+
+def test_ray_output_equals_predict_file_row_by_row(local_ray, model_dir, shards, tmp_path):
+    out = tmp_path / "out"
+    settings = RayBatchSettings(actors=2, batch_size=5, block_rows=7, text_column="body")
+    rows = predict_shards(model_dir, shards, out, settings)
+    got = pd.read_parquet(out).sort_values(["shard", "row"]).reset_index(drop=True)
+    assert rows == len(got) == 24
+    assert list(got.columns[:4]) == ["shard", "row", "id", "body"]  # the input's columns kept
+    for shard in sorted(shards.iterdir()):
+        mine = got[got["shard"] == shard.name].reset_index(drop=True)
+        cli = _cli_predictions(model_dir, shard, tmp_path)
+        assert mine["row"].tolist() == list(range(1, len(cli) + 1))
+        assert mine["label"].tolist() == cli["label"].tolist()
+        prob_columns = [c for c in cli.columns if c.startswith("prob")]
+        np.testing.assert_allclose(mine[prob_columns], cli[prob_columns], rtol=1e-5, atol=1e-5)
+    assert not list(tmp_path.glob(".out.partial*"))
+
+
+def test_a_text_over_the_cap_is_refused_naming_its_row(local_ray, model_dir, tmp_path):
+    folder = tmp_path / "csv"
+    folder.mkdir()
+    pd.DataFrame({"body": ["short", "x" * 50]}).to_csv(folder / "c.csv", index=False)
+    pd.DataFrame({"body": ["tiny"]}).to_csv(folder / "d.csv", index=False)
+    out = tmp_path / "out"
+    with pytest.raises(DataError, match=r"c\.csv row 2: longer than --max-chars 20"):
+        predict_shards(model_dir, folder, out, RayBatchSettings(max_chars=20))
+    assert not out.exists() and not list(tmp_path.glob(".out.partial*"))
+    settings = RayBatchSettings(max_chars=20, truncate=True)
+    assert predict_shards(model_dir, folder, out, settings) == 3
+    assert pd.read_parquet(out)["body"].str.len().max() == 20
+
+
+def test_bad_sources_and_targets_fail_before_ray_starts(tmp_path, shards):
+    with pytest.raises(UserError, match="no such file or folder"):
+        shard_paths(tmp_path / "missing")
+    with pytest.raises(UserError, match="matches no file"):
+        shard_paths(str(tmp_path / "*.parquet"))
+    (tmp_path / "exists").mkdir()
+    with pytest.raises(UserError, match="exists; --out names a new folder"):
+        predict_shards(tmp_path, shards, tmp_path / "exists", RayBatchSettings())
+    (shards / "c.csv").write_text("body\nx\n")
+    with pytest.raises(UserError, match="mixes parquet and CSV shards"):
+        shard_paths(shards)
+    with pytest.raises(UserError, match="--actors must be at least 1"):
+        RayBatchSettings(actors=0)
