@@ -120,10 +120,18 @@ def build(source: Path, out: Path) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--from", dest="source", type=Path, required=True,
-                        help="a full AG News dataset folder (manifest.json + parquet files)")
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 where the files in the repository differ from a rebuild")
+    parser.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        required=True,
+        help="a full AG News dataset folder (manifest.json + parquet files)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 where the files in the repository differ from a rebuild",
+    )
     args = parser.parse_args()
     target = ROOT / TARGET
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -131,8 +139,11 @@ def main() -> int:
         built = build(args.source.resolve(), Path(tmp))
         names = ["manifest.json", *built["splits"].values()]
         if args.check:
-            stale = [n for n in names
-                     if not (target / n).is_file() or sha256(target / n) != sha256(Path(tmp, n))]
+            stale = [
+                n
+                for n in names
+                if not (target / n).is_file() or sha256(target / n) != sha256(Path(tmp, n))
+            ]
             print("up to date" if not stale else f"differs: {', '.join(stale)}")
             return 1 if stale else 0
         target.mkdir(parents=True, exist_ok=True)
