@@ -29,7 +29,15 @@ REPO = Path(__file__).resolve().parents[2]
 #: set MODEL = "models/final" (`lttw predict` without --model already prefers it).
 MODEL = "models/final"  # the final stage: every labelled row (final.enabled in init projects)
 #: what the sdist / wheel is built from (MANIFEST.in says the same)
-BUILD_FILES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dvc.yaml", "params.yaml"]
+BUILD_FILES = [
+    "pyproject.toml",
+    "setup.py",
+    "MANIFEST.in",
+    "README.md",
+    "LICENSE",
+    "dvc.yaml",
+    "params.yaml",
+]
 
 pytestmark = pytest.mark.slow
 
