@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 from lttw.errors import DataError
 
-#: the largest file downloaded (Yahoo! Answers' train parquet files are ~400 MB each)
+#: the largest file downloaded (the datasets' parquet files are far smaller)
 MAX_FILE_BYTES = 4 << 30
 #: seconds to wait for a connection or the next block of a download
 TIMEOUT_S = 60
