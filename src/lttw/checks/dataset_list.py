@@ -58,7 +58,11 @@ def list_datasets(root: str | Path) -> list[dict]:
     root = Path(root)
     names = list(SOURCES) + [n for n in KNOWN_DATASETS if n not in SOURCES]
     if root.is_dir():
-        names += sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in names)
+        names += sorted(  # not the hidden download / temporary folders of lttw data fetch
+            p.name
+            for p in root.iterdir()
+            if p.is_dir() and p.name not in names and not p.name.startswith(".")
+        )
     out = []
     for name in names:
         local = (
