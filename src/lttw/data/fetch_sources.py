@@ -119,8 +119,8 @@ SOURCES: dict[str, FetchSpec] = {
         description="Stanford Sentiment Treebank, binary (GLUE SST-2); test = GLUE validation",
         classes=("negative", "positive"),
         text_columns=("sentence",),
-        licence="No licence stated on the hub card (unknown); the Stanford Sentiment Treebank "
-        "is distributed for research use",
+        licence="No licence stated on the hub card (unknown); cite Socher et al. (2013) and "
+        "GLUE (Wang et al. 2018)",
     ),
     "yahoo_answers": _hub(
         "yahoo_answers",
@@ -137,8 +137,8 @@ SOURCES: dict[str, FetchSpec] = {
         classes=YAHOO_CLASSES,
         text_columns=("question_title", "question_content", "best_answer"),
         label_column="topic",
-        licence="No licence stated on the hub card (unknown); Yahoo! Answers Comprehensive "
-        "Questions and Answers 1.0, Yahoo! Webscope terms (research use)",
+        licence="No licence stated on the hub card (unknown); built from Yahoo! Answers "
+        "Comprehensive Questions and Answers 1.0 (Yahoo! Webscope), whose terms apply",
     ),
     "goemotions": _hub(
         "goemotions",
