@@ -117,6 +117,8 @@ def mirror(monkeypatch):
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_TOKEN_PATH", "/nonexistent/token")  # anonymous, whoever runs it
+    for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)  # the loopback mirror directly, never a proxy
     yield server
     server.shutdown()
     server.server_close()
