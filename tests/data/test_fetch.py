@@ -222,3 +222,17 @@ def test_list_says_what_is_present_and_how_to_get_the_rest(tmp_path):
     (ag,) = [r for r in json.loads(embedded.stdout) if r["name"] == "ag_news"]
     assert ag["status"] == "present" and ag["complete"] is False
     assert ag["get"].startswith("lttw data fetch ag_news --to DIR")
+
+
+def test_force_replaces_a_folder_that_is_not_a_complete_copy(mirror, tmp_path):
+    old = tmp_path / "ag_news"
+    old.mkdir()
+    (old / "manifest.json").write_text(json.dumps({"complete": False, "splits": {}}))
+    (old / "stale.parquet").write_bytes(b"x")
+    done = invoke("data", "fetch", "ag_news", "--to", tmp_path, "--force")
+    assert done.exit_code == 0, done.output
+    assert sorted(p.name for p in old.iterdir()) == [
+        "manifest.json",
+        "test.parquet",
+        "train.parquet",
+    ]
