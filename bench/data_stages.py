@@ -52,7 +52,7 @@ from lttw.factors.nmf import latent_factors
 from lttw.io import write_json  # noqa: E402
 from lttw.settings import CountSettings, DataSettings, NMFSettings
 
-DATASETS = ROOT.parent / "shared" / "datasets"
+DATASETS = ROOT / "datasets"  # the embedded AG News sample; --root for a full copy
 #: the paper profile's samples: train 52,000, test 4,000, predict 3,600
 PAPER_TEXTS = 52_000 + 4_000 + 3_600
 

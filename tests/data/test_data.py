@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from support.datasets import EMBEDDED, full_root, needs_full
 from support.stage_scripts import run_stage_script
 
 from lttw.data.dataset_sources import hub_split_files
@@ -22,8 +23,7 @@ from lttw.errors import DataError
 from lttw.settings import DataSettings
 
 REPO = Path(__file__).resolve().parents[2]
-DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"  # ../shared beside the repo
-shared = pytest.mark.skipif(not (DATASETS / "ag_news").is_dir(), reason="shared datasets absent")
+DATASETS = full_root()  # the full datasets (LTTW_DATA_ROOT), where set
 
 
 def tiny_frame(n_per_class=(30, 20, 25), seed=0):
@@ -82,7 +82,7 @@ def test_folder_of_files_without_manifest(tmp_path):
     assert (ds.splits == "train").sum() == 75 and (ds.splits == "test").sum() == 15
 
 
-@shared
+@needs_full("yahoo_answers")
 def test_shared_yahoo_loads_with_manifest_classes():
     ds = load_dataset(DataSettings(dataset="yahoo_answers", root=str(DATASETS)))
     assert len(ds.classes) == 10 and ds.classes[9] == "Politics & Government"
@@ -247,7 +247,7 @@ def test_duplicates_counted(tmp_path):
     assert info["duplicates_test_in_train"] == 1
 
 
-@shared
+@needs_full("ag_news")
 def test_class_too_small_lists_counts_and_sizes_that_fit():
     settings = DataSettings(
         dataset="ag_news", root=str(DATASETS), train_size=8, test_size=4000, predict_size=4000
@@ -261,18 +261,19 @@ def test_class_too_small_lists_counts_and_sizes_that_fit():
         "class from the test split" in message
     )
     assert "data.train_size=8, data.test_size=3800, data.predict_size=3800" in message
-    settings = settings.model_copy(update={"train_size": 60000, "test_size": 0, "predict_size": 0})
+    settings = settings.model_copy(update={"train_size": 200000, "test_size": 0, "predict_size": 0})
+    dataset = load_dataset(settings)
+    counts = np.bincount(dataset.labels[dataset.splits == "train"], minlength=4)
     with pytest.raises(
         DataError,
-        match=r"Sports 13222.*Sizes that fit together: "
-        r"data.train_size=52888, data.test_size=0",
+        match=rf"Sports {counts[1]}.*Sizes that fit together: "
+        rf"data.train_size={4 * counts.min()}, data.test_size=0",
     ):
-        draw_samples(load_dataset(settings), settings, seed=0)
+        draw_samples(dataset, settings, seed=0)
 
 
-@shared
 def test_failing_sample_stage_leaves_no_output(tmp_path):
-    params = {"data": {"dataset": "ag_news", "root": str(DATASETS), "train_size": 100000}}
+    params = {"data": {"dataset": "ag_news", "root": str(EMBEDDED), "train_size": 100000}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     done = run_stage_script("sample", tmp_path)  # python stages/sample.py, in this process
     assert done.returncode == 2
@@ -280,17 +281,16 @@ def test_failing_sample_stage_leaves_no_output(tmp_path):
     assert not (tmp_path / "data").exists()
 
 
-@shared
 def test_sample_is_the_same_whatever_the_spelling_of_data_root(tmp_path, monkeypatch):
     """A queued experiment passes data.root as an absolute path; the sample (labels.json
     included) must be byte-identical so that DVC reruns nothing after `sample`."""
     monkeypatch.chdir(tmp_path)
-    relative = Path(__import__("os").path.relpath(DATASETS, tmp_path))
+    relative = Path(__import__("os").path.relpath(EMBEDDED, tmp_path))
     infos = []
-    for root in (relative, DATASETS.resolve()):
+    for root in (relative, EMBEDDED.resolve()):
         settings = DataSettings(
-            dataset="sst2", root=str(root), train_size=40, test_size=10, predict_size=10
+            dataset="ag_news", root=str(root), train_size=40, test_size=8, predict_size=8
         )
         frames, info = draw_samples(load_dataset(settings), settings, seed=1)
         infos.append(info)
-    assert infos[0] == infos[1] and infos[0]["source"] == "sst2"
+    assert infos[0] == infos[1] and infos[0]["source"] == "ag_news"

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 from support.cli_runner import assert_user_error, invoke
+from support.datasets import full_dataset
 from support.stage_scripts import Ran, run_stage_script
 
 from lttw import layout
@@ -24,7 +25,6 @@ from lttw.io import read_arrays, read_json
 from lttw.settings import DataSettings
 
 REPO = Path(__file__).resolve().parents[2]
-DATASETS = REPO.parent / "shared" / "datasets"
 CLASSES = ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
 #: a real 6-class question dataset's class counts: the rarest class has 86 train / 9 test rows
 TRAIN = [86, 1162, 1250, 1223, 835, 896]
@@ -310,9 +310,10 @@ def test_stratified_pipeline_warns_about_rank_and_short_texts(questions, tmp_pat
 # ---- the default (balanced) sample is unchanged -------------------------------------------
 
 
-@pytest.mark.skipif(not (DATASETS / "ag_news").is_dir(), reason="shared datasets absent")
 def test_default_params_give_the_locked_samples_byte_for_byte(tmp_path):
-    """data.sampling=balanced (the default) draws exactly the samples recorded in dvc.lock."""
+    """data.sampling=balanced (the default) draws exactly the samples recorded in dvc.lock,
+    from the dataset folder the lock names: the embedded sample inside the repository, or a
+    full copy (then under LTTW_DATA_ROOT)."""
     import hashlib
 
     from lttw.settings import read_settings
@@ -327,7 +328,12 @@ def test_default_params_give_the_locked_samples_byte_for_byte(tmp_path):
     assert "data/sample/train.parquet" in locked
     settings = read_settings(REPO / "params.yaml")
     assert settings.data.sampling == "balanced"
-    data = settings.data.model_copy(update={"root": str(REPO / settings.data.root)})
+    (folder,) = [
+        dep["path"] for dep in lock["stages"]["sample"]["deps"] if dep["path"].endswith("ag_news")
+    ]
+    inside = (REPO / folder).resolve().is_relative_to(REPO)
+    root = REPO / Path(folder).parent if inside else full_dataset("ag_news").parent
+    data = settings.data.model_copy(update={"root": str(root)})
     frames, info = draw_samples(load_dataset(data), data, settings.seed)
     assert "sampling" not in info
     for path, md5 in locked.items():

@@ -29,7 +29,15 @@ REPO = Path(__file__).resolve().parents[2]
 #: set MODEL = "models/final" (`lttw predict` without --model already prefers it).
 MODEL = "models/final"  # the final stage: every labelled row (final.enabled in init projects)
 #: what the sdist / wheel is built from (MANIFEST.in says the same)
-BUILD_FILES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dvc.yaml", "params.yaml"]
+BUILD_FILES = [
+    "pyproject.toml",
+    "setup.py",
+    "MANIFEST.in",
+    "README.md",
+    "LICENSE",
+    "dvc.yaml",
+    "params.yaml",
+]
 
 pytestmark = pytest.mark.slow
 
@@ -108,9 +116,7 @@ def venv(tmp_path_factory) -> Path:
 
 def small_csv(path: Path, per_class: int = 30) -> Path:
     """AG News rows as a user's CSV would hold them: columns `review` and `stars`."""
-    if not DATASETS.is_dir():
-        pytest.skip(f"{DATASETS} not present")
-    rows = pd.read_parquet(DATASETS / "ag_news" / "train_subset.parquet")
+    rows = pd.read_parquet(DATASETS / "ag_news" / "train.parquet")
     rows = rows.groupby("label", group_keys=False).head(per_class)
     rows = rows.rename(columns={"text": "review", "label": "stars"})[["review", "stars"]]
     path.parent.mkdir(parents=True, exist_ok=True)

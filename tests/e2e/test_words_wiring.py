@@ -3,12 +3,11 @@ under `auto`, tfidf_linear and model folders carry the rule, `lttw data check` r
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.feature_extraction.text import CountVectorizer
+from support.datasets import EMBEDDED, full_root, needs_full
 
 from lttw.checks.dataset import check_dataset
 from lttw.factors.counts import choose_splitter, corpus_counts, word_label_counts
@@ -18,13 +17,9 @@ from lttw.models.tfidf import TfidfLinear, fit_tfidf_linear
 from lttw.settings import CountSettings, settings_from_dict
 from lttw.text.words import WordSplitter
 
-DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
-shared = pytest.mark.skipif(not (DATASETS / "thucnews").is_dir(), reason="shared datasets absent")
 
-
-@pytest.mark.skipif(not (DATASETS / "ag_news").is_dir(), reason="shared datasets absent")
 def test_auto_on_ag_news_is_regex_with_identical_counts_and_features():
-    frame = pd.read_parquet(DATASETS / "ag_news" / "test.parquet").iloc[:300]
+    frame = pd.read_parquet(EMBEDDED / "ag_news" / "test.parquet").iloc[:300]
     texts, labels = frame["text"].tolist(), frame["label"].to_numpy(np.int64)
     settings = CountSettings()
     splitter, reason = choose_splitter("auto", settings, texts, language=None)
@@ -97,9 +92,9 @@ def test_data_check_reports_the_rule_and_degenerate_splitting(tmp_path):
     assert "set words.splitter to" in regex["warning"]
 
 
-@shared
+@needs_full("thucnews")
 def test_thucnews_resolves_to_jieba_from_its_manifest():
-    check = check_dataset(settings_from_dict({"data": {"root": str(DATASETS)}}), "thucnews")
+    check = check_dataset(settings_from_dict({"data": {"root": str(full_root())}}), "thucnews")
     assert check.dataset.language == "zh" and check.dataset.word_vectors.endswith(".vec.gz")
     assert check.words["rule"] == "jieba" and "language 'zh'" in check.words["reason"]
     assert check.plan.loc["train", "from"] == "all rows (pooled)"  # dev + test pooled

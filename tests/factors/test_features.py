@@ -13,6 +13,7 @@ import yaml
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from support.datasets import full_root, needs_full
 from support.stage_scripts import run_stage_script
 
 from lttw import layout
@@ -22,7 +23,7 @@ from lttw.io import read_arrays, read_arrays_metadata, read_json
 from lttw.text.words import WordSplitter
 
 REPO = Path(__file__).resolve().parents[2]
-DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"  # ../shared beside the repo
+DATASETS = full_root()  # the full datasets (LTTW_DATA_ROOT), where set
 VOCAB = ["a", "b", "c", "d", "e"]
 INDEX = {w: i for i, w in enumerate(VOCAB)}
 CORPUS = np.array([5, 10, 1, 7, 3])
@@ -208,7 +209,7 @@ def _write_params(tmp_path, **model):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (DATASETS / "sst2").is_dir(), reason="shared datasets not present")
+@needs_full("sst2")
 def test_stage_scripts_end_to_end(tmp_path):
     _write_params(tmp_path)
     for stage, args in [

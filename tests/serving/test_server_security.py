@@ -92,7 +92,7 @@ def test_encoder_is_a_name_never_a_path(tmp_path):
     snapshot = tmp_path / "hub" / "models--org--tiny-bert" / "snapshots" / "abc123"
     assert encoder_name(str(snapshot)) == "org/tiny-bert"
     assert encoder_name(str(tmp_path / "encoders" / "bert")) == "bert"
-    assert encoder_name("../shared/encoders/bert") == "bert"
+    assert encoder_name("../models/encoders/bert") == "bert"
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.datasets import full_root
 
 from lttw.errors import DataError, UserError
 from lttw.text.vectors import embedding_matrix, read_word_vectors
 
-TENCENT = Path("/work/shared/datasets/thucnews/char_vectors_tencent_200d.vec.gz")
+TENCENT = Path(str(full_root()), "thucnews", "char_vectors_tencent_200d.vec.gz")
 GOOD = "3 2\n北 0.5 -1\nbank 1e-1 2.0 \n京\u3000x 3 4\n"  # a word may hold U+3000
 
 
@@ -94,7 +95,9 @@ def test_plain_text_named_gz_and_missing_file(tmp_path):
         read_word_vectors(tmp_path / "nope.vec")
 
 
-@pytest.mark.skipif(not TENCENT.is_file(), reason="THUCNews datasets not present")
+@pytest.mark.skipif(
+    not TENCENT.is_file(), reason="needs the THUCNews vectors: set LTTW_DATA_ROOT (see docs)"
+)
 def test_real_tencent_character_vectors():
     words, matrix = read_word_vectors(TENCENT)
     assert matrix.shape == (4729, 200) and len(set(words)) == 4729

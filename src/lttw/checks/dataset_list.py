@@ -1,5 +1,6 @@
 """``lttw data list``: which datasets are available locally (present / partial / missing, rows
-per split) and the Hugging Face dataset each is read from when online."""
+per split), the Hugging Face dataset each is read from when online, and how to get the ones
+that are missing or partial (``lttw data fetch``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 from lttw.data.dataset_sources import KNOWN_DATASETS
+from lttw.data.fetch_sources import SOURCES
 from lttw.data.tables import PARQUET_SUFFIXES, TABLE_SUFFIXES
 
 
@@ -54,9 +56,13 @@ def list_datasets(root: str | Path) -> list[dict]:
     """The known datasets (and any other folder under ``root``), where each is found locally
     and the Hugging Face dataset it is read from when online."""
     root = Path(root)
-    names = list(KNOWN_DATASETS)
+    names = list(SOURCES) + [n for n in KNOWN_DATASETS if n not in SOURCES]
     if root.is_dir():
-        names += sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in names)
+        names += sorted(  # not the hidden download / temporary folders of lttw data fetch
+            p.name
+            for p in root.iterdir()
+            if p.is_dir() and p.name not in names and not p.name.startswith(".")
+        )
     out = []
     for name in names:
         local = (
@@ -64,15 +70,23 @@ def list_datasets(root: str | Path) -> list[dict]:
             if (root / name).is_dir()
             else {"status": "missing", "rows": {}, "complete": None, "official_rows": {}}
         )
-        hub = local.pop("hub", None) or (
-            KNOWN_DATASETS[name].name if name in KNOWN_DATASETS else None
+        hub = (
+            local.pop("hub", None)
+            or (KNOWN_DATASETS[name].name if name in KNOWN_DATASETS else None)
+            or (SOURCES[name].hub if name in SOURCES else None)
         )
+        get = None
+        if name in SOURCES and local["status"] != "present":
+            get = f"lttw data fetch {name}"
+        elif name in SOURCES and local["complete"] is False:
+            get = f"lttw data fetch {name} --to DIR (the full data)"
         out.append(
             {
                 "name": name,
                 "path": str(root / name),
                 **local,
                 "hub": f"hf://datasets/{hub}" if hub else None,
+                "get": get,
             }
         )
     return out
@@ -83,7 +97,7 @@ def render_list(rows: list[dict], root: str, console) -> None:
     from rich.table import Table
 
     table = Table(title="Datasets", caption=f"data.root: {root}")
-    for name in ("name", "local copy", "rows per split", "with internet"):
+    for name in ("name", "local copy", "rows per split", "with internet", "to get it"):
         table.add_column(name, overflow="fold")
     for r in rows:
         split_rows = (
@@ -91,5 +105,5 @@ def render_list(rows: list[dict], root: str, console) -> None:
             or "–"
         )
         copy = {True: ", complete", False: ", partial", None: ""}[r["complete"]]
-        table.add_row(r["name"], r["status"] + copy, split_rows, r["hub"] or "–")
+        table.add_row(r["name"], r["status"] + copy, split_rows, r["hub"] or "–", r["get"] or "–")
     console.print(table)

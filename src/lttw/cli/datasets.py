@@ -1,4 +1,5 @@
-"""`lttw data check`, `lttw data list` and `lttw init`: a dataset checked, a project of your own made."""
+"""`lttw data check`, `lttw data list`, `lttw data fetch` and `lttw init`: a dataset checked,
+listed or downloaded, a project of your own made."""
 
 from __future__ import annotations
 
@@ -82,12 +83,59 @@ def data_list(
     from lttw.checks.dataset_list import list_datasets, render_list
     from lttw.settings import read_settings
 
-    root = read_settings(params).data.root
+    # data.root as the pipeline reads it: relative to the --params file's folder
+    root = str(Path(params).parent / read_settings(params).data.root)
     rows = list_datasets(root)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     else:
         render_list(rows, root, console())
+
+
+@data_app.command(
+    "fetch",
+    epilog=_examples(
+        "lttw data fetch sst2",
+        "lttw data fetch ag_news --to ~/lttw-datasets",
+        "lttw data fetch thucnews --from-files ~/Downloads/thucnews",
+    ),
+)
+def data_fetch(
+    name: Annotated[
+        str,
+        typer.Argument(metavar="NAME", help="ag_news, sst2, yahoo_answers, goemotions or thucnews"),
+    ],
+    to: Annotated[
+        Path | None,
+        typer.Option("--to", help="the datasets folder [default: data.root in --params]"),
+    ] = None,
+    from_files: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-files",
+            help="a folder holding the source's files, downloaded elsewhere: no network",
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="replace a folder NAME that is already there")
+    ] = False,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Download a dataset from its public source (the Hugging Face hub at a pinned revision,
+    or its published location) into DIR/NAME as parquet + manifest.json with checksums.
+    Resumable (a rerun continues a broken download) and atomic (DIR/NAME appears whole or not
+    at all). Offline it fails at once, naming the manual alternative (--from-files)."""
+    from lttw.data.fetch import fetch
+
+    hint = f", data.root={Path(to).resolve()}" if to is not None else ""
+    if to is None:
+        from lttw.settings import read_settings
+
+        to = Path(params).parent / read_settings(params).data.root
+    done = fetch(name, to, from_files, force)
+    rows = ", ".join(f"{split} {n:,}" for split, n in done.rows.items())
+    state = "already there" if done.present else "written"
+    typer.echo(f"{done.folder}: {state} ({rows}); use it with data.dataset={name}{hint}")
 
 
 @app.command(

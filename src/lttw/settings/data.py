@@ -26,9 +26,12 @@ class DataSettings(_Group):
         "is read from its Hugging Face copy where the hub is reachable.",
     )
     root: str = Field(
-        default="../shared/datasets",
-        description="The folder that holds the datasets. Queued experiments run in a copy of "
-        "the repository, so they need it as an absolute path.",
+        default="datasets",
+        description="The folder that holds the datasets, relative to the project. The "
+        "repository's `datasets/` holds an embedded, class-balanced AG News sample that the "
+        "default profile draws from; `lttw data fetch NAME --to DIR` writes the full datasets "
+        "to another folder, then `data.root: DIR` (an absolute path: queued experiments run in "
+        "a copy of the repository).",
     )
     text_column: str | None = Field(
         default=None, description="The column of texts; null: the manifest's, else `text`."
