@@ -132,9 +132,11 @@ def serve(
     access_log: Annotated[bool, typer.Option(help="log one line per request")] = False,
     params: Params = Path("params.yaml"),
 ) -> None:
-    """Serve a model folder over HTTP (FastAPI + uvicorn): POST /predict {"texts": [...]} or
-    {"text": "..."} (optional "top_k") answers labels and probabilities in the order given;
-    GET /health; GET /info (labels, variant, encoder, word splitting, metrics, limits, access).
+    """Serve a model folder over HTTP (FastAPI + uvicorn): POST /predict {"texts": [...]},
+    {"text": "..."} or {"inputs": ...} as application/json (optional "top_k") answers labels
+    and probabilities in the order given; GET /health; GET /live and /ready (probes); GET
+    /metrics (Prometheus); GET /info (labels, variant, encoder, word splitting, metrics,
+    limits, access); GET /docs and /openapi.json (the OpenAPI schema).
     Concurrent requests share forward passes (micro-batching). Every error is one line of
     JSON; every limit is an option below (docs/how-to/serving.md, "Limits and security").
     SIGTERM / Ctrl-C: stops accepting, finishes what it can within --shutdown-timeout, exits."""
@@ -163,6 +165,15 @@ def serve(
         api_key=api_key or None,
         cors_origins=tuple(cors_origin or ()),
     )
+    from lttw.serving.connection import bind_socket
+
+    try:  # before the model loads and the banner: a port in use is one line
+        sock = bind_socket(host, port)
+    except OSError as err:
+        raise UserError(
+            f"cannot listen on {host}:{port}: {err.strerror or err} (choose another --port "
+            "or --host, or stop what uses it)"
+        ) from None
     folder = _model_dir(model, params)
     try:
         predictor = load_predictor(folder, threads=threads, backend=backend)
@@ -196,7 +207,7 @@ def serve(
         f"CORS: {', '.join(access.cors_origins) or 'off'}",
         err=True,
     )
-    run_server(predictor, host, port, limits, name, access_log, access=access)
+    run_server(predictor, host, port, limits, name, access_log, sockets=[sock], access=access)
 
 
 def _check_allowed_host(name: str) -> None:
