@@ -108,7 +108,16 @@ def test_a_port_in_use_is_one_error_line(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         ran = subprocess.run(
-            [sys.executable, "-m", "lttw.cli", "serve", "--model", str(tmp_path), "--port", str(port)],
+            [
+                sys.executable,
+                "-m",
+                "lttw.cli",
+                "serve",
+                "--model",
+                str(tmp_path),
+                "--port",
+                str(port),
+            ],
             env=env(),
             capture_output=True,
             text=True,

@@ -198,7 +198,7 @@ def serve(
     name = backend_name(predictor)
     typer.echo(
         f"serving {folder} ({predictor.meta['variant']}, {name}, "
-        f"{len(predictor.classes)} labels) on http://{host}:{port}; limits: "
+        f"{len(predictor.classes)} labels) on http://{host}:{sock.getsockname()[1]}; limits: "
         f"{max_texts} texts of <= {max_text_chars} characters per request, batches of "
         f"<= {max_batch} texts in passes of {forward_batch}, waiting <= {max_wait_ms:g} ms; "
         f"queue <= {max_queue_texts} texts, answers within {request_timeout:g} s, "

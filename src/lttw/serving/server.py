@@ -102,7 +102,7 @@ def create_app(
     classes = list(predictor.classes)
     calibration = getattr(predictor, "calibration", Calibration())  # a stand-in may have none
     metrics = Metrics(batcher, limits.max_batch)
-    readiness = {"warm": not warm_up, "failed": None}
+    readiness: dict = {"warm": not warm_up, "failed": None}
 
     async def warm() -> None:
         try:
@@ -282,6 +282,11 @@ def server_for(
     from lttw.serving.connection import protocol_class
 
     class DrainingServer(uvicorn.Server):
+        async def startup(self, sockets=None):
+            await super().startup(sockets)
+            if sockets and self.started:  # uvicorn says where it listens only on its own
+                self._log_started_message(sockets)
+
         async def shutdown(self, sockets=None):
             app.state.batcher.drain(limits.shutdown_timeout_s)
             await super().shutdown(sockets)
