@@ -109,6 +109,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def _answer_over_cap(self) -> None:
         """Past ``max_connections``: ``GET /live`` gets 200, any other request 503."""
         self._timer = None
+        if self.transport.is_closing():
+            return
         line = bytes(self._over_cap or b"").split(b"\n", 1)[0]
         if line.startswith(b"GET /live ") or line.startswith(b"GET /live?"):
             self._refuse(200, "OK", "", doc=LIVE)
