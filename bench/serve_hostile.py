@@ -1,5 +1,5 @@
-"""Hostile clients against ``lttw serve`` (issue 41's reproductions): what each gets back,
-how long the server holds it, and what it costs the server in memory and log lines.
+"""Hostile clients against ``lttw serve``: what each gets back, how long the server holds it,
+and what it costs the server in memory and log lines.
 
     python bench/serve_hostile.py --tiny            # the tests' tiny model (built in seconds)
     python bench/serve_hostile.py --model models/fold_0
@@ -11,8 +11,13 @@ byte a second), idle (a connection that sends nothing), stalled (3,000 connectio
 half a request line), left (20 clients each sending 256 texts and disconnecting, then one
 text from a client that waits), sigterm (50 requests of 256 texts queued with
 ``--max-queue-texts 20000 --shutdown-timeout 5``, then SIGTERM), aborted (3,000 uploads cut
-half-way), bombs (a body nested 100,000 deep, a top_k of 5,000 digits). Client traffic goes
-to 127.0.0.1 only; every wait is bounded. Writes JSON (machine, rows) to ``--out``.
+half-way), bombs (a body nested 100,000 deep, a top_k of 5,000 digits), crowd (500 clients
+at once, each sending a request as it connects, against ``--max-connections 64``: every one
+must read a 200 or a JSON 503, none a TCP reset), content_type (a body sent as text/plain,
+as a form, with no content type: 415), ambiguous (two Host headers, a full URL as the
+target, HTTP/2.0: 400), port_in_use (`lttw serve` on a port taken: one ``error:`` line),
+probes (``/live``, ``/ready`` from start-up, ``/metrics``). Client traffic goes to 127.0.0.1
+only; every wait is bounded. Writes JSON (machine, rows) to ``--out``.
 """
 
 from __future__ import annotations
@@ -20,107 +25,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import resource
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
+import hostile_http
+from hostile_client import BOUND_S, Server, connect, post, read_status, texts_body
+
 ROOT = Path(__file__).resolve().parent.parent
-BOUND_S = 120
-
-
-class Server:
-    """``lttw serve`` in a subprocess; ``log``: its stderr lines after start-up."""
-
-    def __init__(self, model: Path, *args: str):
-        def limit_fds():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "lttw.cli",
-                "serve",
-                "--model",
-                str(model),
-                "--port",
-                "0",
-                *args,
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=limit_fds,
-        )
-        self.log: list[str] = []
-        for line in self.proc.stderr:
-            found = re.search(r"running on http://127\.0\.0\.1:(\d+)", line)
-            if found:
-                self.port = int(found[1])
-                break
-        else:
-            raise SystemExit("lttw serve did not start")
-        self.reader = threading.Thread(target=lambda: self.log.extend(self.proc.stderr))
-        self.reader.start()
-
-    def rss_mb(self) -> float:
-        status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        return int(re.search(r"VmRSS:\s+(\d+)", status)[1]) / 1024
-
-    def stop(self) -> dict:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(BOUND_S)
-        self.reader.join(BOUND_S)
-        text = "".join(self.log)
-        return {
-            "log_lines": len(self.log),
-            "log_bytes": len(text.encode()),
-            "tracebacks": text.count("Traceback"),
-        }
-
-
-def connect(port: int) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", port), timeout=BOUND_S)
-
-
-def read_status(conn: socket.socket) -> tuple[int | None, str]:
-    """(status, content type) of what the server sends before closing; (None, '') if it
-    closed without an answer."""
-    data = b""
-    try:
-        while chunk := conn.recv(65536):
-            data += chunk
-    except OSError:
-        pass
-    if not data.startswith(b"HTTP/1.1 "):
-        return None, ""
-    kind = re.search(rb"content-type: ([^\r]+)", data, re.I)
-    return int(data.split(b" ", 2)[1]), kind[1].decode() if kind else ""
-
-
-def post(port: int, body: bytes, timeout: float = BOUND_S) -> tuple[int | None, str, float]:
-    start = time.monotonic()
-    with connect(port) as conn:
-        conn.settimeout(timeout)
-        conn.sendall(
-            b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n"
-            b"content-length: %d\r\n\r\n%s" % (len(body), body)
-        )
-        status, kind = read_status(conn)
-    return status, kind, round(time.monotonic() - start, 3)
-
-
-def texts_body(n: int, words: int = 60) -> bytes:
-    text = " ".join(["stocks rally as oil prices fall"] * (words // 6))
-    return json.dumps({"texts": [text] * n}).encode()
 
 
 def headers(model: Path) -> dict:
@@ -154,7 +72,10 @@ def slow_body(model: Path) -> dict:
     server = Server(model)
     start = time.monotonic()
     with connect(server.port) as conn:
-        conn.sendall(b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 1000\r\n\r\n")
+        conn.sendall(
+            b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 1000\r\n"
+            b"content-type: application/json\r\n\r\n"
+        )
         sent = 0
         try:
             while sent < 1000:
@@ -234,8 +155,8 @@ def left(model: Path) -> dict:
     for _ in range(20):
         with connect(server.port) as conn:
             conn.sendall(
-                b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: %d\r\n\r\n%s"
-                % (len(body), body)
+                b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: %d\r\n"
+                b"content-type: application/json\r\n\r\n%s" % (len(body), body)
             )
     status, _, seconds = post(server.port, json.dumps({"text": "oil prices fall"}).encode())
     with connect(server.port) as conn:
@@ -250,7 +171,7 @@ def left(model: Path) -> dict:
         "next_status": status,
         "next_latency_s": seconds,
         "computed_requests": batches["requests"] - 1,
-        "dropped": batches.get("dropped"),  # None: a server before issue 41
+        "dropped": batches.get("dropped"),
         "left_during_upload": said.count("client left during its upload"),
         "left_before_answer": said.count("client left before its answer"),
         **stopped,
@@ -286,8 +207,8 @@ def aborted(model: Path, n: int = 3000) -> dict:
     for _ in range(n):
         with connect(server.port) as conn:
             conn.sendall(
-                b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100000\r\n\r\n"
-                + b"x" * 1000
+                b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100000\r\n"
+                b"content-type: application/json\r\n\r\n" + b"x" * 1000
             )
     time.sleep(1)
     return server.stop()
@@ -301,8 +222,18 @@ def bombs(model: Path) -> dict:
 
 
 SCENARIOS = {
-    f.__name__: f for f in (headers, slow_body, idle, stalled, left, sigterm, aborted, bombs)
-}
+    f.__name__: f
+    for f in (
+        headers,
+        slow_body,
+        idle,
+        stalled,
+        left,
+        sigterm,
+        aborted,
+        bombs,
+    )
+} | hostile_http.SCENARIOS
 
 
 def tiny_model(folder: Path) -> Path:

@@ -114,8 +114,16 @@ BAD = {  # name: (body bytes, status, words of the error)
     "a number among texts": (b'{"texts": ["a", 3]}', 422, "texts[1] must be a string"),
     "text a number": (b'{"text": 3}', 422, "'text' must be a string"),
     "empty list": (b'{"texts": []}', 422, "empty"),
-    "no texts": (b"{}", 422, "exactly one of"),
-    "both": (b'{"text": "a", "texts": ["b"]}', 422, "exactly one of"),
+    "no texts": (b"{}", 422, "no texts"),
+    "both": (b'{"text": "a", "texts": ["b"]}', 422, "'texts' and 'text' given together"),
+    "texts and inputs": (
+        b'{"texts": ["a"], "inputs": "b"}',
+        422,
+        "'texts' and 'inputs' given together",
+    ),
+    "inputs a number": (b'{"inputs": 3}', 422, "'inputs' must be a string or a list"),
+    "inputs empty": (b'{"inputs": []}', 422, "'inputs' is empty"),
+    "a number among inputs": (b'{"inputs": ["a", 3]}', 422, "inputs[1] must be a string"),
     "unknown field": (b'{"texts": ["a"], "model": "x"}', 422, "unknown field"),
     "too many texts": (
         b'{"texts": ["a", "b", "c", "d", "e", "f", "g", "h", "i"]}',

@@ -132,9 +132,11 @@ def serve(
     access_log: Annotated[bool, typer.Option(help="log one line per request")] = False,
     params: Params = Path("params.yaml"),
 ) -> None:
-    """Serve a model folder over HTTP (FastAPI + uvicorn): POST /predict {"texts": [...]} or
-    {"text": "..."} (optional "top_k") answers labels and probabilities in the order given;
-    GET /health; GET /info (labels, variant, encoder, word splitting, metrics, limits, access).
+    """Serve a model folder over HTTP (FastAPI + uvicorn): POST /predict {"texts": [...]},
+    {"text": "..."} or {"inputs": ...} as application/json (optional "top_k") answers labels
+    and probabilities in the order given; GET /health; GET /live and /ready (probes); GET
+    /metrics (Prometheus); GET /info (labels, variant, encoder, word splitting, metrics,
+    limits, access); GET /docs and /openapi.json (the OpenAPI schema).
     Concurrent requests share forward passes (micro-batching). Every error is one line of
     JSON; every limit is an option below (docs/how-to/serving.md, "Limits and security").
     SIGTERM / Ctrl-C: stops accepting, finishes what it can within --shutdown-timeout, exits."""
@@ -163,6 +165,15 @@ def serve(
         api_key=api_key or None,
         cors_origins=tuple(cors_origin or ()),
     )
+    from lttw.serving.connection import bind_socket
+
+    try:  # before the model loads and the banner: a port in use is one line
+        sock = bind_socket(host, port)
+    except OSError as err:
+        raise UserError(
+            f"cannot listen on {host}:{port}: {err.strerror or err} (choose another --port "
+            "or --host, or stop what uses it)"
+        ) from None
     folder = _model_dir(model, params)
     try:
         predictor = load_predictor(folder, threads=threads, backend=backend)
@@ -187,7 +198,7 @@ def serve(
     name = backend_name(predictor)
     typer.echo(
         f"serving {folder} ({predictor.meta['variant']}, {name}, "
-        f"{len(predictor.classes)} labels) on http://{host}:{port}; limits: "
+        f"{len(predictor.classes)} labels) on http://{host}:{sock.getsockname()[1]}; limits: "
         f"{max_texts} texts of <= {max_text_chars} characters per request, batches of "
         f"<= {max_batch} texts in passes of {forward_batch}, waiting <= {max_wait_ms:g} ms; "
         f"queue <= {max_queue_texts} texts, answers within {request_timeout:g} s, "
@@ -196,7 +207,7 @@ def serve(
         f"CORS: {', '.join(access.cors_origins) or 'off'}",
         err=True,
     )
-    run_server(predictor, host, port, limits, name, access_log, access=access)
+    run_server(predictor, host, port, limits, name, access_log, sockets=[sock], access=access)
 
 
 def _check_allowed_host(name: str) -> None:

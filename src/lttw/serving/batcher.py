@@ -111,6 +111,19 @@ class MicroBatcher:
         self._worker: asyncio.Task | None = None
         self._draining = False
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lttw-forward")
+        #: called with the number of texts of each batch computed (``serving.metrics``)
+        self.on_batch = None
+
+    @property
+    def draining(self) -> bool:
+        """Whether graceful shutdown has begun (``drain``)."""
+        return self._draining
+
+    async def warm_up(self, texts: list[str]) -> None:
+        """One forward pass of ``texts`` on the batcher's thread, outside the statistics:
+        whatever the predictor initialises lazily is ready before the first request."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._pool, self.predict_proba, list(texts), self.batch_size)
 
     def start(self) -> None:
         self._wakeup = asyncio.Event()
@@ -235,6 +248,8 @@ class MicroBatcher:
                     self.stats.dropped += len(jobs)
                     continue
                 self.stats.record(len(jobs), len(texts), time.monotonic() - started)
+                if self.on_batch is not None:
+                    self.on_batch(len(texts))
                 start = 0
                 for job in jobs:
                     if not job.future.done():  # the client may have gone away

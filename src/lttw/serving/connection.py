@@ -2,9 +2,14 @@
 line and headers at most ``max_header_bytes`` (431) received within ``header_timeout_s``
 (408), a body within ``body_timeout_s`` (the application answers 408; this closes the
 connection a little later if the body still trickles in to a route that does not read it),
-and at most ``max_connections`` open connections (503 at once). Each refusal is one JSON line
-and closes the connection; idle keep-alive connections are uvicorn's ``timeout_keep_alive``.
-Memory per connection stays bounded: headers are cut at ``max_header_bytes`` plus one read.
+and at most ``max_connections`` open connections (past it: the request line is read, then
+503 with ``Retry-After``; ``GET /live`` still answers 200). A request whose target is not a
+path (``GET http://host/path``), whose version is not HTTP/1.0 or 1.1, or which has two
+``Host`` headers gets 400. Each refusal is one JSON line; the connection is then half-closed
+and what the client still sends is read and thrown away for up to ``REFUSAL_LINGER_S``
+seconds, so the client reads the answer instead of a TCP reset. Idle keep-alive connections
+are uvicorn's ``timeout_keep_alive``. Memory per connection stays bounded: headers are cut at
+``max_header_bytes`` plus one read.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -21,12 +27,21 @@ log = logging.getLogger("lttw.serving")
 
 #: seconds past ``body_timeout_s`` before a still-trickling body's connection is closed
 BODY_GRACE_S = 5.0
+#: seconds a refused connection stays half-open, its input read and dropped, before it is
+#: closed (a client that reads its answer and closes ends it at once)
+REFUSAL_LINGER_S = 2.0
+#: seconds a connection past ``max_connections`` may take to send its request line
+OVER_CAP_WAIT_S = 1.0
+#: what ``GET /live`` answers, also on a connection past ``max_connections``
+LIVE = {"status": "alive"}
 
 
-def raw_json_response(status: int, reason: str, message: str, extra: str = "") -> bytes:
-    """A whole HTTP/1.1 response with a one-line JSON error body that closes the connection
-    (for refusals written before or outside a request's ASGI cycle)."""
-    body = json.dumps({"error": message}).encode()
+def raw_json_response(
+    status: int, reason: str, message: str, extra: str = "", doc: dict | None = None
+) -> bytes:
+    """A whole HTTP/1.1 response with a one-line JSON error body (or ``doc``) that closes the
+    connection (for answers written before or outside a request's ASGI cycle)."""
+    body = json.dumps({"error": message} if doc is None else doc).encode()
     head = (
         f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\n{extra}connection: close\r\n\r\n"
@@ -34,9 +49,26 @@ def raw_json_response(status: int, reason: str, message: str, extra: str = "") -
     return head.encode("ascii") + body
 
 
-def protocol_class(limits: Limits) -> type[HttpToolsProtocol]:
-    """uvicorn's ``http`` protocol class, bounded by ``limits``."""
-    return type("BoundedHttpProtocol", (BoundedHttpProtocol,), {"limits": limits})
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to host:port (listened on by the server), or ``OSError`` (the
+    port is in use, the address is not this machine's, a port below 1024 without the
+    right)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def protocol_class(limits: Limits, on_refusal=None) -> type[HttpToolsProtocol]:
+    """uvicorn's ``http`` protocol class, bounded by ``limits``; ``on_refusal(status)`` is
+    called for each answer written here (``serving.metrics`` counts them)."""
+    attrs = {"limits": limits, "on_refusal": staticmethod(on_refusal or (lambda status: None))}
+    return type("BoundedHttpProtocol", (BoundedHttpProtocol,), attrs)
 
 
 class BoundedHttpProtocol(HttpToolsProtocol):
@@ -45,26 +77,28 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     limits: Limits = Limits()
 
+    @staticmethod
+    def on_refusal(status: int) -> None:
+        """Called with the status of each answer written by this class."""
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._in_body = False  # between a request's headers and its end
         self._header_bytes = 0  # received since the current request began
         self._header_size = 0  # of the request line and headers parsed so far
+        self._hosts = 0  # Host headers of the current request
         self._headers_too_large = False
+        self._bad_request: str | None = None  # why the current request is refused (400)
+        self._over_cap: bytearray | None = None  # the start of a connection past the cap
+        self._refusing = False  # answered and half-closed: input is read and dropped
         self._timer: asyncio.TimerHandle | None = None
 
     # -- connection
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
         if len(self.connections) > self.limits.max_connections:
-            log.warning("connection refused: %d open (--max-connections)", len(self.connections))
-            self._refuse(
-                503,
-                "Service Unavailable",
-                f"the server has {self.limits.max_connections} connections open "
-                "(--max-connections); retry later",
-                "retry-after: 1\r\n",
-            )
+            self._over_cap = bytearray()
+            self._arm(OVER_CAP_WAIT_S, self._answer_over_cap)
             return
         self._arm(self.limits.header_timeout_s, self._headers_too_slow)
 
@@ -72,8 +106,32 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._disarm()
         super().connection_lost(exc)
 
-    def data_received(self, data: bytes) -> None:
+    def _answer_over_cap(self) -> None:
+        """Past ``max_connections``: ``GET /live`` gets 200, any other request 503."""
+        self._timer = None
         if self.transport.is_closing():
+            return
+        line = bytes(self._over_cap or b"").split(b"\n", 1)[0]
+        if line.startswith(b"GET /live ") or line.startswith(b"GET /live?"):
+            self._refuse(200, "OK", "", doc=LIVE)
+            return
+        log.warning("connection refused: %d open (--max-connections)", len(self.connections))
+        self._refuse(
+            503,
+            "Service Unavailable",
+            f"the server has {self.limits.max_connections} connections open "
+            "(--max-connections); retry later",
+            "retry-after: 1\r\n",
+        )
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport.is_closing() or self._refusing:
+            return  # a refused request's rest: read and dropped
+        if self._over_cap is not None:
+            self._over_cap.extend(data[: self.limits.max_header_bytes])
+            if b"\n" in self._over_cap or len(self._over_cap) >= self.limits.max_header_bytes:
+                self._disarm()
+                self._answer_over_cap()
             return
         if not self._in_body:
             self._header_bytes += len(data)
@@ -84,15 +142,19 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             not self._in_body
             and self._header_bytes > self.limits.max_header_bytes
             and not self.transport.is_closing()
+            and not self._refusing
         ):
             log.warning("request refused: headers over %d bytes", self.limits.max_header_bytes)
             self._refuse_large_headers()
 
     def send_400_response(self, msg: str) -> None:  # a request httptools cannot parse
+        if self._refusing:
+            return
         if self._headers_too_large:
             self._refuse_large_headers()
         else:
-            self._refuse(400, "Bad Request", "the request is not valid HTTP/1.1")
+            # uvicorn has logged its one warning line ("Invalid HTTP request received.")
+            self._refuse(400, "Bad Request", self._bad_request or "the request is not valid HTTP")
 
     def _refuse_large_headers(self) -> None:
         self._refuse(
@@ -103,7 +165,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     # -- parser callbacks
     def on_message_begin(self) -> None:
-        self._header_size = 0
+        self._header_size, self._hosts = 0, 0
         super().on_message_begin()
 
     def on_url(self, url: bytes) -> None:
@@ -112,14 +174,18 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_size += len(name) + len(value) + 4
+        self._hosts += name.lower() == b"host"
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
-        if self._header_size > self.limits.max_header_bytes:
-            # a whole request in one read: stop parsing (httptools raises a parser error,
-            # answered by send_400_response)
+        # a refusal stops the parser (httptools raises a parser error, answered by
+        # send_400_response)
+        if self._header_size > self.limits.max_header_bytes:  # a whole request in one read
             self._headers_too_large = True
             raise ValueError("headers too large")
+        self._bad_request = self._request_line_problem()
+        if self._bad_request:
+            raise ValueError(self._bad_request)
         self._in_body, self._header_bytes = True, 0
         self._arm(self.limits.body_timeout_s + BODY_GRACE_S, self._body_too_slow)
         super().on_headers_complete()
@@ -128,6 +194,19 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._in_body, self._header_bytes = False, 0
         self._disarm()
         super().on_message_complete()
+
+    def _request_line_problem(self) -> str | None:
+        """Why the request parsed so far must be refused (400), or None."""
+        version = self.parser.get_http_version()
+        if version not in ("1.0", "1.1"):
+            return f"HTTP/{version} is not served: send HTTP/1.1"
+        if not self.url.startswith(b"/") and not (
+            self.url == b"*" and self.parser.get_method() == b"OPTIONS"
+        ):
+            return "the request target must be a path (/predict), not a full URL"
+        if self._hosts > 1:
+            return f"the request has {self._hosts} Host headers; send one"
+        return None
 
     # -- timers
     def _arm(self, seconds: float, callback) -> None:
@@ -162,7 +241,17 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             log.warning("connection closed: body not received in time")
             self.transport.close()
 
-    def _refuse(self, status: int, reason: str, message: str, extra: str = "") -> None:
+    def _refuse(
+        self, status: int, reason: str, message: str, extra: str = "", doc: dict | None = None
+    ) -> None:
+        """Answer, half-close, and read and drop what the client still sends until it closes
+        or ``REFUSAL_LINGER_S`` pass (closing with unread input would send a TCP reset,
+        which can destroy the answer before the client reads it)."""
         self._disarm()
-        self.transport.write(raw_json_response(status, reason, message, extra))
-        self.transport.close()
+        self._refusing = True
+        if status >= 400:
+            self.on_refusal(status)
+        self.transport.write(raw_json_response(status, reason, message, extra, doc))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self._timer = self.loop.call_later(REFUSAL_LINGER_S, self.transport.close)

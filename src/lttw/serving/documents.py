@@ -1,21 +1,32 @@
-"""The documents of ``POST /predict``: the request body checked into (texts, top_k,
-min_prob), every problem an ``ApiError`` with a status and one line, and the answer's
+"""The documents of ``POST /predict``: the request body (``{"texts": [...]}``,
+``{"text": "..."}`` or the Hugging Face / TEI shape ``{"inputs": "..." | [...]}``) checked
+into (texts, top_k, min_prob), every problem an ``ApiError`` with a status and one line, and the answer's
 predictions (``inference.answers.AnswerRule.records``: single-label ``label`` (null below
 ``min_prob``) and ``prob``; multi-label ``labels``, a list of {label, prob}; ``top`` with
 ``top_k``)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import math
 from typing import NamedTuple
+
+from starlette.requests import ClientDisconnect, Request
 
 from lttw.inference.answers import AnswerRule
 from lttw.models.calibration import Calibration
 from lttw.serving.limits import Limits
 
+log = logging.getLogger("lttw.serving")
+
+#: a status no client sees: the answer to a request whose client has gone (as nginx logs it)
+CLIENT_GONE = 499
 #: the fields of a /predict body
-FIELDS = ("texts", "text", "top_k", "min_prob")
+FIELDS = ("texts", "text", "inputs", "top_k", "min_prob")
+#: the fields that carry the texts: exactly one per request
+TEXT_FIELDS = ("texts", "text", "inputs")
 
 
 class PredictRequest(NamedTuple):
@@ -55,26 +66,32 @@ def parse_request(body: bytes, limits: Limits, n_labels: int) -> PredictRequest:
     except ValueError:  # an integer over sys.get_int_max_str_digits() digits
         raise ApiError(400, "the body holds a number with too many digits") from None
     shape = (
-        'send {"texts": ["...", ...]} or {"text": "..."}, optionally with "top_k": k '
-        'and "min_prob": p'
+        'send {"texts": ["...", ...]}, {"text": "..."} or {"inputs": "..." | ["...", ...]}, '
+        'optionally with "top_k": k and "min_prob": p'
     )
     if not isinstance(doc, dict):
         raise ApiError(422, f"the body must be a JSON object: {shape}")
     unknown = sorted(set(doc) - set(FIELDS))
     if unknown:
         raise ApiError(422, f"unknown field(s) {', '.join(map(repr, unknown))}: {shape}")
-    if ("texts" in doc) == ("text" in doc):
-        raise ApiError(422, f"give exactly one of 'texts' and 'text': {shape}")
-    if "text" in doc:
-        if not isinstance(doc["text"], str):
-            raise ApiError(422, f"'text' must be a string, not {_kind(doc['text'])}")
-        texts, where = [doc["text"]], lambda i: "'text'"
+    given = [name for name in TEXT_FIELDS if name in doc]
+    if len(given) > 1:
+        named = " and ".join(map(repr, given))
+        raise ApiError(422, f"{named} given together: send the texts in one of them")
+    if not given:
+        raise ApiError(422, f"no texts: {shape}")
+    field, value = given[0], doc[given[0]]
+    if field == "text" or (field == "inputs" and isinstance(value, str)):
+        if not isinstance(value, str):
+            raise ApiError(422, f"'text' must be a string, not {_kind(value)}")
+        texts, where = [value], lambda i: repr(field)
     else:
-        texts, where = doc["texts"], lambda i: f"texts[{i}]"
+        texts, where = value, lambda i: f"{field}[{i}]"
         if not isinstance(texts, list):
-            raise ApiError(422, f"'texts' must be a list of strings, not {_kind(texts)}")
+            what = "a string or a list of strings" if field == "inputs" else "a list of strings"
+            raise ApiError(422, f"{field!r} must be {what}, not {_kind(texts)}")
         if not texts:
-            raise ApiError(422, "'texts' is empty: give one or more texts")
+            raise ApiError(422, f"{field!r} is empty: give one or more texts")
         if len(texts) > limits.max_texts:
             raise ApiError(
                 422,
@@ -130,3 +147,44 @@ def predictions(
 ) -> list[dict]:
     """The answer for each row of probabilities (see the module docstring)."""
     return AnswerRule(calibration, min_prob, top_k).records(probs, classes)
+
+
+def check_json(request: Request) -> None:
+    """A body must say it is JSON: a form or plain text (what a web page may send to
+    another site without asking) gets 415, not a prediction."""
+    kind = request.headers.get("content-type", "")
+    if kind.partition(";")[0].strip().lower() != "application/json":
+        raise ApiError(
+            415,
+            f"the body must be sent with 'content-type: application/json', not {kind!r}"
+            if kind
+            else "the body must be sent with 'content-type: application/json' (none given)",
+        )
+
+
+async def read_body(request: Request, limits: Limits) -> bytes:
+    limit = limits.max_body_bytes
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, f"the body has {declared} bytes; the limit is {limit}")
+    body = bytearray()
+
+    async def collect() -> None:
+        async for chunk in request.stream():
+            body.extend(chunk)
+            if len(body) > limit:
+                raise ApiError(413, f"the body exceeds the limit of {limit} bytes")
+
+    try:
+        await asyncio.wait_for(collect(), limits.body_timeout_s)
+    except asyncio.TimeoutError:
+        raise ApiError(
+            408,
+            f"the body was not received within {limits.body_timeout_s:g} s "
+            f"({len(body)} bytes arrived)",
+            {"connection": "close"},
+        ) from None
+    except ClientDisconnect:
+        log.info("client left during its upload (%d bytes received)", len(body))
+        raise ApiError(CLIENT_GONE, "the client left") from None
+    return bytes(body)

@@ -1,6 +1,7 @@
 """Every bound ``lttw serve`` puts on a request, a client and a connection, with its default
-(``lttw serve --help`` and docs/how-to/serving.md, "Limits and security", say what a client gets
-past each one)."""
+(``lttw serve --help``, docs/how-to/serving.md, "Limits and security", and
+docs/reference/cli-limits.md say what a client gets past each one; the connection-level
+constants are in ``serving.connection``)."""
 
 from __future__ import annotations
 

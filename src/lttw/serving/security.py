@@ -14,8 +14,11 @@ log = logging.getLogger("lttw.serving")
 
 #: the names a server bound to a loopback address answers to unless told otherwise
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-#: what needs no token: liveness probes
-OPEN_PATHS = frozenset({"/health"})
+#: the probes (``GET /live``, ``GET /ready``): answered whatever the Host header and without a
+#: token (an orchestrator's probe sends the pod's address as Host); they tell nothing else
+PROBE_PATHS = frozenset({"/live", "/ready"})
+#: what needs no token: the probes and ``GET /health``
+OPEN_PATHS = frozenset({"/health", *PROBE_PATHS})
 #: the environment variable ``lttw serve`` reads the token from when ``--api-key`` is not given
 API_KEY_ENV = "LTTW_API_KEY"
 
@@ -70,10 +73,10 @@ def host_allowed(value: str, allowed: tuple[str, ...]) -> bool:
 
 
 class AccessMiddleware:
-    """ASGI middleware: a Host outside ``access.allowed_hosts`` gets 400, a missing or wrong
-    bearer token 401 (``WWW-Authenticate: Bearer``), except on ``OPEN_PATHS`` and for a CORS
-    preflight from an allowed origin (which the CORS middleware answers; another origin's
-    preflight gets 400)."""
+    """ASGI middleware: a Host outside ``access.allowed_hosts`` gets 400 (except on
+    ``PROBE_PATHS``), a missing or wrong bearer token 401 (``WWW-Authenticate: Bearer``),
+    except on ``OPEN_PATHS`` and for a CORS preflight from an allowed origin (which the CORS
+    middleware answers; another origin's preflight gets 400)."""
 
     def __init__(self, app, access: Access):
         self.app, self.access = app, access
@@ -81,6 +84,8 @@ class AccessMiddleware:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        if scope["path"] in PROBE_PATHS and scope["method"] in ("GET", "HEAD"):
             return await self.app(scope, receive, send)
         headers = dict(scope["headers"])
         host = headers.get(b"host", b"").decode("latin-1")

@@ -1,26 +1,32 @@
 """``lttw serve``: a model folder behind HTTP (FastAPI on uvicorn).
 
-    POST /predict  {"texts": ["...", ...]} or {"text": "..."}, optional "top_k": k and
-                   "min_prob": p (0..1: below it no label)
+    POST /predict  {"texts": ["...", ...]}, {"text": "..."} or {"inputs": "..." | [...]},
+                   optional "top_k": k and "min_prob": p (0..1: below it no label), sent as
+                   application/json
                    -> {"predictions": [{"label": L, "prob": p[, "top": [{"label", "prob"}...]]}]}
                    one per text, in the order given; "label" is null where the most
                    probable class is below min_prob; a multi-label model answers
                    {"labels": [{"label", "prob"}...][, "top": ...]} (``serving.documents``)
     GET  /health   {"status": "ok", "backend": ..., "queued_texts": n,
                     "batches": what the micro-batcher did}
+    GET  /live     200 while the process serves (no token, any Host, also past
+                   --max-connections); GET /ready: 200 once the model has run a warm-up
+                   pass, 503 before and while shutting down
     GET  /info     labels, variant, encoder name, word-splitting rule, backend, the folder's
                    metrics, the limits and who may call (auth, allowed hosts, CORS)
+    GET  /metrics  Prometheus text (``serving.metrics``); /openapi.json and /docs: the
+                   OpenAPI schema of these routes (``serving.schema``)
 
 Concurrent requests share forward passes (``serving.batcher``). Every error is one JSON line
 ``{"error": "..."}``: a body that is not UTF-8 or not JSON, or nested too deep (400), over
-``max_body_bytes`` (413), of the wrong shape or types, an empty list, more than
-``max_texts`` texts or a text over ``max_text_chars`` characters (422), a body not received
-within ``body_timeout_s`` (408), a full queue (503 with ``Retry-After``), no answer within
-``request_timeout_s`` (504), a failed forward pass (500; the service goes on). A request
-whose client has left is dropped before its forward pass. On SIGTERM / Ctrl-C uvicorn stops
-accepting connections; queued and running requests get ``shutdown_timeout_s`` to finish,
-then a 503, and the batcher stops. Connection-level bounds: ``serving.connection``; Host,
-token and CORS: ``serving.security``.
+``max_body_bytes`` (413), not sent as ``application/json`` (415), of the wrong shape or
+types, an empty list, more than ``max_texts`` texts or a text over ``max_text_chars``
+characters (422), a body not received within ``body_timeout_s`` (408), a full queue (503
+with ``Retry-After``), no answer within ``request_timeout_s`` (504), a failed forward pass
+(500; the service goes on). A request whose client has left is dropped before its forward
+pass. On SIGTERM / Ctrl-C uvicorn stops accepting connections; queued and running requests
+get ``shutdown_timeout_s`` to finish, then a 503, and the batcher stops. Connection-level
+bounds: ``serving.connection``; Host, token and CORS: ``serving.security``.
 """
 
 from __future__ import annotations
@@ -33,15 +39,25 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect
 
 from lttw.models.calibration import Calibration
+from lttw.serving import schema
 from lttw.serving.batcher import MicroBatcher, QueueFull, ShuttingDown
-from lttw.serving.documents import ApiError, parse_request, predictions
+from lttw.serving.connection import LIVE
+from lttw.serving.documents import (
+    CLIENT_GONE,
+    ApiError,
+    check_json,
+    parse_request,
+    predictions,
+    read_body,
+)
+from lttw.serving.guard import ErrorGuard
 from lttw.serving.limits import Limits
-from lttw.serving.security import Access, AccessMiddleware, send_json
+from lttw.serving.metrics import Metrics, MetricsMiddleware
+from lttw.serving.security import Access, AccessMiddleware
 
 log = logging.getLogger("lttw.serving")
 
@@ -52,36 +68,8 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
-#: a status no client sees: the answer to a request whose client has gone (as nginx logs it)
-CLIENT_GONE = 499
-
-
-async def _read_body(request: Request, limits: Limits) -> bytes:
-    limit = limits.max_body_bytes
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, f"the body has {declared} bytes; the limit is {limit}")
-    body = bytearray()
-
-    async def collect() -> None:
-        async for chunk in request.stream():
-            body.extend(chunk)
-            if len(body) > limit:
-                raise ApiError(413, f"the body exceeds the limit of {limit} bytes")
-
-    try:
-        await asyncio.wait_for(collect(), limits.body_timeout_s)
-    except asyncio.TimeoutError:
-        raise ApiError(
-            408,
-            f"the body was not received within {limits.body_timeout_s:g} s "
-            f"({len(body)} bytes arrived)",
-            {"connection": "close"},
-        ) from None
-    except ClientDisconnect:
-        log.info("client left during its upload (%d bytes received)", len(body))
-        raise ApiError(CLIENT_GONE, "the client left") from None
-    return bytes(body)
+#: the text of the forward pass ``GET /ready`` waits for
+WARM_UP_TEXTS = ["warm up"]
 
 
 async def _client_gone(receive) -> None:
@@ -91,10 +79,15 @@ async def _client_gone(receive) -> None:
 
 
 def create_app(
-    predictor, limits: Limits = Limits(), backend: str = "torch", access: Access | None = None
+    predictor,
+    limits: Limits = Limits(),
+    backend: str = "torch",
+    access: Access | None = None,
+    warm_up: bool = False,
 ) -> FastAPI:
     """The FastAPI application serving ``predictor`` (a ``Predictor``); ``access``: Host
-    allow list, token, CORS (None: any Host, no token, no CORS, as an in-process app)."""
+    allow list, token, CORS (None: any Host, no token, no CORS, as an in-process app);
+    ``warm_up``: ``GET /ready`` answers 503 until one forward pass has run (else at once)."""
     from lttw.serving.info import model_info
 
     batcher = MicroBatcher(
@@ -108,11 +101,26 @@ def create_app(
     info = {**model_info(predictor, backend), "access": access.describe()}
     classes = list(predictor.classes)
     calibration = getattr(predictor, "calibration", Calibration())  # a stand-in may have none
+    metrics = Metrics(batcher, limits.max_batch)
+    readiness: dict = {"warm": not warm_up, "failed": None}
+
+    async def warm() -> None:
+        try:
+            await batcher.warm_up(WARM_UP_TEXTS)
+            readiness["warm"] = True
+        except Exception as err:  # the model cannot predict: never ready, said once
+            from lttw.stage import one_line
+
+            readiness["failed"] = one_line(err)
+            log.error("warm-up forward pass failed: %s", readiness["failed"])
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         batcher.start()
+        warming = asyncio.ensure_future(warm()) if warm_up else None
         yield
+        if warming is not None:
+            warming.cancel()
         await batcher.stop()  # uvicorn has finished every request by now
         stats = batcher.stats
         log.info(
@@ -124,8 +132,15 @@ def create_app(
             stats.refused,
         )
 
-    app = FastAPI(title="lttw", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.batcher = batcher
+    app = FastAPI(
+        title="lttw",
+        summary="A text classifier over HTTP (lttw serve)",
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.batcher, app.state.metrics = batcher, metrics
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, err: ApiError):
@@ -135,8 +150,35 @@ def create_app(
     async def http_error(request: Request, err: HTTPException):  # 404, 405
         return _error(err.status_code, str(err.detail))
 
-    @app.get("/health")
+    @app.get("/live", responses={200: {"model": schema.StatusAnswer}})
+    async def live():
+        """Liveness: 200 while the process serves; never waits for the model or the queue."""
+        return LIVE
+
+    @app.get(
+        "/ready",
+        responses={200: {"model": schema.StatusAnswer}}
+        | schema.error_responses({503: "warming up, or shutting down"}),
+    )
+    async def ready():
+        """Readiness: 200 once the model has answered a warm-up forward pass; 503 before,
+        and from the start of a graceful shutdown."""
+        if batcher.draining:
+            return _error(503, "not ready: the server is shutting down")
+        if readiness["failed"]:
+            return _error(503, f"not ready: the warm-up forward pass failed: {readiness['failed']}")
+        if not readiness["warm"]:
+            return _error(503, "not ready: the model's warm-up forward pass is running")
+        return {"status": "ready"}
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def get_metrics():
+        """Prometheus text format: requests by route and status, latency, queue, batches."""
+        return Response(metrics.render(), media_type=metrics.content_type)
+
+    @app.get("/health", responses={200: {"model": schema.HealthAnswer}})
     async def health():
+        """What the micro-batcher did so far."""
         return {
             "status": "ok",
             "backend": backend,
@@ -144,14 +186,22 @@ def create_app(
             "batches": asdict(batcher.stats),
         }
 
-    @app.get("/info")
+    @app.get("/info", responses={200: {"model": schema.InfoAnswer}})
     async def get_info():
+        """The model, its limits and who may call."""
         return {**info, "limits": asdict(limits)}
 
-    @app.post("/predict")
+    @app.post(
+        "/predict",
+        responses={200: {"model": schema.PredictAnswer}}
+        | schema.error_responses(schema.PREDICT_ERRORS),
+        openapi_extra=schema.request_body(schema.PredictBody),
+    )
     async def predict(request: Request):
+        """Labels and probabilities of the texts, in the order given."""
         arrived = time.monotonic()
-        body = await _read_body(request, limits)
+        check_json(request)
+        body = await read_body(request, limits)
         texts, top_k, min_prob = parse_request(body, limits, len(classes))
         try:
             job = batcher.submit(texts)
@@ -183,7 +233,7 @@ def create_app(
 
             return _error(500, f"prediction failed: {one_line(failure)}")
         answers = predictions(job.future.result(), classes, top_k, calibration, min_prob)
-        return {"predictions": answers}
+        return JSONResponse({"predictions": answers})
 
     if access.cors_origins:
         from starlette.middleware.cors import CORSMiddleware
@@ -196,39 +246,8 @@ def create_app(
         )
     app.add_middleware(AccessMiddleware, access=access)
     app.add_middleware(ErrorGuard)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
-
-
-class ErrorGuard:
-    """Outermost ASGI middleware: whatever escapes the application is one log line and, where
-    no response has started, a one-line JSON 500 (503 when uvicorn cancels the request at the
-    end of its shutdown limit): never a plain-text 500 or a traceback in the log."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        started = False
-
-        async def tracked(message):
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracked)
-        except asyncio.CancelledError:
-            if not started:
-                await send_json(send, 503, str(ShuttingDown()))
-            raise
-        except Exception as err:
-            from lttw.stage import one_line
-
-            log.error("%s %s failed: %s", scope.get("method"), scope.get("path"), one_line(err))
-            if not started:
-                await send_json(send, 500, f"internal error: {one_line(err)}")
 
 
 def serve(
@@ -243,9 +262,8 @@ def serve(
 ) -> None:
     """Run the service until SIGTERM / SIGINT; ``sockets``: already bound sockets to serve
     on instead of host:port."""
-    server_for(create_app(predictor, limits, backend, access), host, port, limits, access_log).run(
-        sockets=sockets
-    )
+    app = create_app(predictor, limits, backend, access, warm_up=True)
+    server_for(app, host, port, limits, access_log).run(sockets=sockets)
 
 
 def server_for(
@@ -264,6 +282,11 @@ def server_for(
     from lttw.serving.connection import protocol_class
 
     class DrainingServer(uvicorn.Server):
+        async def startup(self, sockets=None):
+            await super().startup(sockets)
+            if sockets and self.started:  # uvicorn says where it listens only on its own
+                self._log_started_message(sockets)
+
         async def shutdown(self, sockets=None):
             app.state.batcher.drain(limits.shutdown_timeout_s)
             await super().shutdown(sockets)
@@ -272,7 +295,7 @@ def server_for(
         app,
         host=host,
         port=port,
-        http=protocol_class(limits),
+        http=protocol_class(limits, app.state.metrics.refusal),
         access_log=access_log,
         log_level=log_level,
         lifespan="on",

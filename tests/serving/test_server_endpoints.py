@@ -1,0 +1,158 @@
+"""`lttw serve`'s endpoints for running replicas, through a real server on a free loopback
+port: liveness (``/live``: no token, any Host) and readiness (``/ready``: 503 until the
+warm-up forward pass has run and once shutdown begins), Prometheus ``/metrics``, the OpenAPI
+schema and page behind the same Host allow list and token, and the Hugging Face / TEI
+request shape ``{"inputs": ...}``."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from support.live_server import BOUND_S, Gate, assert_json_error, lttw_serve, serving, until
+from support.serving_models import shared_lttw_folder
+
+from lttw.serving.limits import Limits
+from lttw.serving.security import LOOPBACK_HOSTS, Access
+from lttw.serving.server import create_app
+
+TOKEN = {"authorization": "Bearer s3cret"}
+
+
+def test_live_and_ready_need_no_token_or_allowed_host(tmp_path):
+    gate = Gate(tmp_path)
+    access = Access(allowed_hosts=LOOPBACK_HOSTS, api_key="s3cret")
+    app = create_app(gate, access=access, warm_up=True)
+    with serving(app) as (http, server, _):
+        pod = {"host": "10.1.2.3:8000"}  # what an orchestrator's probe sends
+        assert http.get("/live", headers=pod).json() == {"status": "alive"}
+        assert_json_error(http.get("/ready", headers=pod), 503, "warm-up forward pass")
+        until(lambda: gate.seen, "the warm-up pass runs")
+        assert http.get("/live").status_code == 200  # while the model computes
+        gate.open.set()
+        until(lambda: http.get("/ready").status_code == 200, "ready once warm")
+        assert http.get("/ready", headers=pod).json() == {"status": "ready"}
+        assert_json_error(http.get("/health", headers=pod), 400, "Host header")
+        assert_json_error(http.get("/info"), 401, "API key")
+        # graceful shutdown begins (what SIGTERM does first): not ready, still alive
+        loop = server.servers[0].get_loop()
+        loop.call_soon_threadsafe(app.state.batcher.drain, BOUND_S)
+        until(lambda: http.get("/ready").status_code == 503, "not ready while draining")
+        assert_json_error(http.get("/ready"), 503, "shutting down")
+        assert http.get("/live").status_code == 200
+    assert gate.seen == [["warm up"]]
+
+
+def test_a_failed_warm_up_keeps_the_server_unready(tmp_path):
+    class Broken(Gate):
+        def predict_proba(self, texts, batch_size=64):
+            raise RuntimeError("CUDA error: out of memory")
+
+    with serving(create_app(Broken(tmp_path), warm_up=True)) as (http, _, _):
+        until(lambda: "failed" in http.get("/ready").text, "the warm-up fails")
+        assert_json_error(http.get("/ready"), 503, "warm-up forward pass failed: CUDA error")
+        assert http.get("/live").status_code == 200
+
+
+def test_inputs_is_accepted_beside_texts(tmp_path):
+    gate = Gate(tmp_path)
+    gate.open.set()
+    with serving(create_app(gate)) as (http, _, _):
+        one = http.post("/predict", json={"inputs": "oil prices fall"})
+        many = http.post("/predict", json={"inputs": ["a", "b"], "top_k": 1})
+        assert one.json() == {"predictions": [{"label": "b", "prob": 0.75}]}
+        assert len(many.json()["predictions"]) == 2 and "top" in many.json()["predictions"][0]
+        both = http.post("/predict", json={"inputs": "a", "text": "b"})
+        assert_json_error(both, 422, "'text' and 'inputs' given together")
+    assert gate.seen == [["oil prices fall"], ["a", "b"]]
+
+
+def metric_samples(text: str) -> dict[tuple[str, tuple], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_metrics_count_requests_errors_latency_queue_and_batches(tmp_path):
+    import socket
+
+    gate = Gate(tmp_path)
+    gate.open.set()
+    limits = Limits(max_batch=8)
+    access = Access(allowed_hosts=LOOPBACK_HOSTS, api_key="s3cret")
+    with serving(create_app(gate, limits, access=access), limits) as (http, _, port):
+        for texts in (["a"], ["b", "c", "d"]):
+            assert http.post("/predict", json={"texts": texts}, headers=TOKEN).status_code == 200
+        assert http.post("/predict", json={"texts": []}, headers=TOKEN).status_code == 422
+        assert http.post("/predict", content=b"{}", headers=TOKEN).status_code == 415
+        assert http.get("/made-up/path/1", headers=TOKEN).status_code == 404
+        with socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) as conn:
+            conn.sendall(b"GET /health HTTP/2.0\r\nhost: 127.0.0.1\r\n\r\n")
+            assert conn.recv(64).startswith(b"HTTP/1.1 400")
+        assert_json_error(http.get("/metrics"), 401, "API key")  # the token applies
+        scraped = http.get("/metrics", headers=TOKEN)
+    assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
+    got = metric_samples(scraped.text)
+
+    def requests(route, status):
+        return got.get(("lttw_http_requests_total", (("route", route), ("status", status))), 0)
+
+    assert requests("/predict", "200") == 2 and requests("/predict", "422") == 1
+    assert requests("/predict", "415") == 1 and requests("/metrics", "401") == 1
+    assert requests("other", "404") == 1  # made-up paths never become series of their own
+    assert got[("lttw_http_request_duration_seconds_count", (("route", "/predict"),))] == 4
+    assert got[("lttw_connections_refused_total", (("status", "400"),))] == 1
+    assert got[("lttw_queue_texts", ())] == 0
+    assert got[("lttw_batch_texts_count", ())] == 2 and got[("lttw_batch_texts_sum", ())] == 4
+    assert got[("lttw_batch_texts_bucket", (("le", "1.0"),))] == 1
+    assert got[("lttw_batcher_texts_total", ())] == 4
+
+
+def test_openapi_schema_and_page_behind_the_same_access(tmp_path):
+    access = Access(allowed_hosts=LOOPBACK_HOSTS, api_key="s3cret")
+    with serving(create_app(Gate(tmp_path), access=access)) as (http, _, _):
+        assert_json_error(http.get("/openapi.json"), 401, "API key")
+        wrong_host = {**TOKEN, "host": "evil.example"}
+        assert_json_error(http.get("/openapi.json", headers=wrong_host), 400, "Host header")
+        schema = http.get("/openapi.json", headers=TOKEN).json()
+        page = http.get("/docs", headers=TOKEN)
+    assert page.status_code == 200 and "/openapi.json" in page.text
+    assert {"/predict", "/health", "/info", "/live", "/ready", "/metrics"} <= set(schema["paths"])
+    predict = schema["paths"]["/predict"]["post"]
+    body = predict["requestBody"]["content"]["application/json"]["schema"]
+    assert {"texts", "text", "inputs", "top_k", "min_prob"} == set(body["properties"])
+    assert {"200", "400", "413", "415", "422", "503"} <= set(predict["responses"])
+    answer = predict["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answer["$ref"].endswith("/PredictAnswer")
+    assert "ErrorAnswer" in schema["components"]["schemas"]
+
+
+def test_openapi_without_token_is_open_on_a_loopback_server(tmp_path):
+    with serving(create_app(Gate(tmp_path), access=Access())) as (http, _, _):
+        assert http.get("/openapi.json").json()["info"]["title"] == "lttw"
+        assert http.get("/ready").json() == {"status": "ready"}  # no warm-up asked
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tiny_encoder_dir) -> Path:
+    return shared_lttw_folder(tmp_path_factory, tiny_encoder_dir)
+
+
+def test_lttw_serve_is_ready_after_its_warm_up(model_dir):
+    with lttw_serve(model_dir) as (proc, port, _):
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=BOUND_S) as http:
+            until(lambda: http.get("/ready").status_code == 200, "ready")
+            assert http.get("/live").json() == {"status": "alive"}
+            answer = http.post("/predict", json={"inputs": ["stock market", "team won"]})
+            assert answer.status_code == 200 and len(answer.json()["predictions"]) == 2
+            scraped = metric_samples(http.get("/metrics").text)
+            assert http.get("/openapi.json").json()["paths"]["/predict"]
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.communicate(timeout=BOUND_S)[1]
+    assert scraped[("lttw_batcher_texts_total", ())] == 2  # the warm-up pass is not counted
+    assert "Traceback" not in rest, rest

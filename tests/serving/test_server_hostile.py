@@ -1,0 +1,128 @@
+"""Hostile clients against a real server (uvicorn with ``server_for``'s bounded protocol, on a
+free loopback port): every client past ``max_connections`` reads its JSON 503 (never a TCP
+reset), ``GET /live`` still answers there; a body not sent as ``application/json`` gets 415
+and is never computed; two Host headers, a full URL as the target and ``HTTP/2.0`` get 400;
+and `lttw serve` on a port in use says so in one line."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from support.live_server import BOUND_S, Gate, assert_json_error, serving, until
+
+from lttw.serving.limits import Limits
+from lttw.serving.server import create_app
+
+POST = (
+    b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+    b"content-length: %d\r\nconnection: close\r\n\r\n%s"
+)
+
+
+def ask(port: int, request: bytes) -> bytes:
+    """Send ``request`` at once, then read until the server closes (a reset raises)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) as conn:
+        conn.sendall(request)
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def status_of(response: bytes) -> tuple[int, dict]:
+    head, _, body = response.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), json.loads(body)
+
+
+def test_every_client_past_the_connection_cap_reads_its_503(tmp_path):
+    """100 clients at once, each sending a whole request the moment it connects, to a server
+    whose 2 connections are taken: every one reads the JSON 503 with Retry-After (closing
+    with the request unread sent TCP resets instead); GET /live is answered 200 there."""
+    limits = Limits(max_connections=2, header_timeout_s=BOUND_S)
+    body = json.dumps({"texts": ["x" * 2000] * 8}).encode()
+    with serving(create_app(Gate(tmp_path), limits), limits) as (http, _, port):
+        held = [socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) for _ in range(2)]
+        try:
+            until(lambda: ask(port, POST % (2, b"{}")).startswith(b"HTTP/1.1 503"), "the cap")
+            with ThreadPoolExecutor(50) as pool:
+                answers = list(pool.map(lambda _: ask(port, POST % (len(body), body)), range(100)))
+            for answer in answers:
+                status, doc = status_of(answer)
+                assert status == 503 and "--max-connections" in doc["error"], answer[:200]
+                assert b"\r\nretry-after: 1\r\n" in answer.lower()
+            live = ask(port, b"GET /live HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            assert status_of(live) == (200, {"status": "alive"})
+        finally:
+            for conn in held:
+                conn.close()
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None],
+)
+def test_a_body_not_sent_as_json_gets_415(tmp_path, kind):
+    """What a web page may send to another site without a preflight is never computed."""
+    gate = Gate(tmp_path)
+    gate.open.set()
+    with serving(create_app(gate)) as (http, _, _):
+        headers = {"content-type": kind} if kind else {}
+        answer = http.post("/predict", content=b'{"text": "a"}', headers=headers)
+        assert_json_error(answer, 415, "application/json")
+        charset = {"content-type": "Application/JSON; charset=utf-8"}
+        assert http.post("/predict", content=b'{"text": "a"}', headers=charset).status_code == 200
+    assert gate.seen == [["a"]]
+
+
+@pytest.mark.parametrize(
+    "request_head, words",
+    [
+        (b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nhost: evil.example\r\n\r\n", "2 Host"),
+        (b"GET /health HTTP/1.1\r\nHost: evil.example\r\nhost: 127.0.0.1\r\n\r\n", "2 Host"),
+        (b"GET http://evil.example/health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n", "a path"),
+        (b"GET http://127.0.0.1/health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n", "a path"),
+        (b"GET /health HTTP/2.0\r\nhost: 127.0.0.1\r\n\r\n", "HTTP/2.0"),
+    ],
+    ids=["hosts", "hosts-reversed", "absolute-form", "absolute-form-own-host", "http2"],
+)
+def test_ambiguous_requests_get_400(tmp_path, request_head, words):
+    with serving(create_app(Gate(tmp_path))) as (http, _, port):
+        status, doc = status_of(ask(port, request_head))
+        assert status == 400 and list(doc) == ["error"] and words in doc["error"], doc
+        http10 = ask(port, b"GET /health HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n")
+        assert status_of(http10)[0] == 200
+
+
+def test_a_port_in_use_is_one_error_line(tmp_path):
+    """No banner and none of uvicorn's lines: `error: ...` and the exit code of the CLI's
+    other environment errors (2), before the model loads."""
+    from support.tiny_project import env
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ran = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lttw.cli",
+                "serve",
+                "--model",
+                str(tmp_path),
+                "--port",
+                str(port),
+            ],
+            env=env(),
+            capture_output=True,
+            text=True,
+            timeout=BOUND_S,
+        )
+    lines = ran.stderr.strip().splitlines()
+    assert ran.returncode == 2 and len(lines) == 1, ran.stderr
+    assert lines[0].startswith(f"error: cannot listen on 127.0.0.1:{port}: Address already in use")
