@@ -52,7 +52,14 @@ from lttw.experiments.stage_plan import (
     read_checkout_yaml,
     stage_keys,
 )
-from lttw.experiments.stage_process import Clock, run_stage, stage_argv, stage_env, stop_stage
+from lttw.experiments.stage_process import (
+    Clock,
+    run_stage,
+    sigterm_stops,
+    stage_argv,
+    stage_env,
+    stop_stage,
+)
 from lttw.experiments.windows import Outcome, account, choose_jobs, epoch_times, write_window
 from lttw.experiments.windows import describe as describe  # run_window's callers print it
 from lttw.experiments.work_folders import (
@@ -322,7 +329,8 @@ def run_window(
     start = time.monotonic()
     watch = Utilisation().start()
     try:
-        outcome = runner.run(cells, list(extra), clock)
+        with sigterm_stops():
+            outcome = runner.run(cells, list(extra), clock)
     finally:
         utilisation = watch.stop()
     end = time.monotonic()
