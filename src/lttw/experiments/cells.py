@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lttw.experiments.cell_folder import PART, PREDICTIONS
+from lttw.experiments.cell_folder import PART, PREDICTIONS, Run, make_run, read_cell
 from lttw.io import atomic_dir, atomic_path, read_json, remove_inside, write_json, write_parquet
 
 RUNS_DIR = Path("evidence/runs")
@@ -121,6 +121,33 @@ def restore_folds(runs_dir: Path, cell: str, work: Path, folds: list[int]) -> li
                 (done / f"{stage}@{fold}").touch()
             restored.append(fold)
     return restored
+
+
+def read_grid_cell(runs_dir: Path, name: str) -> Run | None:
+    """A grid cell's run: its folder where it is written (with ``cell.json``'s per-fold
+    records), else the folds a stopped run saved (``partial``), else None."""
+    folder = runs_dir / name
+    if (folder / "summary.json").is_file():
+        run = read_cell(folder)
+        meta = read_json(folder / "cell.json") if (folder / "cell.json").is_file() else {}
+        run.trained = {int(f): r for f, r in (meta.get("folds_trained") or {}).items()}
+        return run
+    saved = sorted((runs_dir / ".partial" / name).glob("fold_*/complete"))
+    folds, trained = [], {}
+    for mark in saved:
+        fold = int(mark.parent.name.removeprefix("fold_"))
+        folds.append((f"fold_{fold}", read_json(mark.parent / f"metrics/folds/fold_{fold}.json")))
+        if fold_record(mark.parent, fold).is_file():
+            trained[fold] = read_json(fold_record(mark.parent, fold))
+    if not folds:
+        return None
+    first = folds[0][1]  # the evaluate stage's metrics name the dataset, variant, ablation
+    summary = {"dataset": first.get("dataset"), "variant": first.get("variant")}
+    model = {"fusion": first.get("fusion"), "attention": first.get("attention")}
+    run = make_run(summary, folds, model, str(runs_dir / ".partial" / name))
+    if run is not None:
+        run.partial, run.trained = True, trained
+    return run
 
 
 def progress(cells: list, runs_dir: Path) -> dict[str, str]:
