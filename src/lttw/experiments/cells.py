@@ -144,10 +144,10 @@ def read_grid_cell(runs_dir: Path, name: str) -> Run | None:
     first = folds[0][1]  # the evaluate stage's metrics name the dataset, variant, ablation
     summary = {"dataset": first.get("dataset"), "variant": first.get("variant")}
     model = {"fusion": first.get("fusion"), "attention": first.get("attention")}
-    run = make_run(summary, folds, model, str(runs_dir / ".partial" / name))
-    if run is not None:
-        run.partial, run.trained = True, trained
-    return run
+    partial = make_run(summary, folds, model, str(runs_dir / ".partial" / name))
+    if partial is not None:
+        partial.partial, partial.trained = True, trained
+    return partial
 
 
 def progress(cells: list, runs_dir: Path) -> dict[str, str]:

@@ -72,10 +72,13 @@ def make_executor(kind: str, folder: Path, timeout_min: int, slurm: dict[str, An
     import submitit
 
     if kind == "local":
-        executor = submitit.LocalExecutor(folder=str(folder))
-        executor.update_parameters(timeout_min=timeout_min)
-        return executor
-    executor = submitit.AutoExecutor(folder=str(folder), cluster="slurm")
+        local = submitit.LocalExecutor(folder=str(folder))
+        local.update_parameters(timeout_min=timeout_min)
+        return local
+    try:
+        executor = submitit.AutoExecutor(folder=str(folder), cluster="slurm")
+    except RuntimeError as err:  # no srun / sbatch here
+        raise UserError(f"--executor slurm: {err}") from None
     params = {f"slurm_{key}": value for key, value in slurm.items() if value is not None}
     executor.update_parameters(timeout_min=timeout_min, name="lttw-cell", **params)
     return executor
