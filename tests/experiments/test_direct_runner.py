@@ -256,3 +256,22 @@ def test_a_bad_parameter_is_refused_even_where_every_cell_is_written(tmp_path):
         run_window("tiny", extra=["model.kk=1"], repo=tmp_path, log=lambda s: None)
     outcome = run_window("tiny", extra=["model.k=5"], repo=tmp_path, log=lambda s: None)
     assert outcome.skipped == CELLS and not outcome.done
+
+
+def test_jobs_follow_the_windows_that_finished_more_folds_per_gpu_minute(tmp_path):
+    """Without --jobs the runner takes the jobs whose windows on a card finished the most
+    folds per GPU-minute (the grid's own windows first); 1 where none ran on a card."""
+    from lttw.experiments.windows import Outcome, account, choose_jobs, write_window
+
+    runs = tmp_path / "runs"
+    assert choose_jobs(runs, "paper") == (1, "default (no window measured on a card)")
+    measured = {1: (6, 600.0), 2: (10, 600.0), 3: (11, 720.0)}  # jobs: (folds, cells' seconds)
+    for jobs, (folds, seconds) in measured.items():
+        outcome = Outcome(trained={f"cell-{i}": [0] for i in range(folds)})
+        record = account("paper", outcome, jobs, "given", "H100", None, seconds + 60, seconds)
+        write_window(tmp_path / f"work{jobs}", runs, record)
+    cpu = account("paper", Outcome(trained={"c": [0, 1, 2]}), 4, "given", None, None, 9.0, 1.0)
+    write_window(tmp_path / "work-cpu", runs, cpu)  # no card: not a measurement
+    jobs, how = choose_jobs(runs, "paper")
+    assert jobs == 2 and "2 job(s) 1.00" in how and "3 job(s) 0.92" in how
+    assert cpu["folds_per_gpu_minute"] is None and cpu["utilisation"] is None

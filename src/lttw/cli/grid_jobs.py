@@ -12,22 +12,6 @@ import typer
 
 from lttw.cli.main import Params, _examples
 from lttw.cli.reports import Cells, Grids, _grid, exp_app
-from lttw.errors import UserError
-
-
-def one_cell(grid, cell: str | None, index: int | None, only: list[str] | None) -> str:
-    """The one cell ``--cell`` (a key or name) or ``--index`` (from 0, ``exp cells``) names."""
-    if cell is not None and index is not None:
-        raise UserError("--cell and --index: give one of them")
-    if only:
-        raise UserError("--only and --cell/--index: give one of them")
-    if index is not None:
-        if not 0 <= index < len(grid.cells):
-            raise UserError(
-                f"--index {index}: {grid.name} has cells 0..{len(grid.cells) - 1} (lttw exp cells)"
-            )
-        return grid.cells[index].name
-    return grid.select([str(cell)])[0].name
 
 
 @exp_app.command("cells", epilog=_examples("lttw exp cells paper", "lttw exp cells paper --names"))

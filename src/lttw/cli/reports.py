@@ -200,7 +200,7 @@ def exp_run(
     extra = list(assignments or [])
     grid = _grid(name, grids, params, frozen, tuple(extra))
     if cell is not None or index is not None:  # one cell per job: direct, one at a time
-        from lttw.cli.grid_jobs import one_cell
+        from lttw.experiments.submit import one_cell
 
         only, jobs, runner = [one_cell(grid, cell, index, only)], 1, Runner.direct
     if runner is Runner.direct:

@@ -60,6 +60,21 @@ class CellJob:
         }
 
 
+def one_cell(grid, cell: str | None, index: int | None, only: list[str] | None) -> str:
+    """The one cell ``--cell`` (a key or name) or ``--index`` (from 0, ``exp cells``) names."""
+    if cell is not None and index is not None:
+        raise UserError("--cell and --index: give one of them")
+    if only:
+        raise UserError("--only and --cell/--index: give one of them")
+    if index is not None:
+        if not 0 <= index < len(grid.cells):
+            raise UserError(
+                f"--index {index}: {grid.name} has cells 0..{len(grid.cells) - 1} (lttw exp cells)"
+            )
+        return grid.cells[index].name
+    return grid.select([str(cell)])[0].name
+
+
 def make_executor(kind: str, folder: Path, timeout_min: int, slurm: dict[str, Any]):
     """A submitit executor writing its logs to ``folder``; ``slurm``: Slurm's parameters
     (``partition``, ``gpus_per_node``, ...) where ``kind`` is slurm."""
