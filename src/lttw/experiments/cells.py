@@ -117,6 +117,7 @@ def restore_folds(runs_dir: Path, cell: str, work: Path, folds: list[int]) -> li
         if i == 0 and not (model / "lttw.json").is_file():
             continue
         if restore_fold(runs_dir, cell, work, fold):
+            done.mkdir(parents=True, exist_ok=True)
             for stage in FOLD_STAGES:
                 (done / f"{stage}@{fold}").touch()
             restored.append(fold)
@@ -136,7 +137,10 @@ def read_grid_cell(runs_dir: Path, name: str) -> Run | None:
     folds, trained = [], {}
     for mark in saved:
         fold = int(mark.parent.name.removeprefix("fold_"))
-        folds.append((f"fold_{fold}", read_json(mark.parent / f"metrics/folds/fold_{fold}.json")))
+        metrics = mark.parent / f"metrics/folds/fold_{fold}.json"
+        if not metrics.is_file():  # not a fold the runner saved: nothing to report
+            continue
+        folds.append((f"fold_{fold}", read_json(metrics)))
         if fold_record(mark.parent, fold).is_file():
             trained[fold] = read_json(fold_record(mark.parent, fold))
     if not folds:
