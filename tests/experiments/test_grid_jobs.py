@@ -66,6 +66,11 @@ def test_a_grid_runs_one_cell_per_submitit_job(tmp_path, tiny_encoder_dir):
         }
     assert not [p for p in runs.rglob("*") if p.name.endswith(".tmp")]
 
+    again = lttw(["exp", "run", "jobs", "--index", "0"], project).stdout  # written: at once
+    assert "0 cell(s) written; 1 written before" in again
+    wrong = lttw(["exp", "run", "jobs", "--index", "2"], project, check=False)
+    assert wrong.exit_code == 2 and "--index 2: jobs has cells 0..1" in wrong.output
+
     lttw(["report", "--no-experiments", "--out", "report.md"], project)
     grid = (project / "report.md").read_text().split("## Grid `jobs` (2 of 2 cells)")[1]
     assert "| tfidf_linear | 1 |" in grid and "tfidf_linear [logistic]" in grid

@@ -349,7 +349,7 @@ def test_the_paper_grid_renders_tables_4_and_5_from_written_and_running_cells(
         trained = {str(f): record for f in folds}
         (cells / name / "cell.json").write_text(json.dumps({"folds_trained": trained}))
     running = cells / ".partial" / "paper-lttw-m"
-    write_run(running / "tmp", "lttw", {0: 0.91, 1: 0.92})
+    write_run(running / "tmp", "lttw", {0: 0.91, 1: 0.925})
     for fold in (0, 1):
         saved = running / f"fold_{fold}"
         metrics = json.loads((running / "tmp" / "folds" / f"fold_{fold}.json").read_text())

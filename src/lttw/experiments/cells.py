@@ -10,8 +10,8 @@ all.
 A cell the direct runner stopped keeps its finished folds in ``.partial/<cell>/fold_<i>/``
 (``FOLD_FILES``, the model folder's ``MODEL_FILES`` and a ``complete`` mark), from which a
 later window on another machine resumes it without training any of them again; they go when
-the cell is written. ``.partial/<cell>/params.yaml`` names the cell's dataset and variant, so
-that ``lttw report`` shows a stopped cell's finished folds.
+the cell is written. ``.partial/<cell>/params.yaml`` keeps the parameters the saved folds ran
+with; ``lttw report`` shows a stopped cell's finished folds (``read_grid_cell``).
 """
 
 from __future__ import annotations
