@@ -145,9 +145,21 @@ for part in "${PARTS[@]}"; do
     attention)
       "$PY" bench/train_step.py attention ${QUICK[@]+"${QUICK[@]}"} ;;
     profile)
-      # where a step's time goes: BERT-base-sized LTTW, bf16 autocast, paper shape
-      "$PY" bench/train_step.py profile ${ENC_ARGS[@]+"${ENC_ARGS[@]}"} ${QUICK[@]+"${QUICK[@]}"} \
-        $([ ${#QUICK[@]} -eq 0 ] && echo --encoder bert-base --precision bf16) ;;
+      # where a step's time goes, torch.compile off and on (on: GPU only; inductor takes
+      # minutes on a CPU), MiniLM and BERT-base-sized LTTW, bf16 autocast, paper shape: a
+      # JSON each (the card's name in it), then profile_compile.json with their epoch
+      # times beside the targets (MiniLM <= 3 s, BERT-base <= 10 s per 60k-text epoch)
+      # (the CPU dry run: MiniLM eager only)
+      MODES=(off); PRECISION=(); ENCODERS=(minilm)
+      if [ ${#QUICK[@]} -eq 0 ]; then MODES=(off on); PRECISION=(--precision bf16); ENCODERS=(minilm bert-base); fi
+      for enc in "${ENCODERS[@]}"; do
+        for mode in "${MODES[@]}"; do
+          "$PY" bench/train_step.py profile ${ENC_ARGS[@]+"${ENC_ARGS[@]}"} ${QUICK[@]+"${QUICK[@]}"} \
+            --encoder "$enc" --compile "$mode" ${PRECISION[@]+"${PRECISION[@]}"} \
+            --out "bench/results/profile-train-$enc-compile-$mode.json"
+        done
+      done
+      "$PY" bench/profile_summary.py ;;
     predict)
       if [ -n "$MODEL" ]; then
         "$PY" bench/predict_throughput.py --model "$MODEL" ${QUICK[@]+"${QUICK[@]}"}

@@ -87,7 +87,11 @@ def main(settings, fold: int):
             metrics[part].get("f1_macro", float("nan")),
             len(y),
         )
-    for key in ("time_per_epoch_s", "samples_per_s", "epochs_run", "device"):
+    # the time per epoch with and without the start-up of the first step (steady_...)
+    for key in (
+        *("time_per_epoch_s", "steady_time_per_epoch_s", "startup_s", "samples_per_s"),
+        *("epochs_run", "device", "device_name"),
+    ):
         if key in training:
             metrics[key] = training[key]
     test_y = inputs.part_labels("test")

@@ -17,7 +17,11 @@ Prints (and writes to bench/results/profile_train.json):
     element-wise, optimiser, copies / indexing, ...), by self time: device time on CUDA, CPU
     time on the CPU;
   * the forward pass split by module (encoder, fusion + attention blocks, classifier);
-  * the top ops.
+  * the top ops;
+  * the step's time extrapolated to a 60,000-sample epoch (``epoch_s``) beside the GPU
+    target for the encoder (``target_epoch_s``: BERT-base 10 s, MiniLM 3 s), after the
+    warm-up steps (compilation, CUDA context, allocator warm-up are not in it); the card's
+    name is ``device_name``.
 
     python bench/train_step.py profile --quick                  # CPU, tiny shapes, < 60 s
     python bench/train_step.py profile --seq 64 --batch 32       # the default profile's step
@@ -43,8 +47,10 @@ from lttw.training.bf16_weights import applies
 from lttw.training.steps import compiles
 from steps import common as step
 from steps.phases import category, is_device, op_counts, phase_of, phase_times, rounded
+from steps.throughput import TARGET_EPOCH_S
 
 OUT = RESULTS / "profile_train.json"
+EPOCH_SAMPLES = 60_000
 
 
 class ProfiledClock(step.StepClock):
@@ -206,6 +212,9 @@ def main(argv=None) -> dict:
         "step_ms_wall": None if wall is None else round(1e3 * wall / steps, 2),
         "step_ms": round(step_ms, 2),
         "step_ms_source": "wall clock" if cuda and wall else "profiler ProfilerStep ranges",
+        # a 60,000-sample epoch at this step's time (the profiler's overhead included)
+        "epoch_s": round(step_ms / 1e3 * -(-EPOCH_SAMPLES // batch), 2),
+        "target_epoch_s": TARGET_EPOCH_S.get(args.encoder),
         "ms_per_step_by_phase": rounded(by_phase),
         "phases_sum_over_step": round(total / max(step_ms, 1e-9), 3),
         "op_counts": op_counts(tree, steps),
@@ -222,6 +231,11 @@ def main(argv=None) -> dict:
         f"(autocast {'bf16' if rt.bf16 else 'off'}) | seq {seq} batch {batch} | "
         f"{steps} profiled steps after {warmup}{' | compiled' if compiled else ''}"
         + (f" | wall {result['step_ms_wall']} ms/step (profiler on)" if wall else "")
+    )
+    target = result["target_epoch_s"]
+    print(
+        f"# {result['epoch_s']} s per {EPOCH_SAMPLES:,}-sample epoch"
+        + (f" (GPU target <= {target} s)" if target else "")
     )
     print(f"\n{clock_name} per step, by phase of the training step")
     for k, v in result["ms_per_step_by_phase"].items():

@@ -29,6 +29,15 @@ def test_profile_train_attributes_time_to_the_step_phases(tmp_path):
     out = tmp_path / "profile.json"
     result = train_step.main(["profile", "--quick", "--steps", "1", "--out", str(out)])
     assert json.loads(out.read_text()) == result
+    # the step extrapolated to a 60k-text epoch beside MiniLM's GPU target; gpu.sh's
+    # compile off / on summary (profile_summary) names the card
+    assert result["epoch_s"] > 0 and result["target_epoch_s"] == 3.0
+    import profile_summary
+
+    (tmp_path / "profile-train-minilm-compile-off.json").write_text(out.read_text())
+    summary = profile_summary.summary(tmp_path)
+    assert summary["card"] == result["device_name"] and len(summary["rows"]) == 1
+    assert summary["rows"][0]["compiled"] is False
     phases = result["ms_per_step_by_phase"]
     assert {"forward", "backward", "optimizer", "clip_grad_norm", "batch"} <= set(phases)
     assert phases["forward"] > 0 and phases["backward"] > 0 and phases["optimizer"] > 0

@@ -50,7 +50,10 @@ from lttw.training.checkpoint import read_checkpoint_state
 pytestmark = pytest.mark.slow
 
 FAULT_EPOCHS = 8
-TIMING_KEYS = {"time_per_epoch_s", "samples_per_s", "epoch_times_s"}
+TIMING_KEYS = {
+    *("time_per_epoch_s", "samples_per_s", "epoch_times_s"),
+    *("steady_time_per_epoch_s", "startup_s"),
+}
 OUTPUT_ROOTS = ("data", "metrics", "models", "dvclive")
 DATA_STAGES = ("sample", "folds", "tokens", "counts@0", "nmf@0", "features@0")
 PICKLE_SUFFIXES = {".bin", ".pt", ".pth", ".pkl", ".pickle", ".joblib", ".ckpt", ".npy", ".npz"}

@@ -1,9 +1,11 @@
 """The direct grid runner (no dvc): a tiny grid, two cells at a time, a budget that stops it
 mid-grid, then resumes (on the same machine, and on a fresh one) that complete it; no cell is
-ever half-written, the shared inputs are built once, and `lttw report` renders the cells."""
+ever half-written, no fold is trained twice, the shared inputs are built once, and `lttw
+report` renders the cells."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import yaml
 from lttw.experiments.__main__ import main
 from lttw.experiments.direct_runner import WORK_DIR, run_window
 from lttw.experiments.stage_process import Clock
+from lttw.experiments.windows import read_windows
 
 GRID = """\
 description: A tiny grid for the tests.
@@ -21,7 +24,7 @@ reference: lttw
 folds: [0]
 cells:
   lttw: {}
-  tfidf: {set: {model.variant: tfidf_linear}}
+  tfidf: {set: {model.variant: tfidf_linear, folds.run: [0, 1]}}
 """
 CELLS = ["tiny-lttw", "tiny-tfidf"]
 CELL_FILES = {"summary.json", "cell.json", "params.yaml", "test_predictions.parquet", "folds"}
@@ -45,6 +48,21 @@ class StageCount(Clock):
         return 0.0 if self.started >= self.n else None
 
 
+class AfterFold(Clock):
+    """No budget until ``mark`` exists (a fold saved), then none left: the window stops at
+    the next stage's start."""
+
+    def __init__(self, mark: Path):
+        super().__init__(deadline=None)
+        self.mark = mark
+
+    def up(self) -> bool:
+        return self.mark.exists()
+
+    def left(self) -> float | None:
+        return 0.0 if self.up() else None
+
+
 def written_cells(runs: Path) -> list[str]:
     """The cell folders, each checked whole (nothing half-written, no temporaries)."""
     assert not [p.name for p in runs.iterdir() if p.name.endswith(".tmp")]
@@ -57,23 +75,39 @@ def written_cells(runs: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def windows(tmp_path_factory, tiny_encoder_dir):
     """The tiny project, its grid run in two windows: the first, one cell at a time, stopped
-    by its budget (the 12th stage stopped as it starts: 6 shared stages, then the first
-    cell's 5, then the second cell's first), the second, two cells at a time on a "fresh
-    machine" (the work folder removed), resumed to the end."""
+    once the second cell's first fold is saved (the first cell written whole), the second,
+    two cells at a time on a "fresh machine" (the work folder removed), resumed to the end.
+    Every train stage started is counted (the cell and fold it trains)."""
+    from unittest import mock
+
     from support.tiny_project import make_tiny_project
+
+    from lttw.experiments import direct_runner
 
     project = make_tiny_project(tmp_path_factory.mktemp("grid") / "p", tiny_encoder_dir)
     (project / "experiments").mkdir()
     (project / "experiments" / "tiny.yaml").write_text(GRID)
     runs = project / "evidence" / "runs"
-    first = run_window("tiny", jobs=1, repo=project, clock=StageCount(12), log=lambda s: None)
-    state = {
-        "written": written_cells(runs) if runs.is_dir() else [],
-        "shared": sorted(p.name for p in (project / WORK_DIR / "shared").iterdir()),
-    }
-    shutil.rmtree(project / WORK_DIR)
-    lines: list[str] = []
-    second = run_window("tiny", jobs=2, repo=project, log=lines.append)
+    trains: list[tuple[str, str]] = []
+    run_stage = direct_runner.run_stage
+
+    def counted(argv, cwd, *args, **kwargs):
+        if any(a.endswith("train.py") for a in argv):
+            trains.append((Path(cwd).name, argv[argv.index("--fold") + 1]))
+        return run_stage(argv, cwd, *args, **kwargs)
+
+    stop = AfterFold(runs / ".partial" / "tiny-tfidf" / "fold_0" / "complete")
+    with mock.patch.object(direct_runner, "run_stage", side_effect=counted):
+        first = run_window("tiny", jobs=1, repo=project, clock=stop, log=lambda s: None)
+        state = {
+            "written": written_cells(runs) if runs.is_dir() else [],
+            "shared": sorted(p.name for p in (project / WORK_DIR / "shared").iterdir()),
+            "trains": list(trains),
+        }
+        shutil.rmtree(project / WORK_DIR)
+        lines: list[str] = []
+        second = run_window("tiny", jobs=2, repo=project, log=lines.append)
+    state["trains_after"] = trains[len(state["trains"]) :]
     return project, first, state, second
 
 
@@ -83,6 +117,12 @@ def test_a_budget_stops_mid_grid_and_a_resume_completes_it(windows):
     runs = project / "evidence" / "runs"
     assert first.done == ["tiny-lttw"] and first.left and not first.failed
     assert state["written"] == sorted(first.done)  # whole cells only
+    # no fold trained twice: the resume restores fold 0 (the first, whose model the final
+    # stage reads: its metadata was kept) and trains fold 1 only
+    assert state["trains"] == [("tiny-lttw", "0"), ("tiny-tfidf", "0")]
+    assert state["trains_after"] == [("tiny-tfidf", "1")]
+    assert first.trained == {"tiny-lttw": [0], "tiny-tfidf": [0]}
+    assert second.trained == {"tiny-tfidf": [1]} and second.restored == {"tiny-tfidf": [0]}
     bases = [name.split("-")[0] for name in state["shared"]]
     assert bases.count("sample") == bases.count("tokens") == 1  # built once for both cells
     assert not [name for name in state["shared"] if name.startswith(".")]
@@ -95,41 +135,57 @@ def test_a_budget_stops_mid_grid_and_a_resume_completes_it(windows):
 
     cell = runs / "tiny-tfidf"
     params = yaml.safe_load((cell / "params.yaml").read_text())
-    assert params["model"]["variant"] == "tfidf_linear" and params["folds"]["run"] == [0]
+    assert params["model"]["variant"] == "tfidf_linear" and params["folds"]["run"] == [0, 1]
     assert params["data"]["root"].startswith("/")  # absolute: stages run elsewhere
     predictions = pd.read_parquet(cell / "test_predictions.parquet")
     assert list(predictions.columns) == ["fold", "row", "label", "pred"]
-    assert len(predictions) == params["data"]["test_size"]
+    assert len(predictions) == 2 * params["data"]["test_size"]
+    record = json.loads((cell / "cell.json").read_text())["folds_trained"]
+    assert record == {  # no card on this CPU; fold 0 in the first window, fold 1 alone
+        "0": {"card": None, "cells_at_once": 1, "jobs": 1},
+        "1": {"card": None, "cells_at_once": 1, "jobs": 2},
+    }
+    (window,) = [w for w in read_windows(runs) if w["jobs"] == 2]
+    assert window["utilisation"] is None and window["folds_per_gpu_minute"] is None
+    assert window["cells"]["tiny-tfidf"]["trained"] == [1]
+    assert window["cells"]["tiny-tfidf"]["epochs"]["1"]["first_epoch_s"] > 0
 
 
 def test_folds_of_a_stopped_cell_are_restored_on_a_fresh_machine(tmp_path):
     """A fold saved under .partial comes back into a new work folder with its stages marked
-    done, so only the other folds run."""
-    from lttw.experiments.cells import FOLD_FILES, save_fold
-    from lttw.experiments.direct_runner import DirectRunner
-    from lttw.experiments.grids import GridCell
-    from lttw.experiments.stage_plan import expand_stages
+    done, so only the other folds run; the first fold of folds.run with its model folder's
+    metadata and calibration (what the final stage reads), never its weights, and not at
+    all where they were not kept."""
+    from lttw.experiments.cells import FOLD_FILES, restore_folds, save_fold
 
-    repo = Path(__file__).resolve().parents[2]
-    runner = DirectRunner(repo, tmp_path / "runs", tmp_path / "work")
-    cell = GridCell("g-a", "a", "a", {})
-    params = {"folds": {"run": [0, 1]}}
-    stages = expand_stages(yaml.safe_load((repo / "dvc.yaml").read_text()), params)
-    old = tmp_path / "old"
-    for fold in (0, 1):
+    runs, old = tmp_path / "runs", tmp_path / "old"
+    for fold in (0, 1, 2):
         for pattern in FOLD_FILES:
             (old / pattern.format(fold=fold)).parent.mkdir(parents=True, exist_ok=True)
             (old / pattern.format(fold=fold)).write_text(f"fold {fold}")
-        save_fold(tmp_path / "runs", cell.name, old, fold)
+        model = old / f"models/fold_{fold}"
+        for name in ("lttw.json", "calibration.json", "model.safetensors", "part/lttw.json"):
+            (model / name).parent.mkdir(parents=True, exist_ok=True)
+            (model / name).write_text(name)
+        save_fold(runs, "g-a", old, fold, {"model": {"variant": "lttw"}})
     new = tmp_path / "new"
     (new / ".done").mkdir(parents=True)
-    # not fold 0, the first of folds.run: the final stage needs its model folder, not kept
-    assert runner._restore_folds(cell, new, stages) == [1]
-    assert sorted(p.name for p in (new / ".done").iterdir()) == [
-        f"{s}@1" for s in sorted(("counts", "nmf", "features", "train", "evaluate"))
-    ]
+    assert restore_folds(runs, "g-a", new, [0, 1]) == [0, 1]
+    assert sorted(p.name for p in (new / ".done").iterdir()) == sorted(
+        f"{s}@{f}" for s in ("counts", "nmf", "features", "train", "evaluate") for f in (0, 1)
+    )
     assert (new / "metrics/folds/fold_1.json").read_text() == "fold 1"
-    assert runner._restore_folds(cell, new, stages) == []  # marked: not again
+    model = new / "models/fold_0"
+    assert sorted(p.relative_to(model).as_posix() for p in model.rglob("*") if p.is_file()) == [
+        "calibration.json",
+        "lttw.json",
+        "part/lttw.json",
+    ]
+    assert restore_folds(runs, "g-a", new, [0, 1]) == []  # marked: not again
+    assert (runs / ".partial/g-a/params.yaml").is_file()  # the report's dataset and variant
+    # a first fold saved without its model's metadata (an older window) trains again
+    (runs / ".partial/g-a/fold_2/models/fold_2/lttw.json").unlink()
+    assert restore_folds(runs, "g-a", tmp_path / "newer", [2, 1]) == [1]
 
 
 def test_budget_and_jobs_are_checked():
@@ -156,7 +212,7 @@ def test_the_report_renders_the_cells_the_runner_wrote(windows, monkeypatch):
     text = (project / "report.md").read_text()
     grid = text.split("## Grid `tiny` (2 of 2 cells)")[1]
     assert "### AG News" in grid
-    assert "| LTTW | 1 |" in grid and "| tfidf_linear | 1 |" in grid
+    assert "| LTTW | 1 |" in grid and "| tfidf_linear | 2 |" in grid
     assert "| tfidf_linear | 1 | n/a (needs >= 2 common folds) |" in grid  # the paired test
 
 
@@ -200,3 +256,22 @@ def test_a_bad_parameter_is_refused_even_where_every_cell_is_written(tmp_path):
         run_window("tiny", extra=["model.kk=1"], repo=tmp_path, log=lambda s: None)
     outcome = run_window("tiny", extra=["model.k=5"], repo=tmp_path, log=lambda s: None)
     assert outcome.skipped == CELLS and not outcome.done
+
+
+def test_jobs_follow_the_windows_that_finished_more_folds_per_gpu_minute(tmp_path):
+    """Without --jobs the runner takes the jobs whose windows on a card finished the most
+    folds per GPU-minute (the grid's own windows first); 1 where none ran on a card."""
+    from lttw.experiments.windows import Outcome, account, choose_jobs, write_window
+
+    runs = tmp_path / "runs"
+    assert choose_jobs(runs, "paper") == (1, "default (no window measured on a card)")
+    measured = {1: (6, 600.0), 2: (10, 600.0), 3: (11, 720.0)}  # jobs: (folds, cells' seconds)
+    for jobs, (folds, seconds) in measured.items():
+        outcome = Outcome(trained={f"cell-{i}": [0] for i in range(folds)})
+        record = account("paper", outcome, jobs, "given", "H100", None, seconds + 60, seconds)
+        write_window(tmp_path / f"work{jobs}", runs, record)
+    cpu = account("paper", Outcome(trained={"c": [0, 1, 2]}), 4, "given", None, None, 9.0, 1.0)
+    write_window(tmp_path / "work-cpu", runs, cpu)  # no card: not a measurement
+    jobs, how = choose_jobs(runs, "paper")
+    assert jobs == 2 and "2 job(s) 1.00" in how and "3 job(s) 0.92" in how
+    assert cpu["folds_per_gpu_minute"] is None and cpu["utilisation"] is None

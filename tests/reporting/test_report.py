@@ -86,7 +86,8 @@ def test_two_variants_eight_folds_wilcoxon(tmp_path, monkeypatch):
     assert precision in row(text, "LTTW")
     assert "93.73 / 93.71 / 93.70" in row(text, "LTTW")  # paper Table 4 beside it
     assert "92.60 / 92.58 / 92.58" in row(text, "encoder")  # paper BERT
-    assert "| 13.50 | 100.0 | cpu |" in row(text, "LTTW")  # mean time per epoch, samples/s
+    # mean time per epoch (*: start-up not measured apart), samples/s
+    assert "| 13.50* | 100.0 | cpu |" in row(text, "LTTW")
     p = wilcoxon(f1, np.array(list(ENCODER.values()))).pvalue
     assert "| encoder | 8 | Wilcoxon signed-rank | " in text and f"{p:.4g} |" in text
     assert "not run" in row(text, "LTTW-M") and "not run" in row(text, "tfidf_linear")
@@ -317,3 +318,55 @@ def test_a_trained_final_model_states_its_own_held_out_f1():
         line for line in lines if line.startswith("- lttw: final model")
     ]
     assert not [line for line in lines if "tfidf_linear" in line and "macro F1" in line]
+
+
+def test_the_paper_grid_renders_tables_4_and_5_from_written_and_running_cells(
+    tmp_path, monkeypatch
+):
+    """A grid with the paper's numbers: Table 4 and Table 5 per dataset, each with its
+    paired tests; a cell still running shows its finished folds (.partial) as n of m
+    (running); another setting of LTTW is its own row; the time per epoch leaves the first
+    step's start-up out (+ beside it) where the runs measured it, and the device column
+    names the card and how many cells trained on it at once."""
+    cells = tmp_path / "evidence" / "runs"
+    folds = list(range(10))
+    (tmp_path / "experiments").mkdir()
+    grid = yaml.safe_load(
+        (Path(__file__).resolve().parents[2] / "experiments/paper.yaml").read_text()
+    )
+    (tmp_path / "experiments" / "paper.yaml").write_text(yaml.safe_dump(grid))
+    write_run(cells / "paper-lttw", "lttw", {f: LTTW[f % 8] for f in folds})
+    write_run(
+        cells / "paper-lttw-tuned", "lttw", {f: LTTW[f % 8] + 0.01 + 0.001 * (f % 3) for f in folds}
+    )
+    record = {"card": "NVIDIA H100 80GB HBM3", "cells_at_once": 3, "jobs": 3}
+    card = {"device": "cuda:0", "device_name": record["card"]}
+    for name in ("paper-lttw", "paper-lttw-tuned"):
+        for metrics in (cells / name / "folds").iterdir():
+            fold = json.loads(metrics.read_text())
+            fold.update(card, steady_time_per_epoch_s=7.0, startup_s=11.0)
+            metrics.write_text(json.dumps(fold))
+        trained = {str(f): record for f in folds}
+        (cells / name / "cell.json").write_text(json.dumps({"folds_trained": trained}))
+    running = cells / ".partial" / "paper-lttw-m"
+    write_run(running / "tmp", "lttw", {0: 0.91, 1: 0.925})
+    for fold in (0, 1):
+        saved = running / f"fold_{fold}"
+        metrics = json.loads((running / "tmp" / "folds" / f"fold_{fold}.json").read_text())
+        metrics.update(dataset="ag_news", fusion="none", attention="linformer")
+        (saved / "metrics" / "folds").mkdir(parents=True)
+        (saved / "metrics" / "folds" / f"fold_{fold}.json").write_text(json.dumps(metrics))
+        (saved / "complete").touch()
+    shutil.rmtree(running / "tmp")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["report", "--no-experiments", "--out", "report.md"])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "report.md").read_text().split("## Grid `paper` (2 of 9 cells)")[1]
+    table4, table5 = text.split("Table 4: LTTW against the baselines:")[1].split("Table 5")
+    assert "| LTTW [lttw-tuned] | 10 |" in table4 and "| LTTW-M" not in table4
+    assert "| LTTW [lttw-tuned] | 10 | Wilcoxon signed-rank | -1.09 |" in table4
+    assert "| LTTW-M | 2 of 10 (running) |" in table5 and "[lttw-tuned]" not in table5
+    assert "| LTTW-M | 2 | paired t-test |" in table5
+    lttw_row = row(table5, "LTTW")
+    assert "| 7.00 (+11.0) | 100.0 | NVIDIA H100 80GB HBM3 (3 cell(s) at once) |" in lttw_row
+    assert "| 10.50* |" in row(table5, "LTTW-M")  # no start-up measured apart

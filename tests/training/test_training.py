@@ -99,6 +99,11 @@ def test_interrupted_run_resumes(tiny_encoder_dir, tmp_path, reference):
     assert result.best_epoch == ref_result.best_epoch
     assert result.best_val_f1 == pytest.approx(ref_result.best_val_f1, abs=1e-9)
     assert len(result.epoch_times_s) == ref_result.epochs_run == 2
+    # each process's first step (its start-up) is measured in the epoch it ran in: the first
+    # run's in epoch 0 (kept in the checkpointed history), the resumed run's in epoch 1
+    assert ["startup_s" in row for row in ref_result.history] == [True, False]
+    assert ["startup_s" in row for row in result.history] == [True, True]
+    assert all(0 <= row["startup_s"] <= row["epoch_time_s"] for row in result.history)
 
 
 def test_checkpoint_of_another_run_is_ignored(tiny_encoder_dir, tmp_path, reference):

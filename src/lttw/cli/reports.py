@@ -136,6 +136,7 @@ def exp_list(grids: Grids = Path("experiments"), cells: Cells = Path("evidence/r
         "lttw exp run ablations",
         "lttw exp run table7 --frozen --only k10s10 --only k5s5 --queue && dvc queue start",
         "lttw exp run paper --runner direct --jobs 3 --budget 540 -S model.encoder=.carry/minilm",
+        "lttw exp run paper --index $SLURM_ARRAY_TASK_ID --cells /shared/runs",
     ),
 )
 def exp_run(
@@ -164,9 +165,28 @@ def exp_run(
             "without dvc, --jobs at a time within --budget (a GPU window)",
         ),
     ] = Runner.dvc,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="cells at a time (direct)")] = 1,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help="cells at a time (direct; default: what finished the most folds per "
+            "GPU-minute in the windows kept beside the cells, else 1)",
+        ),
+    ] = None,
     budget: Annotated[
         float | None, typer.Option("--budget", help="direct: stop cleanly after SECONDS")
+    ] = None,
+    cell: Annotated[
+        str | None,
+        typer.Option("--cell", help="exactly this cell, directly (one cell per batch job)"),
+    ] = None,
+    index: Annotated[
+        int | None,
+        typer.Option("--index", help="exactly the cell at this index (lttw exp cells), directly"),
+    ] = None,
+    work: Annotated[
+        Path | None, typer.Option("--work", help="direct: the work folder (data/grid)")
     ] = None,
     grids: Grids = Path("experiments"),
     cells: Cells = Path("evidence/runs"),
@@ -179,6 +199,10 @@ def exp_run(
     The cells land in evidence/runs/<cell>/; `lttw report` renders them."""
     extra = list(assignments or [])
     grid = _grid(name, grids, params, frozen, tuple(extra))
+    if cell is not None or index is not None:  # one cell per job: direct, one at a time
+        from lttw.experiments.submit import one_cell
+
+        only, jobs, runner = [one_cell(grid, cell, index, only)], 1, Runner.direct
     if runner is Runner.direct:
         if queue:
             raise UserError("--queue is DVC's: --runner direct runs the cells now")
@@ -192,6 +216,7 @@ def exp_run(
             extra,
             frozen,
             runs_dir=cells.resolve(),
+            work_dir=work,
             log=lambda line: typer.echo(line),
         )
         typer.echo(describe(outcome))

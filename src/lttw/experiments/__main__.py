@@ -23,7 +23,13 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("name", help="a grid of experiments/ (lttw exp list)")
-    parser.add_argument("--jobs", type=int, default=1, help="cells at a time (default 1)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="cells at a time (default: what finished the most folds per GPU-minute in the "
+        "windows kept in RUNS/.windows, else 1)",
+    )
     parser.add_argument("--budget", type=float, default=None, help="seconds; stop cleanly then")
     parser.add_argument("--only", action="append", help="only this cell (repeatable)")
     parser.add_argument(
@@ -36,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--frozen", action="store_true", help="train.freeze_encoder: true")
     parser.add_argument("--runs", type=Path, default=None, help="cells' folder (evidence/runs)")
+    parser.add_argument("--work", type=Path, default=None, help="work folder (data/grid)")
     args = parser.parse_args(argv)
     try:
         outcome = run_window(
@@ -46,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             args.extra,
             args.frozen,
             runs_dir=args.runs,
+            work_dir=args.work,
             log=lambda line: print(line, flush=True),
         )
     except UserError as err:

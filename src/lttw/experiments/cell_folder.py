@@ -40,6 +40,12 @@ class Run:
     #: the summary's ``held_out`` (sample sizes) and ``final`` (the final model's record)
     held_out: dict | None = None
     final: dict | None = None
+    #: a grid cell's: the folds it plans (folds.run), whether it is still running (its
+    #: finished folds only, ``.partial``), and per trained fold the direct runner's record
+    #: (the card, how many cells trained on it at once)
+    planned: int | None = None
+    partial: bool = False
+    trained: dict[int, dict] = field(default_factory=dict)
 
     def values(self, key: str, part: str | None = PART) -> np.ndarray:
         """One metric per fold (fold order); missing entries are skipped."""

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 from lttw.errors import UserError
+from lttw.io import read_yaml
 
 _VAR = re.compile(r"\$\{([^}]+)\}")
 
@@ -119,3 +124,37 @@ def stage_keys(stages: list[Stage], params: dict) -> dict[str, str]:
         text = json.dumps(doc, sort_keys=True, default=str)
         keys[stage.name] = hashlib.sha256(text.encode()).hexdigest()[:16]
     return keys
+
+
+def read_checkout_yaml(path: Path) -> dict:
+    """The checkout's params.yaml or dvc.yaml, a mapping, or a ``UserError`` saying why not."""
+    try:
+        raw = read_yaml(path)
+    except OSError as err:
+        raise UserError(f"{path}: not readable ({err.strerror})") from None
+    except yaml.YAMLError as err:
+        raise UserError(f"{path}: not YAML ({str(err).splitlines()[0]})") from None
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: a mapping expected")
+    return raw
+
+
+def absolute_paths(params: dict, repo: Path) -> None:
+    """data.root, model.encoder and model.word_vectors relative to the checkout, made
+    absolute (the stages run in other folders); names like ``org/model`` stay."""
+    for group, key in (("data", "root"), ("model", "encoder"), ("model", "word_vectors")):
+        value = params.get(group, {}).get(key)
+        if isinstance(value, str) and value and not os.path.isabs(value):
+            if (repo / value).exists():
+                params[group][key] = os.path.abspath(repo / value)
+
+
+def fold_major(stages: list[Stage]) -> list[Stage]:
+    """A cell's own stages fold by fold (features, train, evaluate of fold 0, then of fold
+    1, ...), the rest (summary) last: a stopped cell leaves whole folds behind."""
+
+    def order(stage: Stage) -> tuple[float, int]:
+        fold = stage.name.partition("@")[2]
+        return (int(fold) if fold else float("inf"), stages.index(stage))
+
+    return sorted(stages, key=order)

@@ -6,12 +6,15 @@ a stopped training resumes from its checkpoint)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -33,6 +36,25 @@ class Clock:
 
     def starting(self) -> None:
         """A stage is about to start (a test's clock counts them)."""
+
+
+@contextlib.contextmanager
+def sigterm_stops() -> Iterator[None]:
+    """SIGTERM (a batch system stopping the job: Slurm's cancel or time limit, Kubernetes'
+    pod deletion) handled as Ctrl-C meanwhile: the running stages are stopped, not left
+    behind in their own process groups. Only in the main thread (signals go there)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def stop_stage(proc: subprocess.Popen) -> None:

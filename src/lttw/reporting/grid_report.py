@@ -16,11 +16,11 @@ import logging
 from pathlib import Path
 
 from lttw.errors import UserError
-from lttw.experiments.cell_folder import REFERENCE, Run, read_cell
-from lttw.experiments.cells import RUNS_DIR
+from lttw.experiments.cell_folder import REFERENCE, Run
+from lttw.experiments.cells import RUNS_DIR, read_grid_cell
 from lttw.experiments.grids import GRIDS_DIR, Grid, grid_paths, load_grid
 from lttw.experiments.paper_numbers import PaperTables, merge_tables
-from lttw.reporting.report import dataset_tables, render
+from lttw.reporting.report import PAPER_TABLES, dataset_tables, render
 from lttw.reporting.runs import collect_runs
 from lttw.reporting.sweep_report import sweep_sections
 
@@ -44,15 +44,18 @@ def load_grids(
     return grids
 
 
-def cell_runs(grid: Grid, runs_dir: Path) -> list[Run]:
-    """The grid's written cells as runs named after their cells."""
-    runs = []
+def cell_runs(grid: Grid, runs_dir: Path, partial: bool = False) -> list[Run]:
+    """The grid's written cells as runs named after their cells (``partial``: also the
+    finished folds of cells still running)."""
+    runs: list[Run] = []
     for cell in [*grid.cells, *(grid.frozen().cells if grid.is_sweep else ())]:
-        folder = runs_dir / cell.name
-        if (folder / "summary.json").is_file():
-            run = read_cell(folder)
-            run.name = cell.name
-            runs.append(run)
+        run = read_grid_cell(runs_dir, cell.name)
+        if run is None or (run.partial and not partial):
+            continue
+        run.name = cell.name
+        folds = cell.params.get("folds.run")
+        run.planned = len(folds) if isinstance(folds, list) else None
+        runs.append(run)
     return runs
 
 
@@ -62,19 +65,37 @@ def grid_sections(grids: list[Grid], runs_dir: Path, paper: PaperTables | None =
     for grid in grids:
         if grid.study is not None or grid.is_sweep:
             continue
-        runs = cell_runs(grid, runs_dir)
+        runs = cell_runs(grid, runs_dir, partial=True)
         if not runs:
             continue
+        keys = {c.name: c.key for c in grid.cells}
+        for i, run in enumerate(runs):  # another setting of one model: variant [cell key]
+            if any((r.dataset, r.variant) == (run.dataset, run.variant) for r in runs[:i]):
+                run.variant = f"{run.variant} [{keys.get(run.name or '', run.name)}]"
         first = grid.description.split(". ")[0].rstrip(".")
+        written = sum(not r.partial for r in runs)
+        running = len(runs) - written
         lines += [
             "",
-            f"## Grid `{grid.name}` ({len(runs)} of {len(grid.cells)} cells)",
+            f"## Grid `{grid.name}` ({written} of {len(grid.cells)} cells)",
             "",
-            f"{first}. From `{runs_dir}/<cell>/` (`lttw exp run {grid.name}`).",
+            f"{first}. From `{runs_dir}/<cell>/` (`lttw exp run {grid.name}`)"
+            + (
+                f"; {running} cell(s) still running: their finished folds "
+                f"(`{runs_dir}/.partial/`), marked (running)."
+                if running
+                else "."
+            ),
         ]
         ref_cell = grid.cell(grid.reference).name if grid.reference else None
         reference = next((r.variant for r in runs if r.name == ref_cell), None)
-        lines += dataset_tables(runs, level="###", paper=paper, reference=reference or REFERENCE)
+        lines += dataset_tables(
+            runs,
+            level="###",
+            paper=paper,
+            reference=reference or REFERENCE,
+            tables=PAPER_TABLES if grid.paper else None,
+        )
     return lines
 
 

@@ -10,6 +10,8 @@ number is read: the runs' from their files, the paper's from the grid files' ``p
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from lttw.experiments.cell_folder import REFERENCE, Run, read_test_predictions
@@ -47,20 +49,50 @@ def _paper(dataset: str, variant: str, paper: PaperTables) -> str:
     return f"{p:.2f} / {r:.2f} / {f1:.2f}" + (f" ({seconds:.2f} s/epoch)" if seconds else "")
 
 
+def _folds(run: Run) -> str:
+    """How many folds a row has: ``4 of 10 (running)`` for a cell still running."""
+    planned = f" of {run.planned}" if run.planned and run.planned != len(run.folds) else ""
+    return f"{len(run.folds)}{planned}" + (" (running)" if run.partial else "")
+
+
+def _epoch_time(run: Run) -> str:
+    """Time per epoch without the first step's start-up (compilation, CUDA context,
+    allocator warm-up), and that start-up beside it; ``*``: runs that did not measure it
+    apart, whose time includes it."""
+    steady = run.values("steady_time_per_epoch_s", None)
+    if len(steady) == len(run.folds) and steady.size:
+        startup = run.values("startup_s", None)
+        return f"{steady.mean():.2f}" + (f" (+{startup.mean():.1f})" if startup.size else "")
+    plain = run.values("time_per_epoch_s", None)
+    return f"{plain.mean():.2f}*" if plain.size else "n/a"
+
+
+def _device(run: Run) -> str:
+    """The device (the card's name where recorded) and how many cells trained on it at once."""
+    names = sorted(
+        {str(m.get("device_name") or m.get("device", "?")) for m in run.folds.values()}
+        | {str(r["card"]) for r in run.trained.values() if r.get("card")}
+    )
+    shared = sorted({int(r["cells_at_once"]) for r in run.trained.values() if "cells_at_once" in r})
+    if shared:
+        count = f"{shared[0]}" if len(shared) == 1 else f"{shared[0]}-{shared[-1]}"
+        return ", ".join(names) + f" ({count} cell(s) at once)"
+    return ", ".join(names)
+
+
 def _row(dataset: str, variant: str, run: Run | None, paper: PaperTables) -> str:
     paper_name = VARIANTS.get(variant) or ""
     name = f"{variant} (paper: {paper_name})" if paper_name and paper_name != variant else variant
     if run is None:
         return f"| {name} | not run | | | | | | | {_paper(dataset, variant, paper)} |"
-    devices = sorted({str(m.get("device", "?")) for m in run.folds.values()})
     cells = [
-        str(len(run.folds)),
+        _folds(run),
         pct(run.values("precision_macro")),
         pct(run.values("recall_macro")),
         pct(run.values("f1_macro")),
-        _plain(run.values("time_per_epoch_s", None), 2),
+        _epoch_time(run),
         _plain(run.values("samples_per_s", None)),
-        ", ".join(devices),
+        _device(run),
         _paper(dataset, variant, paper),
     ]
     return f"| {name} | " + " | ".join(cells) + " |"
@@ -173,9 +205,24 @@ def render(runs: list[Run], paper: PaperTables | None = None) -> str:
         "second are means over folds and depend on the device; the paper's were measured "
         "on an RTX 4070 Super with BERT-base at batch 128. Paper P / R / F1: Table 4 "
         "(LTTW, BERT, BERT-CNN) and Table 5 (the ablations; all times per epoch). "
-        "`encoder` is the paper's BERT row with the encoder in `model.encoder`.",
+        "`encoder` is the paper's BERT row with the encoder in `model.encoder`. " + TIME_NOTE,
     ]
     return "\n".join(lines + dataset_tables(runs, paper=paper)) + "\n"
+
+
+#: the paper's two tables of a grid with the paper's numbers: a title, and whether a report
+#: row (a variant, or ``variant [cell]`` for another setting of it) belongs to it
+ABLATIONS = ("LTTW-M", "LTTW-L", "LTTW-Att")
+PAPER_TABLES: list[tuple[str, Callable[[str], bool]]] = [
+    ("Table 4: LTTW against the baselines", lambda v: v.split(" [")[0] not in ABLATIONS),
+    ("Table 5: the ablations", lambda v: v in (REFERENCE, *ABLATIONS)),
+]
+TIME_NOTE = (
+    "Time per epoch in s without the first step's start-up (compilation, CUDA context, "
+    "allocator warm-up; in brackets, + that start-up); * where a run did not measure the "
+    "start-up apart and its time includes it. The device column names the card and how many "
+    "cells trained on it at once."
+)
 
 
 def dataset_tables(
@@ -183,25 +230,31 @@ def dataset_tables(
     level: str = "##",
     paper: PaperTables | None = None,
     reference: str = REFERENCE,
+    tables: list[tuple[str, Callable[[str], bool]]] | None = None,
 ) -> list[str]:
     """A table per dataset (its variants next to the ``paper``'s numbers, then the paired
     tests of ``reference`` against the others), the paper's datasets first; ``level``: the
-    headings' markdown level."""
+    headings' markdown level; ``tables``: several tables per dataset instead (a title and
+    which rows, e.g. ``PAPER_TABLES``), each with its own paired tests."""
     paper = paper or {}
     merged = merge_runs(runs)
     ran = {d for d, _ in merged}
     datasets = [d for d in dict.fromkeys([*paper, *sorted(ran)]) if d in ran]
-    lines: list[str] = []
+    lines: list[str] = ["", TIME_NOTE] if tables else []
     for dataset in datasets:
         present = {v: r for (d, v), r in merged.items() if d == dataset}
-        lines += ["", f"{level} {DATASET_NAMES.get(dataset, dataset)}", ""]
-        lines += [
-            "| variant | folds | P | R | F1 | time/epoch (s) | samples/s | device | "
-            "paper P / R / F1 |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-        ]
-        for variant in sorted(set(VARIANTS) | set(present), key=_order):
-            lines.append(_row(dataset, variant, present.get(variant), paper))
+        lines += ["", f"{level} {DATASET_NAMES.get(dataset, dataset)}"]
+        for title, keep in tables or [("", lambda v: True)]:
+            rows = {v: r for v, r in present.items() if keep(v)}
+            shown = {(d, v): r for (d, v), r in merged.items() if d != dataset or keep(v)}
+            lines += ["", f"{title}:", ""] if title else [""]
+            lines += [
+                "| variant | folds | P | R | F1 | time/epoch (s) | samples/s | device | "
+                "paper P / R / F1 |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            ]
+            for variant in sorted({v for v in VARIANTS if keep(v)} | set(rows), key=_order):
+                lines.append(_row(dataset, variant, rows.get(variant), paper))
+            lines += _tests(shown, dataset, reference)
         lines += _samples_and_final(present)
-        lines += _tests(merged, dataset, reference)
     return lines

@@ -21,6 +21,9 @@ def merge_runs(runs: list[Run]) -> dict[tuple[str, str], Run]:
         into.sources += run.sources
         into.held_out = into.held_out or run.held_out
         into.final = into.final or run.final
+        into.planned = into.planned or run.planned
+        into.partial = into.partial or run.partial
+        into.trained = {**run.trained, **into.trained}
     return merged
 
 

@@ -221,6 +221,7 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
         state["epoch_elapsed_s"], state["epoch_seen"] = 0.0, 0
     run.step_model.train()
     t0 = time.perf_counter() - state["epoch_elapsed_s"]
+    start, steps, first = time.perf_counter(), 0, not run.warm_up
     running = torch.full((), state["loss_sum"], device=rt.device)
     for i in range(resumed, run.steps_per_epoch):
         if state["step"] >= run.total:
@@ -235,6 +236,10 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
         )
         state["step"] += 1
         state["loss_count"] += 1
+        steps += 1
+        if first and steps == 1:  # the process's first step: compilation, CUDA context, ...
+            rt.synchronize()
+            run.warm_up.update(epoch=epoch, first_step_s=time.perf_counter() - start)
         bar.update(1)
         if state["step"] % cfg.log_every == 0:  # the only host sync of the step loop
             mean_loss = (running / state["loss_count"]).item()
@@ -257,6 +262,10 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
             run.save()
     rt.synchronize()
     state["loss_sum"] = float(running.item())
+    if first and steps:  # start-up: the first step's time beyond the epoch's typical step's
+        first_s = run.warm_up["first_step_s"]
+        typical = (time.perf_counter() - start - first_s) / (steps - 1) if steps > 1 else 0.0
+        run.warm_up["startup_s"] = max(0.0, first_s - typical)
     return time.perf_counter() - t0, state["epoch_seen"]
 
 
@@ -275,6 +284,8 @@ def _end_epoch(run: _Session, val: Batchable, epoch: int, elapsed: float, seen: 
     }
     if state.pop("resumed_epoch", None) == epoch:
         row["resumed"] = True  # its time includes the work before the kill, as checkpointed
+    if run.warm_up.get("epoch") == epoch and "startup_s" in run.warm_up:
+        row["startup_s"] = run.warm_up["startup_s"]  # part of epoch_time_s
     state["history"].append(row)
     log_epoch(run.live, state["history"])
     log.info(

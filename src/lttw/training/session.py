@@ -162,6 +162,9 @@ class _Session:
     total: int
     live: object = None
     end: list = field(default_factory=list)  # [total]: the schedule's end, raised by _extend
+    #: this process's start-up (never checkpointed: a resumed process starts up again): the
+    #: epoch of its first step and that step's time beyond a typical step's (``startup_s``)
+    warm_up: dict = field(default_factory=dict)
 
     def save(self) -> None:
         self.ckpt.save(self.model, self.optimizer, self.scheduler, **self.state)

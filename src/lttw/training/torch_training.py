@@ -75,6 +75,8 @@ def train_on_tokens(settings: RunSettings, fold, inputs, paths: RunPaths, extra_
         fingerprint=key,
     )
     times = result.epoch_times_s
+    # each epoch's time without the start-up of a process's first step in it
+    steady = [row["epoch_time_s"] - row.get("startup_s", 0.0) for row in result.history]
     summary = {
         "epochs_run": result.epochs_run,
         "epochs_planned": result.epochs_planned,
@@ -85,6 +87,12 @@ def train_on_tokens(settings: RunSettings, fold, inputs, paths: RunPaths, extra_
         "steps": result.steps,
         "time_per_epoch_s": sum(times) / max(1, len(times)),
         "epoch_times_s": times,
+        # the same without the first step's start-up (compilation, CUDA context, allocator)
+        "steady_time_per_epoch_s": sum(steady) / max(1, len(steady)),
+        "startup_s": sum(row.get("startup_s", 0.0) for row in result.history),
+        "device_name": (
+            torch.cuda.get_device_name(rt.device) if rt.device.type == "cuda" else rt.device.type
+        ),
         "samples_per_s": result.samples_per_s,
         "device": str(rt.device),
         "bf16": rt.bf16,

@@ -1,0 +1,108 @@
+"""One cell per job: a grid's cells submitted through ``submitit`` (``lttw exp submit``), each
+job the direct runner on exactly one cell (``lttw exp run GRID --cell NAME``), resumable,
+into a runs folder the jobs share. ``local`` runs the jobs as processes of this machine
+(submitit's local executor), ``slurm`` submits them to Slurm (one job each, or one array).
+
+A job that is stopped (cancelled, timed out, preempted) stops its running stage and leaves
+its finished folds in ``<runs>/.partial/``; submitting the grid again resubmits the cells not
+written yet, which resume from there. A cell's folder is written whole or not at all.
+submitit is an optional dependency: ``pip install 'lttw[cluster]'``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lttw.errors import UserError
+
+EXECUTORS = ("local", "slurm")
+MAX_TIMEOUT_MIN = 7 * 24 * 60
+
+
+@dataclass(frozen=True)
+class CellJob:
+    """What one job runs: ``run_window`` of one cell (picklable: submitit sends it)."""
+
+    repo: str
+    grid: str
+    cell: str
+    extra: tuple[str, ...] = ()
+    frozen: bool = False
+    runs_dir: str | None = None
+    work_dir: str | None = None
+
+    def __call__(self) -> dict:
+        from lttw.experiments.direct_runner import run_window
+
+        outcome = run_window(
+            self.grid,
+            jobs=1,
+            only=[self.cell],
+            extra=self.extra,
+            frozen=self.frozen,
+            repo=Path(self.repo),
+            runs_dir=Path(self.runs_dir) if self.runs_dir else None,
+            work_dir=Path(self.work_dir) if self.work_dir else None,
+            log=lambda line: print(line, flush=True),
+        )
+        return {
+            "cell": self.cell,
+            "state": "done"
+            if self.cell in outcome.done or self.cell in outcome.skipped
+            else "failed"
+            if outcome.failed
+            else "left",
+            "trained": outcome.trained.get(self.cell, []),
+            "restored": outcome.restored.get(self.cell, []),
+        }
+
+
+def one_cell(grid, cell: str | None, index: int | None, only: list[str] | None) -> str:
+    """The one cell ``--cell`` (a key or name) or ``--index`` (from 0, ``exp cells``) names."""
+    if cell is not None and index is not None:
+        raise UserError("--cell and --index: give one of them")
+    if only:
+        raise UserError("--only and --cell/--index: give one of them")
+    if index is not None:
+        if not 0 <= index < len(grid.cells):
+            raise UserError(
+                f"--index {index}: {grid.name} has cells 0..{len(grid.cells) - 1} (lttw exp cells)"
+            )
+        return grid.cells[index].name
+    return grid.select([str(cell)])[0].name
+
+
+def make_executor(kind: str, folder: Path, timeout_min: int, slurm: dict[str, Any]):
+    """A submitit executor writing its logs to ``folder``; ``slurm``: Slurm's parameters
+    (``partition``, ``gpus_per_node``, ...) where ``kind`` is slurm."""
+    if kind not in EXECUTORS:
+        raise UserError(f"--executor {kind!r}: one of {', '.join(EXECUTORS)}")
+    if not 1 <= timeout_min <= MAX_TIMEOUT_MIN:
+        raise UserError(f"--timeout-min {timeout_min}: must be 1..{MAX_TIMEOUT_MIN}")
+    if importlib.util.find_spec("submitit") is None:
+        raise UserError("lttw exp submit needs submitit: pip install 'lttw[cluster]'")
+    import submitit
+
+    if kind == "local":
+        local = submitit.LocalExecutor(folder=str(folder))
+        local.update_parameters(timeout_min=timeout_min)
+        return local
+    try:
+        executor = submitit.AutoExecutor(folder=str(folder), cluster="slurm")
+    except RuntimeError as err:  # no srun / sbatch here
+        raise UserError(f"--executor slurm: {err}") from None
+    params = {f"slurm_{key}": value for key, value in slurm.items() if value is not None}
+    executor.update_parameters(timeout_min=timeout_min, name="lttw-cell", **params)
+    return executor
+
+
+def submit_cells(executor, jobs: list[CellJob]) -> list:
+    """One submitit job per cell (Slurm: one array), in the order given."""
+    if not jobs:
+        return []
+    with executor.batch():
+        futures = [executor.submit(job) for job in jobs]
+    return futures
