@@ -32,6 +32,7 @@ EXTRA_OF = {
     "iterstrat": "train",
     "ruamel": "train",
     "jieba": "jieba",
+    "pyarrow": "parquet",
 }
 
 
