@@ -189,9 +189,9 @@ class Predictor:
                 raise
             if (err.name or "").split(".")[0] == "torch":
                 raise UserError(
-                    f"{folder}: a torch model folder, and this install has no torch: "
-                    f"pip install 'lttw[train]', or export it to ONNX where torch is "
-                    f"installed ({ONNX_EXPORT}) and load that"
+                    f"{folder}: its torch weights need torch, which this install leaves out: "
+                    f"pip install 'lttw[train]', or export the folder to ONNX where torch is "
+                    f"installed ({ONNX_EXPORT}) and load the export"
                 ) from None
             raise UserError(f"{folder}: {missing}") from None
         except (ValueError, KeyError, TypeError, RuntimeError, SafetensorError) as err:
