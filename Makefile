@@ -1,4 +1,5 @@
-# `make install`: the virtual environment with the package and its test tools.
+# `make install`: the virtual environment with the package, training (the `train` extra) and
+#                 its test tools.
 # `make repro`:   the pipeline on params.yaml (`dvc repro`).
 # `make test`:    lint, types, the docs site, then the test suite (its numeric tests twice: the
 #                 CPU's own kernels, then another family); `make lint`: ruff (lint +
@@ -17,7 +18,7 @@ install: $(BIN)/lttw
 $(BIN)/lttw: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q $(TORCH) -e ".[test,bench]"
+	$(BIN)/python -m pip install -q $(TORCH) -e ".[train,test,bench,cluster,ray]"
 	touch $@
 
 repro: install

@@ -9,7 +9,9 @@ folder classifies texts in Python::
     model.predict(["Stocks rally as oil prices fall"])        # ['Business']
     model.predict_proba(["Stocks rally as oil prices fall"])  # (1, n_labels), model.classes
 
-``import lttw`` stays cheap: torch and the model code load on the first ``load_model``.
+``import lttw`` stays cheap: the model code loads on the first ``load_model``. A folder with
+``model.onnx`` (``lttw export --onnx``) runs on onnxruntime, as ``lttw predict`` and ``lttw
+serve`` run it, and needs no torch (the slim install, ``pip install lttw``).
 """
 
 from __future__ import annotations
@@ -20,12 +22,18 @@ __version__ = "0.1.0"
 __all__ = ["Predictor", "__version__", "load_model"]
 
 
-def load_model(folder: str | Path = "models/final", device: str = "auto"):
-    """The ``lttw.Predictor`` of the trained model in ``folder`` (made by the pipeline's ``train`` / ``final`` stage or
-    ``lttw export``), ready to classify raw texts: ``predict(texts)`` gives the labels,
-    ``predict_proba(texts)`` a (len(texts), n_labels) array over ``classes``. A folder that
-    does not load raises ``lttw.errors.UserError`` naming the file and what is wrong."""
-    return __getattr__("Predictor").load(folder, device=device)
+def load_model(folder: str | Path = "models/final", device: str = "auto", backend: str = "auto"):
+    """The ``lttw.Predictor`` of the trained model in ``folder`` (made by the pipeline's
+    ``train`` / ``final`` stage or ``lttw export``), ready to classify raw texts:
+    ``predict(texts)`` gives the labels, ``predict_proba(texts)`` a (len(texts), n_labels)
+    array over ``classes``. ``backend`` auto: onnxruntime where the folder holds
+    ``model.onnx`` (on the CPU, whatever ``device`` says unless it names another device),
+    torch otherwise; ``onnx`` or ``torch`` to choose. A folder that does not load raises
+    ``lttw.errors.UserError`` naming the file and what is wrong."""
+    from importlib import import_module
+
+    runtime = import_module("lttw.serving.onnx_runtime")
+    return runtime.load_predictor(folder, device=device, backend=backend)
 
 
 def __getattr__(name: str):

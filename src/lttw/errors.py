@@ -16,3 +16,33 @@ def one_line(err: BaseException, lines: int | None = None, limit: int | None = N
     kept = [line.strip().rstrip(" :") for line in str(err).splitlines() if line.strip()]
     text = "; ".join(kept[:lines]) or type(err).__name__
     return text[:limit] if limit else text
+
+
+#: the top-level modules that the slim install (``pip install lttw``: answering with an ONNX
+#: model folder) leaves out, and the extra of pyproject.toml that brings each
+EXTRA_OF = {
+    "torch": "train",
+    "transformers": "train",
+    "dvc": "train",
+    "dvclive": "train",
+    "matplotlib": "train",
+    "sklearn": "train",
+    "scipy": "train",
+    "onnx": "train",
+    "iterstrat": "train",
+    "ruamel": "train",
+    "jieba": "jieba",
+    "pyarrow": "parquet",
+}
+
+
+def missing_extra(err: ModuleNotFoundError) -> UserError | None:
+    """A one-line UserError naming the extra to install for a module this install leaves
+    out (``EXTRA_OF``); None for any other missing module (a bug, left to its traceback)."""
+    top = (err.name or "").split(".")[0]
+    extra = EXTRA_OF.get(top)
+    if extra is None:
+        return None
+    return UserError(
+        f"this needs {top}, which this install leaves out: pip install 'lttw[{extra}]'"
+    )

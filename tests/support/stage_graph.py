@@ -74,7 +74,7 @@ def _imports(path: Path) -> set[Path]:
             target = _module_file(name, as_folder)
             if target is not None:
                 found.add(target)
-    if "pkgutil.iter_modules(__path__)" in path.read_text():  # imports all its modules
+    if "pkgutil.iter_modules(" in path.read_text():  # imports all its package's modules
         found.add(path.parent)
     # importing lttw.a.b runs lttw/a/__init__.py first (from within lttw/a it has run already)
     found |= {

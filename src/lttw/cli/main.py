@@ -8,8 +8,9 @@ with an exit code that says whose fault it was (docs/tutorial/your-own-data.md):
 
 * 0: done; 1: an unexpected failure (a bug: a traceback);
 * 2 (``EXIT_USAGE``): the command line is wrong (click's own usage errors, an unknown option,
-  options that do not go together, an invalid parameter value), a project cannot be made, or a
-  path cannot be written (no permission, a read-only file system, a file in the way);
+  options that do not go together, an invalid parameter value), a project cannot be made, a
+  path cannot be written (no permission, a read-only file system, a file in the way), or the
+  command needs a package this install leaves out (``pip install 'lttw[train]'``);
 * 3 (``EXIT_BAD_INPUT``): the input is: a data file or its rows / columns (``DataError``), a
   file that cannot be read or parsed, a missing file or folder, a model folder that does not
   load;
@@ -74,6 +75,13 @@ class _Group(TyperGroup):
         except (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as err:
             typer.echo(f"error: {_message(err)}", err=True)
             raise typer.Exit(exit_code(err)) from None
+        except ModuleNotFoundError as err:  # the slim install: a command of an extra
+            from lttw.errors import missing_extra
+
+            if missing_extra(err) is None:
+                raise
+            typer.echo(f"error: {missing_extra(err)}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
         except BrokenPipeError:  # the reader went away (`| head`): a normal end
             quiet_stdout()
             raise typer.Exit(0) from None

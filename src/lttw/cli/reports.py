@@ -105,7 +105,9 @@ def _needs_dvc(what: str, instead: str) -> None:
     import importlib.util
 
     if importlib.util.find_spec("dvc") is None:
-        raise UserError(f"{what} needs dvc, which is not installed (pip install dvc); {instead}")
+        raise UserError(
+            f"{what} needs dvc, which is not installed (pip install 'lttw[train]'); {instead}"
+        )
 
 
 def _grid(name: str, grids: Path, params: Path, frozen: bool = False, extra: tuple = ()):

@@ -9,10 +9,7 @@ from functools import cached_property
 import torch
 
 from lttw.device import Runtime
-
-#: trimmed batch lengths are rounded up to a multiple of this (tensor-core friendly, and
-#: at most max_len / 8 distinct shapes for ``torch.compile``)
-LENGTH_MULTIPLE = 8
+from lttw.models.trained import trimmed_length
 
 
 @dataclass
@@ -54,8 +51,7 @@ class Batchable:
     def batch(self, idx: torch.Tensor, rt: Runtime, trim: bool = True) -> tuple[dict, torch.Tensor]:
         seq = self.input_ids.shape[1]
         if trim and len(idx):
-            longest = max(1, int(self.lengths[idx].max()))
-            seq = min(seq, -(-longest // LENGTH_MULTIPLE) * LENGTH_MULTIPLE)
+            seq = trimmed_length(int(self.lengths[idx].max()), seq)
 
         def move(t, dtype):
             t = t[idx].to(dtype)

@@ -24,15 +24,18 @@ import json
 import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from lttw.errors import DataError
 from lttw.io import read_arrays, write_arrays
 from lttw.settings import CountSettings
 from lttw.text.splitting_quality import degenerate_warning, splitting_quality
 from lttw.text.words import WordSplitter, make_splitter, write_rule
+
+if TYPE_CHECKING:  # scipy is imported where a matrix is built: a model folder's factor
+    import scipy.sparse as sp  # lookup (``load_corpus_counts``) runs without it
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +107,8 @@ def label_matrix(labels: np.ndarray, n_labels: int) -> sp.csr_matrix:
     """Sparse label matrix Y (n_texts x n_labels, int64): one-hot, Y[i, labels[i]] = 1, for
     ``(n,)`` class ids; for an ``(n, n_labels)`` 0/1 indicator matrix (multi-label) Y is that
     matrix."""
+    import scipy.sparse as sp
+
     labels = np.asarray(labels)
     if labels.ndim == 2:
         if labels.shape[1] != n_labels or not np.isin(labels, (0, 1)).all():
@@ -188,6 +193,8 @@ def normalise_rows(counts: sp.spmatrix) -> sp.csr_matrix:
 
     A word with n(w) = 0 (only possible for a hand-made matrix) keeps an all-zero row.
     """
+    import scipy.sparse as sp
+
     counts = sp.csr_matrix(counts, dtype=np.float64)
     totals = corpus_counts(counts).astype(np.float64)
     inverse = np.divide(1.0, totals, out=np.zeros_like(totals), where=totals > 0)
@@ -197,6 +204,8 @@ def normalise_rows(counts: sp.spmatrix) -> sp.csr_matrix:
 def save_counts(directory: str | Path, counts: sp.spmatrix, vocabulary: list[str]) -> None:
     """Write ``word_label_counts.safetensors`` (COO row/col/data + shape) and
     ``vocabulary.json`` (words in row order) into ``directory``."""
+    import scipy.sparse as sp
+
     directory = Path(directory)
     coo = sp.coo_matrix(counts)
     if coo.shape[0] != len(vocabulary):
@@ -213,19 +222,38 @@ def save_counts(directory: str | Path, counts: sp.spmatrix, vocabulary: list[str
     )
 
 
-def load_counts(directory: str | Path) -> tuple[sp.csr_matrix, list[str]]:
-    """Inverse of ``save_counts``: (counts CSR int64 (n_words x n_labels), vocabulary)."""
+def _read_counts(directory: str | Path) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The arrays ``save_counts`` wrote (COO row/col/data + shape) and the vocabulary,
+    checked against each other."""
     directory = Path(directory)
     for name in (COUNTS_FILE, VOCABULARY_FILE):
         if not (directory / name).is_file():
             raise DataError(f"{directory / name}: not found (run the counts stage first)")
     arrays = read_arrays(directory / COUNTS_FILE)
     shape = tuple(int(v) for v in arrays["shape"])
-    counts = sp.coo_matrix((arrays["data"], (arrays["row"], arrays["col"])), shape=shape).tocsr()
     vocabulary = json.loads((directory / VOCABULARY_FILE).read_text(encoding="utf-8"))
     if len(vocabulary) != shape[0]:
         raise DataError(
             f"{directory}: {len(vocabulary)} words in {VOCABULARY_FILE} but "
             f"{shape[0]} rows in {COUNTS_FILE}"
         )
+    return arrays, vocabulary
+
+
+def load_counts(directory: str | Path) -> tuple[sp.csr_matrix, list[str]]:
+    """Inverse of ``save_counts``: (counts CSR int64 (n_words x n_labels), vocabulary)."""
+    import scipy.sparse as sp
+
+    arrays, vocabulary = _read_counts(directory)
+    shape = tuple(int(v) for v in arrays["shape"])
+    counts = sp.coo_matrix((arrays["data"], (arrays["row"], arrays["col"])), shape=shape).tocsr()
     return counts, vocabulary
+
+
+def load_corpus_counts(directory: str | Path) -> tuple[np.ndarray, list[str]]:
+    """(n(w) (n_words,) int64, vocabulary) of a ``save_counts`` folder, in numpy alone:
+    ``corpus_counts(load_counts(directory)[0])`` without scipy (a model folder's lookup)."""
+    arrays, vocabulary = _read_counts(directory)
+    totals = np.zeros(len(vocabulary), dtype=np.int64)
+    np.add.at(totals, arrays["row"].astype(np.int64), arrays["data"].astype(np.int64))
+    return totals, vocabulary

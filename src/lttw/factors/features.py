@@ -26,8 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from lttw.errors import DataError
-from lttw.factors.counts import corpus_counts as count_totals
-from lttw.factors.counts import load_counts
+from lttw.factors.counts import load_corpus_counts
 from lttw.factors.nmf import load_word_factors
 from lttw.settings import RANKINGS, Ranking
 from lttw.text.words import WordSplitter, read_rule
@@ -227,7 +226,7 @@ class FactorLookup:
         splitter: WordSplitter | None = None,
     ) -> FactorLookup:
         """The fold's lookup; ``splitter`` None: the rule recorded in the counts folder."""
-        counts, vocabulary = load_counts(counts_directory)
+        totals, vocabulary = load_corpus_counts(counts_directory)
         splitter = splitter or read_rule(counts_directory)
         factors = load_word_factors(nmf_directory)
         if factors.shape[0] != len(vocabulary):
@@ -235,7 +234,7 @@ class FactorLookup:
                 f"{nmf_directory}: {factors.shape[0]} factor rows but "
                 f"{len(vocabulary)} words in {counts_directory}; rerun the nmf stage"
             )
-        return cls(vocabulary, count_totals(counts), factors, splitter)
+        return cls(vocabulary, totals, factors, splitter)
 
     @property
     def rank(self) -> int:

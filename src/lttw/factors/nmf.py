@@ -10,14 +10,16 @@ import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.linalg import norm as sparse_norm
 
 from lttw.errors import DataError, UserError
 from lttw.io import read_arrays, write_arrays
 from lttw.settings import NMFSettings
+
+if TYPE_CHECKING:  # scipy where a factorisation is measured: loading factors needs none
+    import scipy.sparse as sp
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +162,9 @@ def factors_given_labels(
 
 def factor_metrics(V: sp.spmatrix | np.ndarray, factors: LatentFactors) -> dict:
     """Metrics JSON of the nmf stage; relative_error = ||V - WH||_F / ||V||_F."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import norm as sparse_norm
+
     norm = float(sparse_norm(V) if sp.issparse(V) else np.linalg.norm(V))
     return {
         "reconstruction_error": factors.reconstruction_err,

@@ -17,12 +17,16 @@ from lttw.io import read_json
 from lttw.models.bundle import META
 from lttw.models.calibration import Calibration
 from lttw.models.ensemble import ENSEMBLE_PARTS
-from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
+from lttw.models.trained import ARRAYS, TEXTS, TokenArrays, load_classifier, predict_proba, reads
 from lttw.settings import CountSettings, TrainSettings
 
 if TYPE_CHECKING:  # imported where used: `lttw predict` needs neither pandas nor sklearn
     from lttw.data.fold_inputs import FoldInputs
     from lttw.models.calibration import Calibration
+
+
+#: how a torch model folder becomes one that answers without torch
+ONNX_EXPORT = "`lttw export --model DIR --out OUT --onnx`"
 
 
 def model_variant(model_dir: str | Path) -> str:
@@ -161,22 +165,35 @@ class Predictor:
         """The model folder, checked as it loads: a damaged file raises a UserError naming it
         and what is wrong (code shipped in a folder, ``auto_map``, is refused, never run).
         ``load_model(folder)``: what runs the classifier instead of its torch weights (e.g.
-        ``serving.onnx_runtime``'s session over the folder's ONNX file); the rest (tokenizer,
-        factor lookup) is the folder's own either way."""
+        ``serving.onnx_runtime``'s session over the folder's ONNX file, which needs no torch);
+        the rest (tokenizer, factor lookup, calibration) is the folder's own either way. A
+        folder that needs a package this install leaves out (torch, under ``pip install
+        lttw``) raises a UserError saying what to install or export."""
         from safetensors import SafetensorError
 
-        from lttw.errors import UserError, one_line
+        from lttw.errors import UserError, missing_extra, one_line
 
         folder = Path(folder)
         if not (folder / META).is_file():
             raise UserError(
-                f"{folder}: not a trained model folder (no {META}); run `dvc repro` "
-                "or pass --model DIR"
+                f"{folder}: not a trained model folder (no {META}); train one (`dvc repro`) "
+                "or name the folder of one"
             )
         try:
             return cls._load_checked(folder, device, load_model or load_classifier)
         except UserError:
             raise
+        except ModuleNotFoundError as err:
+            missing = missing_extra(err)
+            if missing is None:
+                raise
+            if (err.name or "").split(".")[0] == "torch":
+                raise UserError(
+                    f"{folder}: its torch weights need torch, which this install leaves out: "
+                    f"pip install 'lttw[train]', or export the folder to ONNX where torch is "
+                    f"installed ({ONNX_EXPORT}) and load the export"
+                ) from None
+            raise UserError(f"{folder}: {missing}") from None
         except (ValueError, KeyError, TypeError, RuntimeError, SafetensorError) as err:
             raise UserError(f"{folder}: a damaged model folder ({one_line(err)})") from None
 
@@ -213,9 +230,11 @@ class Predictor:
             lookup = FactorLookup.load(
                 folder / FACTORS, folder / FACTORS, model_words(folder, meta)
             )
-        runtime = inference_runtime(folder, meta, device)
         words = saved_words(folder)
         tokenizer = None if words is not None else load_saved_tokenizer(folder / TOKENIZER)
+        if reads(model) == ARRAYS:  # runs itself on the CPU: no torch runtime
+            return cls(folder, meta, classes, model.to(device), tokenizer, lookup, None, words)
+        runtime = inference_runtime(folder, meta, device)
         return cls(
             folder, meta, classes, model.to(runtime.device), tokenizer, lookup, runtime, words
         )
@@ -261,11 +280,14 @@ class Predictor:
         """What the model reads: the texts themselves, or their tokens and factor rows."""
         if reads(self.model) == TEXTS:
             return texts
-        from lttw.data.batching import Batchable
         from lttw.encoder.tokens import encode_texts
 
         if self.words is not None:
             ids, mask = self.words.ids(list(texts), self.meta["max_len"])
         else:
             ids, mask = encode_texts(self.tokenizer, list(texts), self.meta["max_len"])
+        if reads(self.model) == ARRAYS:
+            return TokenArrays(ids, mask, self.factors(list(texts)))
+        from lttw.data.batching import Batchable
+
         return Batchable.unlabelled(ids, mask, self.factors(list(texts)))

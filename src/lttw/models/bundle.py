@@ -18,7 +18,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 LABELS = "labels.json"
 META = "lttw.json"
+#: the classifier's own files (``registry.save_model``): variant + config, and its weights
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
 FACTORS = "factors"
 TOKENIZER = "tokenizer"
 #: how every prediction from a model folder runs (the evaluate stage, ``lttw predict``,
@@ -195,10 +198,41 @@ def inference_precision(folder: str | Path, meta: dict) -> str:
 def check_tokenizer_folder(folder: str | Path) -> None:
     """Every JSON file of a model folder's ``tokenizer/`` parses, and none asks to run code
     (``auto_map``); errors name the file."""
-    from lttw.models.registry import refuse_remote_code
-
     tokenizer = Path(folder) / TOKENIZER
     if not tokenizer.is_dir():
         raise FileNotFoundError(2, "no tokenizer folder here", str(tokenizer))
     for path in sorted(tokenizer.glob("*.json")):
         refuse_remote_code(path, read_json(path))
+
+
+def refuse_remote_code(path: str | Path, document: Any) -> None:
+    """Raise a UserError naming ``path`` when its JSON ``document`` holds an ``auto_map``
+    (code shipped with a model, which transformers would import): never run here."""
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "auto_map" in node:
+                raise UserError(
+                    f"{path}: asks to run code shipped with the model (auto_map); "
+                    "lttw never runs such code: remove the auto_map entry"
+                )
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def read_model_config(folder: str | Path) -> tuple[str, dict]:
+    """``(variant, config)`` from ``config.json``; a damaged file raises a UserError naming it."""
+    path = Path(folder) / CONFIG_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no model config here (is {folder} a model folder?)")
+    raw = read_json(path)
+    if not (
+        isinstance(raw, dict)
+        and isinstance(raw.get("variant"), str)
+        and isinstance(raw.get("config"), dict)
+    ):
+        raise UserError(f"{path}: not a model config (needs 'variant' and a 'config' object)")
+    refuse_remote_code(path, raw)
+    return raw["variant"], raw["config"]

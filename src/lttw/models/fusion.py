@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from lttw.errors import UserError
-from lttw.models.registry import registrar
+from lttw.models.registrar import registrar
 
 FUSION_REGISTRY: dict[str, type[Fusion]] = {}
 #: class decorator: ``@register_fusion(name)`` makes a fusion available as ``model.fusion: name``

@@ -12,8 +12,9 @@ encoder_cnn) also take ``encoder_states`` (batch, seq, d): the frozen encoder's 
 output, used instead of running the encoder (``train.freeze_encoder``). A model folder holds ``config.json`` (variant + config)
 and ``model.safetensors``; loading needs neither the hub nor pickle.
 
-Each variant module of ``lttw.models`` registers itself, and the package imports them all
-(``lttw/models/__init__.py``), so any import from ``lttw.models`` completes the registry.
+Each variant module of ``lttw.models`` registers itself, and this module imports them all
+(``_import_variants``, at its end), so any import of the registry completes it; the model
+folder's torch-free modules (``bundle`` and the others of ``SUPPORT``) are not variants.
 """
 
 from __future__ import annotations
@@ -26,27 +27,14 @@ import torch
 from torch import nn
 
 from lttw.errors import UserError, one_line
-from lttw.io import atomic_path, read_json, sort_safetensors_metadata, write_json
+from lttw.io import atomic_path, sort_safetensors_metadata, write_json
+from lttw.models.bundle import CONFIG_NAME, WEIGHTS_NAME, read_model_config
+from lttw.models.registrar import registrar
 
-CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
+#: modules of ``lttw.models`` that support the variants rather than define one
+SUPPORT = {"attention", "bundle", "fusion", "registrar", "registry", "tfidf", "tfidf_vectorizer"}
 
 MODEL_REGISTRY: dict[str, type[Classifier]] = {}
-
-
-def registrar(table: dict[str, type], attribute: str):
-    """A class decorator maker: ``@it(name)`` files the class under ``name`` in ``table``
-    and sets its ``attribute`` to ``name``."""
-
-    def register_as(name: str):
-        def wrap(cls):
-            setattr(cls, attribute, name)
-            table[name] = cls
-            return cls
-
-        return wrap
-
-    return register_as
 
 
 #: class decorator: ``@register(name)`` makes a classifier available as ``model.variant: name``
@@ -126,39 +114,6 @@ def save_model(model: Classifier, folder: str | Path) -> None:
     )
 
 
-def refuse_remote_code(path: str | Path, document: Any) -> None:
-    """Raise a UserError naming ``path`` when its JSON ``document`` holds an ``auto_map``
-    (code shipped with a model, which transformers would import): never run here."""
-    stack = [document]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if "auto_map" in node:
-                raise UserError(
-                    f"{path}: asks to run code shipped with the model (auto_map); "
-                    "lttw never runs such code: remove the auto_map entry"
-                )
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-
-
-def read_model_config(folder: str | Path) -> tuple[str, dict]:
-    """``(variant, config)`` from ``config.json``; a damaged file raises a UserError naming it."""
-    path = Path(folder) / CONFIG_NAME
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no model config here (is {folder} a model folder?)")
-    raw = read_json(path)
-    if not (
-        isinstance(raw, dict)
-        and isinstance(raw.get("variant"), str)
-        and isinstance(raw.get("config"), dict)
-    ):
-        raise UserError(f"{path}: not a model config (needs 'variant' and a 'config' object)")
-    refuse_remote_code(path, raw)
-    return raw["variant"], raw["config"]
-
-
 def load_model(folder: str | Path, map_location: str | torch.device = "cpu") -> Classifier:
     """Rebuild the model from its config alone (no hub access) and load its weights."""
     from safetensors import SafetensorError
@@ -193,3 +148,16 @@ def load_model(folder: str | Path, map_location: str | torch.device = "cpu") -> 
         ) from None
     model.eval()
     return model
+
+
+def _import_variants() -> None:
+    """Import every variant module of the package (each registers itself on import)."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if module.name not in SUPPORT:
+            importlib.import_module(f"lttw.models.{module.name}")
+
+
+_import_variants()

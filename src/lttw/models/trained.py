@@ -5,6 +5,9 @@ Two kinds of classifier share it, told apart by what they read (``reads``):
     "tokens"  the torch classifiers of the registry (``registry.Classifier``): token tensors
               and latent-factor rows, batched (``data.batching.Batchable``)
     "texts"   ``tfidf_linear`` (``tfidf.TfidfLinear``): a list of raw texts
+    "arrays"  an exported classifier run without torch (``serving.onnx_runtime``'s
+              ``OnnxClassifier``): the same token ids, masks and factor rows as numpy
+              arrays (``TokenArrays``), batched here as ``Batchable`` batches them
 
 ``predict_proba(model, inputs, rt, batch_size)`` gives (n, p) probabilities for either, an
 empty (0, p) array for no rows; ``predict_logits`` the scores they come from, and
@@ -16,6 +19,7 @@ Below both training and inference: neither needs the other for it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +28,52 @@ import numpy as np
 if TYPE_CHECKING:
     from lttw.models.calibration import Calibration
 
-TOKENS, TEXTS = "tokens", "texts"
+TOKENS, TEXTS, ARRAYS = "tokens", "texts", "arrays"
+#: trimmed batch lengths are rounded up to a multiple of this (tensor-core friendly, and
+#: at most max_len / 8 distinct shapes for ``torch.compile``)
+LENGTH_MULTIPLE = 8
 
 
 def reads(model: Any) -> str:
-    """What ``model`` predicts from: TOKENS (a torch classifier) or TEXTS (tfidf_linear)."""
+    """What ``model`` predicts from: TOKENS (a torch classifier), TEXTS (tfidf_linear) or
+    ARRAYS (an ONNX classifier)."""
     return getattr(model, "reads", TOKENS)
+
+
+def row_lengths(attention_mask: np.ndarray) -> np.ndarray:
+    """(n,) int64: 1 + the position of each row's last real token (any padding side)."""
+    positions = np.arange(1, attention_mask.shape[1] + 1)
+    return ((np.asarray(attention_mask) != 0) * positions).max(1, initial=0).astype(np.int64)
+
+
+def trimmed_length(longest: int, seq: int) -> int:
+    """The columns a batch whose longest row has ``longest`` tokens keeps of ``seq``: the
+    padding no row uses is cut, to a multiple of ``LENGTH_MULTIPLE``."""
+    return min(seq, -(-max(1, longest) // LENGTH_MULTIPLE) * LENGTH_MULTIPLE)
+
+
+@dataclass(frozen=True)
+class TokenArrays:
+    """What an ARRAYS classifier reads, rows aligned: ``input_ids`` (n, seq) and
+    ``attention_mask`` (n, seq) integers, ``factors`` (n, k+s, rank) float32 or None."""
+
+    input_ids: np.ndarray
+    attention_mask: np.ndarray
+    factors: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    def batch(self, rows: np.ndarray) -> dict[str, np.ndarray | None]:
+        """The rows' inputs (int64 ids and mask, float32 factors), padding trimmed."""
+        seq = self.input_ids.shape[1]
+        if len(rows):
+            seq = trimmed_length(int(row_lengths(self.attention_mask[rows]).max()), seq)
+        return {
+            "input_ids": self.input_ids[rows, :seq].astype(np.int64),
+            "attention_mask": self.attention_mask[rows, :seq].astype(np.int64),
+            "factors": None if self.factors is None else self.factors[rows].astype(np.float32),
+        }
 
 
 def variant_reads(variant: str) -> str:
@@ -62,6 +106,10 @@ def predict_proba(
         return calibration.probabilities(predict_logits(model, inputs, rt, batch_size, progress))
     if reads(model) == TEXTS:
         return model.predict_proba(list(inputs))
+    if reads(model) == ARRAYS:
+        logits = _array_logits(model, inputs, batch_size, progress)
+        shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return (shifted / shifted.sum(axis=1, keepdims=True)).astype(np.float32)
     return _torch_scores(model, inputs, rt, batch_size, progress, softmax=True)
 
 
@@ -74,6 +122,8 @@ def predict_logits(
         return np.zeros((0, n_labels(model)), np.float32)
     if reads(model) == TEXTS:
         return np.asarray(model.logits(list(inputs)), np.float32)
+    if reads(model) == ARRAYS:
+        return _array_logits(model, inputs, batch_size, progress)
     return _torch_scores(model, inputs, rt, batch_size, progress, softmax=False)
 
 
@@ -118,6 +168,25 @@ def _torch_scores(model, data, rt, batch_size: int, progress: bool, softmax: boo
     probs = torch.empty(len(data), out[0].shape[1])
     probs[order] = torch.cat(out)
     return probs.numpy()
+
+
+def _array_logits(model, data: TokenArrays, batch_size: int, progress: bool) -> np.ndarray:
+    """``_torch_scores``' batching (shortest rows first, padding trimmed) in numpy, for a
+    classifier called as ``model(input_ids=, attention_mask=, factors=)`` -> logits."""
+    from lttw.progress import progress as progress_bar
+
+    order = np.argsort(row_lengths(data.attention_mask), kind="stable")
+    logits = np.empty((len(data), n_labels(model)), np.float32)
+    for start in progress_bar(
+        range(0, len(data), batch_size),
+        desc="predict",
+        unit="batch",
+        disable=not progress,
+        leave=False,
+    ):
+        rows = order[start : start + batch_size]
+        logits[rows] = model(**data.batch(rows))
+    return logits
 
 
 def save_classifier(model: Any, folder: str | Path) -> None:

@@ -3,13 +3,14 @@
 ``lttw export --onnx`` (``serving.onnx_export``) adds ``model.onnx`` to a model folder: the
 classifier's forward pass (encoder, latent-factor fusion, attention, head) from
 ``input_ids``, ``attention_mask`` [and ``factors``] to ``logits``, with batch and sequence
-axes dynamic. Tokenising, word splitting and the factor lookup stay in Python, the
-``Predictor``'s own. ``OnnxClassifier`` stands in for the torch classifier where the
-``Predictor`` calls it (``models.trained.predict_proba``: length-sorted, trimmed batches),
-so both paths share every step but the forward pass itself.
+axes dynamic. Tokenising, word splitting, the factor lookup and calibration stay in Python,
+the ``Predictor``'s own. ``OnnxClassifier`` stands in for the torch classifier where the
+``Predictor`` calls it (``models.trained.predict_proba``: length-sorted, trimmed batches,
+as numpy arrays), so both paths share every step but the forward pass itself, and this
+one imports no torch: the slim install (``pip install lttw``) answers with it.
 
-``load_predictor(folder)`` is what ``lttw predict`` / ``serve`` call: ONNX when the folder
-holds ``model.onnx``, torch otherwise.
+``load_predictor(folder)`` is what ``lttw predict`` / ``serve`` and ``lttw.load_model``
+call: ONNX when the folder holds ``model.onnx``, torch otherwise.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from lttw.errors import UserError
+from lttw.models.trained import ARRAYS
 
 ONNX_FILE = "model.onnx"
 #: what the export recorded: precision (fp32 | int8), opset, inputs, its check's figures
@@ -60,9 +62,10 @@ def session(path: str | Path, threads: int | None = None):
 
 class OnnxClassifier:
     """An onnxruntime session that a ``Predictor`` calls like its torch classifier:
-    ``model(input_ids=, attention_mask=, factors=)`` (torch tensors) -> logits (torch)."""
+    ``model(input_ids=, attention_mask=, factors=)`` -> logits, all numpy arrays
+    (``models.trained.ARRAYS``)."""
 
-    reads = "tokens"
+    reads = ARRAYS
 
     def __init__(self, sess, n_labels: int, precision: str = "fp32"):
         self.session, self.precision = sess, precision
@@ -73,21 +76,23 @@ class OnnxClassifier:
         return self
 
     def to(self, device) -> OnnxClassifier:
-        if str(device) != "cpu":
-            raise UserError(f"an ONNX model folder runs on the CPU (onnxruntime), not {device}")
+        """Itself, on the CPU (``device`` cpu or auto); another device raises a UserError."""
+        if str(device) not in ("cpu", "auto"):
+            raise UserError(
+                f"an ONNX model folder runs on the CPU (onnxruntime), not {device}; "
+                "use device cpu, or the torch backend"
+            )
         return self
 
-    def __call__(self, input_ids, attention_mask, factors=None, **_):
-        import torch
-
+    def __call__(self, input_ids, attention_mask, factors=None, **_) -> np.ndarray:
         feed = {
-            "input_ids": input_ids.cpu().numpy().astype(np.int64),
-            "attention_mask": attention_mask.cpu().numpy().astype(np.int64),
+            "input_ids": np.asarray(input_ids, np.int64),
+            "attention_mask": np.asarray(attention_mask, np.int64),
         }
         if "factors" in self.inputs:
-            feed["factors"] = factors.cpu().numpy().astype(np.float32)
+            feed["factors"] = np.asarray(factors, np.float32)
         (logits,) = self.session.run(["logits"], feed)
-        return torch.from_numpy(logits)
+        return np.asarray(logits, np.float32)
 
 
 def read_record(folder: str | Path) -> dict:
@@ -104,7 +109,7 @@ def onnx_loader(threads: int | None = None):
     """``Predictor.load``'s ``load_model``: the folder's ``model.onnx`` in a session."""
 
     def load(folder: str | Path) -> OnnxClassifier:
-        from lttw.models.registry import read_model_config
+        from lttw.models.bundle import read_model_config
 
         _, config = read_model_config(folder)
         n_labels = config.get("n_labels")
@@ -134,9 +139,12 @@ def load_predictor(
     if backend != "torch" and has_onnx(folder):
         return Predictor.load(folder, device, load_model=onnx_loader(threads))
     if backend == "torch" and threads:
-        import torch
-
-        torch.set_num_threads(threads)
+        try:
+            import torch
+        except ModuleNotFoundError:
+            pass  # Predictor.load says what to install
+        else:
+            torch.set_num_threads(threads)
     return Predictor.load(folder, device)
 
 

@@ -190,7 +190,7 @@ def _jieba_tokenizer():
         import jieba
     except ImportError:
         raise UserError(
-            f"{SPLITTER_PARAMETER}=jieba needs the jieba package (pip install jieba)"
+            f"{SPLITTER_PARAMETER}=jieba needs the jieba package: pip install 'lttw[jieba]'"
         ) from None
     jieba.setLogLevel(logging.DEBUG if log.isEnabledFor(logging.DEBUG) else logging.WARNING)
     tokenizer = jieba.Tokenizer()  # own instance: nobody's add_word changes our words
