@@ -8,7 +8,8 @@ copy. On load (``check_folder``) every recorded file must be there with its reco
 and every file the loader would read must be recorded; the first that is not raises a
 one-line ``UserError`` naming it. A folder written before checksums were recorded (no
 ``sha256`` key) loads as before, after the check that the files it needs are present;
-``lttw verify`` reports it as "no checksums recorded".
+``lttw verify`` reports it as "no checksums recorded". Every file the loader reads is first
+held to the size limit of its kind (``file_limits``), whether checksums are recorded or not.
 
 The checksums catch a file changed or truncated in place (a disk or copy error, an edit by
 hand) whatever its size and time say; they are not a signature: whoever can write the
@@ -27,6 +28,7 @@ from lttw.io import read_json, write_json
 from lttw.models.bundle import FACTORS, LABELS, META, TOKENIZER, WORDS
 from lttw.models.calibration import CALIBRATION
 from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS
+from lttw.models.file_limits import check_size, size_problem
 
 CHECKSUMS = "sha256"
 #: the top-level files a loader reads: the classifier (torch, or tfidf's extra vocabulary),
@@ -154,7 +156,9 @@ def copy_loader_files(source: str | Path, dest: str | Path) -> list[str]:
 def verify(folder: str | Path, meta: dict | None = None, first_only: bool = False) -> FolderCheck:
     """Check ``folder`` against its recorded checksums (and for the files it needs)."""
     folder = Path(folder)
-    meta = read_json(folder / META) if meta is None else meta
+    if meta is None:
+        check_size(folder / META)
+        meta = read_json(folder / META)
     sums = meta.get(CHECKSUMS) if isinstance(meta, dict) else None
     check = FolderCheck(folder, recorded=sums is not None)
     meta_path = folder / META
@@ -165,6 +169,12 @@ def verify(folder: str | Path, meta: dict | None = None, first_only: bool = Fals
         check.problems.append(f"{meta_path}: {CHECKSUMS!r} is not a map of file to digest")
         return check
     sums = sums or {}
+    for name in loader_files(folder):  # by size on disk, before any is read or hashed
+        too_large = size_problem(folder / name, name)
+        if too_large:
+            check.problems.append(too_large)
+            if first_only:
+                return check
     for name, what in required_files(folder, meta).items():
         if not (folder / name).is_file() and name not in sums:
             check.problems.append(
