@@ -79,10 +79,22 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def ensemble_parts(folder: str | Path) -> tuple[str, ...]:
+    """The part sub-folders of an ensemble model folder (``models.ensemble``), by the variant
+    its lttw.json names; () for any other folder."""
+    meta_path = Path(folder) / META
+    check_size(meta_path)
+    meta = read_json(meta_path)
+    return ENSEMBLE_PARTS.get(str(meta.get("variant")), ()) if isinstance(meta, dict) else ()
+
+
 def record_checksums(folder: str | Path) -> dict[str, str]:
     """Write the sha256 of every file the loader reads into ``folder``'s lttw.json (the
-    last step of writing a model folder); returns them."""
+    last step of writing a model folder; an ensemble's parts first, each into its own
+    lttw.json); returns the folder's own."""
     folder = Path(folder)
+    for part in ensemble_parts(folder):
+        record_checksums(folder / part)
     sums = {name: file_sha256(folder / name) for name in loader_files(folder) if name != META}
     meta = read_json(folder / META)
     meta[CHECKSUMS] = sums
@@ -141,8 +153,9 @@ def unread_files(folder: str | Path, read: set[str] | None = None) -> list[str]:
 
 def copy_loader_files(source: str | Path, dest: str | Path) -> list[str]:
     """Copy the files loading ``source`` reads into ``dest`` (links followed, nothing else
-    copied), without its recorded checksums (``record_checksums`` writes the copy's);
-    returns the files left out (``unread_files``)."""
+    copied; an ensemble's part folders each copied the same way), without recorded
+    checksums (``record_checksums`` writes the copy's); returns the files left out
+    (``unread_files``), as paths relative to ``source``."""
     source, dest = Path(source), Path(dest)
     for name in loader_files(source):
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +163,19 @@ def copy_loader_files(source: str | Path, dest: str | Path) -> list[str]:
     meta = read_json(dest / META)
     if isinstance(meta, dict) and meta.pop(CHECKSUMS, None) is not None:
         write_json(dest / META, meta)
-    return unread_files(source)
+    parts = ensemble_parts(source)
+    left_out = [
+        name for name in unread_files(source) if not name.startswith(tuple(f"{p}/" for p in parts))
+    ]
+    for part in parts:
+        if not (source / part / META).is_file():
+            raise UserError(
+                f"{source / part / META}: missing (the ensemble's part {part!r}); the model "
+                "folder is incomplete"
+            )
+        (dest / part).mkdir()
+        left_out += [f"{part}/{name}" for name in copy_loader_files(source / part, dest / part)]
+    return left_out
 
 
 def verify(folder: str | Path, meta: dict | None = None, first_only: bool = False) -> FolderCheck:
