@@ -80,3 +80,22 @@ def test_nmf_rank_auto_is_capped_with_a_warning(tmp_path):
     assert metrics["rank"] == AUTO_RANK_MAX == 32
     assert "nmf.rank=auto: 40 classes -> rank 32 (auto stops at 32" in ran.stderr
     assert "is below the number of classes" not in ran.stderr  # one warning, not two
+
+
+def test_the_data_check_plans_samples_without_copying_the_texts(tmp_path, monkeypatch):
+    """`lttw data check` / `init` plan the samples as the sample stage does but build no
+    sample frames (a copy of every text: bench/input_memory.py init measures the memory)."""
+    from lttw.data import sampling
+
+    def no_frames(*args, **kwargs):
+        raise AssertionError("the data check built a sample frame")
+
+    monkeypatch.setattr(sampling, "sample_frame", no_frames)
+    data = tmp_path / "t.csv"
+    data.write_text("text,label\n" + "".join(f"text {i},c{i % 2}\n" for i in range(60)))
+    (tmp_path / "params.yaml").write_text(
+        "data:\n  sampling: all\n  predict_size: 0\nfolds:\n  n_folds: 3\n  run: [0]\n"
+    )
+    result = invoke("data", "check", data, "--params", tmp_path / "params.yaml")
+    assert result.exit_code == 0, result.output
+    assert "ok: the sample stage can use this dataset" in result.stdout

@@ -31,7 +31,7 @@ from lttw.data.sample_sizes import (
     pools_of,
     sizes_of,
 )
-from lttw.data.sampling import draw_samples
+from lttw.data.sampling import plan_samples
 from lttw.data.tables import TABLE_SUFFIXES, ColumnError
 from lttw.errors import DataError
 from lttw.factors.nmf import auto_rank_capped, resolve_rank
@@ -220,8 +220,8 @@ def check_dataset(
         plan = sample_plan(
             dataset, data.model_copy(update={"sampling": "stratified"}) if refused else data
         )
-        try:
-            draw_samples(dataset, data, settings.seed)
+        try:  # the sample stage's own plan, without building its frames
+            plan_samples(dataset, data, settings.seed)
         except DataError as err:
             sample_error = str(err)
     quality = {

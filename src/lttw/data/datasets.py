@@ -131,7 +131,10 @@ def load_dataset(settings: DataSettings) -> Dataset:
     pooled, multi_label = _pool(resolved, text_cols, label_col, settings)
     blank, unlabelled = _usable(pooled, source, text_cols, label_col)
     kept = pooled[~blank & ~unlabelled]
-    duplicates, conflicting = _duplicates(kept, source)
+    dropped_empty, dropped_unlabelled = int(blank.sum()), int(unlabelled.sum())
+    del pooled, blank, unlabelled  # held once, as ``kept``
+    texts = kept["text"].astype("str").to_numpy(dtype=object)  # the str objects, once
+    duplicates, conflicting = _duplicates(texts, kept["label"], source)
     if multi_label:
         ids, class_names, label_values = encode_label_lists(kept["label"], resolved.classes)
     else:
@@ -142,15 +145,15 @@ def load_dataset(settings: DataSettings) -> Dataset:
         raise DataError(f"{source}: only one class ({class_names[0]!r}) in column {label_col}")
     return Dataset(
         name=settings.dataset,
-        texts=kept["text"].astype("str").to_numpy(dtype=object),
+        texts=texts,
         labels=ids if multi_label else ids.astype(np.int64),
         splits=kept["split"].to_numpy(dtype=object),
         source_rows=kept.index.to_numpy(dtype=np.int64),
         classes=class_names,
         label_values=label_values,
         source=source,
-        dropped_empty=int(blank.sum()),
-        dropped_unlabelled=int(unlabelled.sum()),
+        dropped_empty=dropped_empty,
+        dropped_unlabelled=dropped_unlabelled,
         duplicate_texts=duplicates,
         conflicting_texts=conflicting,
         language=resolved.language,
@@ -159,13 +162,12 @@ def load_dataset(settings: DataSettings) -> Dataset:
     )
 
 
-def _duplicates(kept: pd.DataFrame, source: str) -> tuple[int, int]:
+def _duplicates(texts: np.ndarray, labels: pd.Series, source: str) -> tuple[int, int]:
     """Rows repeating an earlier row's text, and texts seen with several labels (logged)."""
-    texts = kept["text"].astype("str")
-    repeated = int(texts.duplicated().sum())
+    repeated = int(pd.Series(texts, dtype=object).duplicated().sum())
     conflicting = 0
     if repeated:
-        labels_per_text = kept["label"].astype("str").groupby(texts.to_numpy()).nunique()
+        labels_per_text = labels.astype("str").groupby(texts).nunique()
         conflicting = int((labels_per_text > 1).sum())
         log.warning(
             "%s: %d rows repeat the text of an earlier row (kept; counted in "
