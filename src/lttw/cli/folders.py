@@ -189,6 +189,11 @@ def _onnx_targets(folder: Path, predictor) -> list[tuple[Path, object]]:
             targets.append((folder / name, part))
         else:
             typer.echo(f"the {name} part reads raw texts: copied as it is, no ONNX", err=True)
+    if not targets:
+        raise UserError(
+            f"{predictor.folder}: no part of this ensemble runs a neural network: there is "
+            "nothing to export to ONNX (leave out --onnx)"
+        )
     return targets
 
 
