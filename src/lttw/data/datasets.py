@@ -102,7 +102,7 @@ def _usable(
     pooled: pd.DataFrame, source: str, text_cols: tuple[str, ...], label_col: str
 ) -> tuple[pd.Series, pd.Series]:
     """Masks of rows with a blank text and of rows without a label (counts logged)."""
-    blank = pooled["text"].isna() | pooled["text"].astype("str").str.strip().eq("")
+    blank = _blank(pooled["text"])
     if blank.all():
         raise DataError(
             f"{source}: all {len(pooled)} texts (column {', '.join(text_cols)}) "
@@ -120,6 +120,16 @@ def _usable(
     if unlabelled.any():
         log.warning("%s: dropped %d rows without a label", source, int(unlabelled.sum()))
     return blank, unlabelled
+
+
+def _blank(texts: pd.Series, rows: int = 50_000) -> pd.Series:
+    """Which texts are missing, empty or whitespace-only, ``rows`` at a time (stripping
+    makes a copy of the texts: of a slice, not of the column)."""
+    blank = texts.isna().to_numpy(dtype=bool, copy=True)
+    for start in range(0, len(texts), rows):
+        part = texts.iloc[start : start + rows].astype("str").str.strip().eq("")
+        blank[start : start + rows] |= part.to_numpy(dtype=bool)
+    return pd.Series(blank, index=texts.index)
 
 
 def load_dataset(settings: DataSettings) -> Dataset:

@@ -19,6 +19,10 @@ JSONL_SUFFIXES = (".jsonl",)  # one JSON object per line (a list of labels is a 
 TABLE_SUFFIXES = PARQUET_SUFFIXES + CSV_SUFFIXES + JSONL_SUFFIXES
 
 
+#: rows of a CSV file parsed at a time (``_read_csv``)
+CSV_CHUNK_ROWS = 50_000
+
+
 def csv_separator(path: Path) -> str:
     return "\t" if path.suffix.lower() == ".tsv" else ","
 
@@ -49,7 +53,7 @@ def read_table(path: Path) -> pd.DataFrame:
             raise _not_utf8(path, err.start, raw.count(b"\n", 0, err.start) + 1, err.reason)
         return _read_json_lines(path, text)
     try:  # pandas reads the file in blocks: no whole copy of it as bytes or text
-        return pd.read_csv(path, sep=csv_separator(path), encoding="utf-8-sig")
+        return _read_csv(path)
     except UnicodeDecodeError:
         raise _first_bad_utf8(path) from None
     except OSError as err:
@@ -58,6 +62,22 @@ def read_table(path: Path) -> pd.DataFrame:
         raise DataError(f"{path}: the file is empty") from None
     except (pd.errors.ParserError, ValueError) as err:
         raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """A CSV file read ``CSV_CHUNK_ROWS`` rows at a time (the parser's own buffers stay
+    small), the chunks joined; where pandas typed a column differently in two chunks (a
+    label column of integers with a gap in one), the file is read again whole, so that every
+    column has the type one reading of the whole file gives it."""
+    kw = {"sep": csv_separator(path), "encoding": "utf-8-sig"}
+    with pd.read_csv(path, chunksize=CSV_CHUNK_ROWS, **kw) as reader:
+        chunks = list(reader)
+    if len(chunks) == 1:
+        return chunks[0]
+    if not chunks or any(not c.dtypes.equals(chunks[0].dtypes) for c in chunks[1:]):
+        del chunks
+        return pd.read_csv(path, **kw)
+    return pd.concat(chunks, ignore_index=True)
 
 
 def _not_utf8(path: Path, offset: int, line: int, reason: str) -> DataError:
