@@ -456,8 +456,8 @@ def test_invalid_utf8_is_one_line_exit_3(tmp_path, args, stdin):
 def test_an_unwritable_place_is_one_line_exit_2(tmp_path):
     """lttw init into a place that cannot be written (a kernel file system, a path under a
     regular file): one error line naming the path and the reason, no traceback."""
-    data = tmp_path / "t.csv"
-    data.write_text("text,label\nhello world,a\nbye world,b\nhi there,a\nso long,b\n")
+    data = tmp_path / "t.csv"  # enough rows a class for the default 10 folds
+    data.write_text("text,label\n" + "".join(f"text {i},{'ab'[i % 2]}\n" for i in range(40)))
     (tmp_path / "afile").write_text("")
     for dest, reason in (("/sys/lttw-test", "not permitted"), (tmp_path / "afile" / "p", "exists")):
         result = invoke("init", dest, "--data", data, "--text-column", "text")

@@ -294,3 +294,16 @@ def test_sample_is_the_same_whatever_the_spelling_of_data_root(tmp_path, monkeyp
         frames, info = draw_samples(load_dataset(settings), settings, seed=1)
         infos.append(info)
     assert infos[0] == infos[1] and infos[0]["source"] == "ag_news"
+
+
+def test_a_csv_read_in_chunks_types_its_columns_as_one_reading_does(tmp_path, monkeypatch):
+    """Chunks of two rows: integer labels with a gap in one chunk (float there, int in the
+    others) are read again whole; a file whose chunks agree is their concatenation."""
+    from lttw.data import tables
+
+    monkeypatch.setattr(tables, "CSV_CHUNK_ROWS", 2)
+    for body in ("a,1\nb,2\nc,\nd,3\ne,4\n", "a,x\nb,y\nc,z\nd,x\ne,y\n"):
+        path = tmp_path / "t.csv"
+        path.write_text("text,label\n" + body)
+        got, want = tables.read_table(path), pd.read_csv(path)
+        pd.testing.assert_frame_equal(got, want)

@@ -31,12 +31,15 @@ from lttw.data.sample_sizes import (
     pools_of,
     sizes_of,
 )
-from lttw.data.sampling import draw_samples
+from lttw.data.sampling import plan_samples
 from lttw.data.tables import TABLE_SUFFIXES, ColumnError
 from lttw.errors import DataError
-from lttw.factors.nmf import resolve_rank
+from lttw.factors.nmf import auto_rank_capped, resolve_rank
 from lttw.settings import DataSettings, Settings
+from lttw.settings.data import FoldSettings
 
+#: the fewest folds ``folds.n_folds`` allows (its constraint in ``FoldSettings``)
+MIN_FOLDS = next(m.ge for m in FoldSettings.model_fields["n_folds"].metadata if hasattr(m, "ge"))
 DROPPED_EMPTY = "rows with an empty or missing text (dropped by sample)"
 DROPPED_UNLABELLED = "rows without a label (dropped by sample)"
 
@@ -54,6 +57,9 @@ class DataCheck:
     words: dict | None = None  # word_splitting(): the resolved rule, its reason, the quality
     coverage: dict | None = None  # encoder_coverage(): the share of [UNK] tokens, a warning
     cardinality: Cardinality | None = None  # labels per text, multi-label data only
+    #: a single-label class with fewer train-sample rows than folds (``fold_note``): the
+    #: folds stage would stop on it; ``lttw init`` refuses such data
+    folds_error: str | None = None
 
 
 class _Collect(logging.Handler):
@@ -147,9 +153,11 @@ def column_fix(err: ColumnError) -> str:
 
 def factor_notes(settings: Settings, n_classes: int) -> list[str]:
     """Settings that make weak latent factors for this many classes."""
-    rank = resolve_rank(settings.nmf.rank, n_classes)
+    rank = resolve_rank(settings.nmf.rank, n_classes, warn=False)
     if rank >= n_classes:
         return []
+    if settings.nmf.rank == "auto":
+        return [auto_rank_capped(n_classes)]
     return [
         f"nmf.rank={rank} is below the number of classes ({n_classes}): the factors cannot "
         f"give every class one of its own; set nmf.rank >= {n_classes}"
@@ -174,10 +182,20 @@ def fold_note(check: DataCheck, n_folds: int) -> str | None:
             f"train-sample rows, fewer than folds.n_folds={n_folds}: some folds have none of "
             "it; raise data.train_size or lower folds.n_folds"
         )
+    more = (
+        f"add rows of class {check.dataset.classes[rarest]}"
+        if check.settings.sampling == "all"  # every row already: data.train_size is ignored
+        else "raise data.train_size"
+    )
+    fewest = int(train[rarest])
+    lower = (
+        f" or lower folds.n_folds (to {fewest} at most)"
+        if fewest >= MIN_FOLDS
+        else f" (folds.n_folds is at least {MIN_FOLDS})"
+    )
     return (
         f"folds.n_folds={n_folds} needs at least {n_folds} train-sample rows per class, but "
-        f"class {check.dataset.classes[rarest]} would get {int(train[rarest])}; raise "
-        f"data.train_size or lower folds.n_folds"
+        f"class {check.dataset.classes[rarest]} would get {fewest}; {more}{lower}"
     )
 
 
@@ -202,8 +220,8 @@ def check_dataset(
         plan = sample_plan(
             dataset, data.model_copy(update={"sampling": "stratified"}) if refused else data
         )
-        try:
-            draw_samples(dataset, data, settings.seed)
+        try:  # the sample stage's own plan, without building its frames
+            plan_samples(dataset, data, settings.seed)
         except DataError as err:
             sample_error = str(err)
     quality = {
@@ -230,6 +248,8 @@ def check_dataset(
     folds = fold_note(check, settings.folds.n_folds)
     if folds:
         check.notes.append(folds)
+        if not dataset.multi_label:
+            check.folds_error = folds
     return check
 
 

@@ -199,6 +199,8 @@ def init(
         )
     # checked before anything is written
     check = _check_new_data(data, text_column, label_column, label_delimiter)
+    if check.folds_error:  # the pipeline's folds stage would stop on it
+        raise DataError(f"{data}: {check.folds_error}")
     project = init_project(directory, data, text_column, label_column, label_delimiter)
     from lttw.checks.dataset_tables import render
 

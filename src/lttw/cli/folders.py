@@ -69,10 +69,11 @@ def export(
     """Copy a model folder (the files its loader reads: config, weights, tokenizer, labels,
     lttw.json, factors/, and its pipeline metrics as metrics.json; nothing else) into a
     self-contained folder, atomically, with the sha256 of every file in its lttw.json
-    (`lttw verify`), and check that it loads and predicts identically. With --onnx /
-    --int8 also export the classifier to ONNX and check it against torch on held-out texts
-    (fp32: the same label on every text; int8: macro F1 within --max-f1-drop); nothing is
-    written when a check fails."""
+    (`lttw verify`), and check that it loads and predicts identically. An ensemble
+    (lttw_tfidf) is copied with each of its part folders. With --onnx / --int8 also export
+    the classifier (an ensemble: each neural part) to ONNX and check it against torch on
+    held-out texts (fp32: the same label on every text; int8: macro F1 within
+    --max-f1-drop); nothing is written when a check fails."""
     import numpy as np
 
     from lttw.inference.predict import Predictor
@@ -123,15 +124,16 @@ def export(
         if onnx or int8:
             from lttw.serving.onnx_export import add_onnx
 
-            add_onnx(
-                tmp,
-                original,
-                int8,
-                check_file,
-                check_rows,
-                max_f1_drop,
-                say=lambda line: typer.echo(line, err=True),
-            )
+            for folder, predictor in _onnx_targets(tmp, original):
+                add_onnx(
+                    folder,
+                    predictor,
+                    int8,
+                    check_file,
+                    check_rows,
+                    max_f1_drop,
+                    say=lambda line: typer.echo(line, err=True),
+                )
         record_checksums(tmp)  # last: the sha256 of every file of the export
     typer.echo(
         f"exported {source} to {out} (loads and predicts identically"
@@ -172,6 +174,27 @@ def verify(
         )
         raise typer.Exit(1)
     typer.echo(f"{folder}: {found.checked} files match their recorded sha256{ignored}")
+
+
+def _onnx_targets(folder: Path, predictor) -> list[tuple[Path, object]]:
+    """Where ``--onnx`` writes a model.onnx, and the predictor it exports: the folder itself,
+    or for an ensemble each part that runs a neural network (a part that reads raw texts,
+    tfidf_linear, stays as it is)."""
+    parts = getattr(predictor, "parts", None)
+    if parts is None:
+        return [(folder, predictor)]
+    targets = []
+    for name, part in zip(predictor.weights.parts, parts):
+        if getattr(part.model, "reads", "tokens") == "tokens":
+            targets.append((folder / name, part))
+        else:
+            typer.echo(f"the {name} part reads raw texts: copied as it is, no ONNX", err=True)
+    if not targets:
+        raise UserError(
+            f"{predictor.folder}: no part of this ensemble runs a neural network: there is "
+            "nothing to export to ONNX (leave out --onnx)"
+        )
+    return targets
 
 
 def _sample_fits(predictor) -> bool:

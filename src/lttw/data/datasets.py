@@ -102,7 +102,7 @@ def _usable(
     pooled: pd.DataFrame, source: str, text_cols: tuple[str, ...], label_col: str
 ) -> tuple[pd.Series, pd.Series]:
     """Masks of rows with a blank text and of rows without a label (counts logged)."""
-    blank = pooled["text"].isna() | pooled["text"].astype("str").str.strip().eq("")
+    blank = _blank(pooled["text"])
     if blank.all():
         raise DataError(
             f"{source}: all {len(pooled)} texts (column {', '.join(text_cols)}) "
@@ -122,6 +122,16 @@ def _usable(
     return blank, unlabelled
 
 
+def _blank(texts: pd.Series, rows: int = 50_000) -> pd.Series:
+    """Which texts are missing, empty or whitespace-only, ``rows`` at a time (stripping
+    makes a copy of the texts: of a slice, not of the column)."""
+    blank = texts.isna().to_numpy(dtype=bool, copy=True)
+    for start in range(0, len(texts), rows):
+        part = texts.iloc[start : start + rows].astype("str").str.strip().eq("")
+        blank[start : start + rows] |= part.to_numpy(dtype=bool)
+    return pd.Series(blank, index=texts.index)
+
+
 def load_dataset(settings: DataSettings) -> Dataset:
     """Resolve, read and validate ``data.dataset``; pooled rows with labels encoded 0..p-1."""
     resolved = resolve(settings)
@@ -131,7 +141,10 @@ def load_dataset(settings: DataSettings) -> Dataset:
     pooled, multi_label = _pool(resolved, text_cols, label_col, settings)
     blank, unlabelled = _usable(pooled, source, text_cols, label_col)
     kept = pooled[~blank & ~unlabelled]
-    duplicates, conflicting = _duplicates(kept, source)
+    dropped_empty, dropped_unlabelled = int(blank.sum()), int(unlabelled.sum())
+    del pooled, blank, unlabelled  # held once, as ``kept``
+    texts = kept["text"].astype("str").to_numpy(dtype=object)  # the str objects, once
+    duplicates, conflicting = _duplicates(texts, kept["label"], source)
     if multi_label:
         ids, class_names, label_values = encode_label_lists(kept["label"], resolved.classes)
     else:
@@ -142,15 +155,15 @@ def load_dataset(settings: DataSettings) -> Dataset:
         raise DataError(f"{source}: only one class ({class_names[0]!r}) in column {label_col}")
     return Dataset(
         name=settings.dataset,
-        texts=kept["text"].astype("str").to_numpy(dtype=object),
+        texts=texts,
         labels=ids if multi_label else ids.astype(np.int64),
         splits=kept["split"].to_numpy(dtype=object),
         source_rows=kept.index.to_numpy(dtype=np.int64),
         classes=class_names,
         label_values=label_values,
         source=source,
-        dropped_empty=int(blank.sum()),
-        dropped_unlabelled=int(unlabelled.sum()),
+        dropped_empty=dropped_empty,
+        dropped_unlabelled=dropped_unlabelled,
         duplicate_texts=duplicates,
         conflicting_texts=conflicting,
         language=resolved.language,
@@ -159,13 +172,12 @@ def load_dataset(settings: DataSettings) -> Dataset:
     )
 
 
-def _duplicates(kept: pd.DataFrame, source: str) -> tuple[int, int]:
+def _duplicates(texts: np.ndarray, labels: pd.Series, source: str) -> tuple[int, int]:
     """Rows repeating an earlier row's text, and texts seen with several labels (logged)."""
-    texts = kept["text"].astype("str")
-    repeated = int(texts.duplicated().sum())
+    repeated = int(pd.Series(texts, dtype=object).duplicated().sum())
     conflicting = 0
     if repeated:
-        labels_per_text = kept["label"].astype("str").groupby(texts.to_numpy()).nunique()
+        labels_per_text = labels.astype("str").groupby(texts).nunique()
         conflicting = int((labels_per_text > 1).sum())
         log.warning(
             "%s: %d rows repeat the text of an earlier row (kept; counted in "

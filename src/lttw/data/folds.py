@@ -22,18 +22,35 @@ log = logging.getLogger(__name__)
 PARTS = ("train", "val", "test")
 
 
-def assign_folds(labels: np.ndarray, n_folds: int, random_state: int | None) -> np.ndarray:
+#: what an error about too few rows for the folds advises, by default (the folds stage's)
+FOLDS_ADVICE = (
+    "add labelled rows, or lower folds.n_folds (with data.sampling other than all, a "
+    "larger data.train_size draws more)"
+)
+
+
+def assign_folds(
+    labels: np.ndarray,
+    n_folds: int,
+    random_state: int | None,
+    setting: str = "folds.n_folds",
+    advice: str = FOLDS_ADVICE,
+) -> np.ndarray:
     """Fold id (0..n_folds-1) of every row, stratified by label: shape (n_rows,), int64.
-    ``labels``: ``(n,)`` class ids, or an ``(n, p)`` indicator matrix (multi-label)."""
+    ``labels``: ``(n,)`` class ids, or an ``(n, p)`` indicator matrix (multi-label).
+    ``setting`` and ``advice``: the parameter that asked for ``n_folds`` and what to do when
+    a class has fewer rows, as the error names them."""
     labels = np.asarray(labels)
     if labels.ndim == 2:
-        return _multi_label_folds(labels, n_folds, random_state)
+        return _multi_label_folds(labels, n_folds, random_state, setting, advice)
     classes, per_class = np.unique(labels, return_counts=True)
     if per_class.size and per_class.min() < n_folds:
         small = {int(c): int(n) for c, n in zip(classes, per_class) if n < n_folds}
+        shown = dict(list(small.items())[:10])
         raise DataError(
-            f"folds.n_folds={n_folds} needs at least {n_folds} training rows per "
-            f"class; these classes have fewer: {small} (raise data.train_size)"
+            f"{setting}={n_folds} needs at least {n_folds} training rows per class; "
+            f"{len(small)} classes have fewer (class id: rows): {shown}"
+            f"{' ...' if len(small) > 10 else ''}; {advice}"
         )
     from sklearn.model_selection import StratifiedKFold  # here: readers of folds skip its import
 
@@ -44,21 +61,23 @@ def assign_folds(labels: np.ndarray, n_folds: int, random_state: int | None) -> 
     return fold_ids
 
 
-def _multi_label_folds(indicator: np.ndarray, n_folds: int, random_state: int | None) -> np.ndarray:
+def _multi_label_folds(
+    indicator: np.ndarray, n_folds: int, random_state: int | None, setting: str, advice: str
+) -> np.ndarray:
     """Iteratively stratified folds of multi-label rows; a class on fewer rows than folds is
     missing from some folds (logged, not refused: rare labels are common in such data)."""
     if indicator.shape[0] < n_folds:
         raise DataError(
-            f"folds.n_folds={n_folds} needs at least {n_folds} training rows; the train "
-            f"sample has {indicator.shape[0]} (raise data.train_size)"
+            f"{setting}={n_folds} needs at least {n_folds} training rows; there are "
+            f"{indicator.shape[0]}; {advice}"
         )
     per_class = indicator.sum(axis=0)
     rare = np.flatnonzero(per_class < n_folds)
     if rare.size:
         log.warning(
-            "%d classes have fewer training rows than folds.n_folds=%d (ids %s): some folds "
-            "have none of them",
+            "%d classes have fewer training rows than %s=%d (ids %s): some folds have none of them",
             rare.size,
+            setting,
             n_folds,
             rare.tolist()[:10],
         )

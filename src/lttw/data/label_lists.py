@@ -92,6 +92,12 @@ def _cell_labels(cell, delimiter: str | None, where: str, row) -> tuple[Label, .
             cell = [cell]
     labels = [_one_label(v, where, row) for v in cell]
     out = tuple(sorted(dict.fromkeys(v for v in labels if v != ""), key=str))
+    if out and "" in labels:
+        shown = delimiter.join(map(str, labels)) if delimiter is not None else labels
+        raise DataError(
+            f"{where}: row {row} has an empty label in {_clip(shown)!r} (two delimiters in a "
+            "row, or one at an end); remove it, or give the missing label"
+        )
     if not out:
         raise DataError(
             f"{where}: row {row} has an empty label list; give every text at least one label "
@@ -103,6 +109,12 @@ def _cell_labels(cell, delimiter: str | None, where: str, row) -> tuple[Label, .
             "data.label_delimiter right?"
         )
     return out
+
+
+def _clip(value, limit: int = 80):
+    """A cell as shown in an error: its first ``limit`` characters."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _as_int(label: Label) -> int | None:

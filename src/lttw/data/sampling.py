@@ -120,11 +120,11 @@ def source_in_root(source: str, root: str) -> str:
     return source if rel == ".." or rel.startswith(".." + os.sep) else rel
 
 
-def draw_samples(
-    dataset: Dataset, settings: DataSettings, seed: int
-) -> tuple[dict[str, pd.DataFrame], dict]:
-    """The three samples as frames, and the ``labels.json`` record describing them. Sizes that
-    cannot be met raise one ``DataError`` naming all of them and sizes that fit."""
+def plan_samples(dataset: Dataset, settings: DataSettings, seed: int):
+    """What ``draw_samples`` draws, before any frame is built: the dataset rows of each
+    sample, the rows per class of each (``quotas``), the ``per_class`` record and the
+    pools. Sizes that cannot be met raise one ``DataError`` naming all of them and sizes
+    that fit (what ``lttw data check`` calls: no copy of the texts)."""
     sampling = settings.sampling
     unused = unused_splits_note(dataset, settings)
     if unused:
@@ -153,6 +153,16 @@ def draw_samples(
         log.info(ALL_ROWS_NOTE)
     if not dataset.multi_label:
         rows = sample_indices(dataset, pools, quotas, rng)
+    return rows, quotas, per_class, pools
+
+
+def draw_samples(
+    dataset: Dataset, settings: DataSettings, seed: int
+) -> tuple[dict[str, pd.DataFrame], dict]:
+    """The three samples as frames, and the ``labels.json`` record describing them. Sizes that
+    cannot be met raise one ``DataError`` naming all of them and sizes that fit."""
+    sampling = settings.sampling
+    rows, quotas, per_class, pools = plan_samples(dataset, settings, seed)
     frames = {split: sample_frame(dataset, rows[split]) for split in SPLITS}
     duplicates = {
         split: count_duplicates(frames["train"]["text"], frames[split]["text"])

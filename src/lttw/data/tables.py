@@ -3,7 +3,7 @@ encoding the labels; every failure is a one-line ``DataError`` naming the file, 
 
 from __future__ import annotations
 
-import io
+import codecs
 import json
 from pathlib import Path
 
@@ -17,6 +17,10 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".tsv")  # .tsv: tab-separated
 JSONL_SUFFIXES = (".jsonl",)  # one JSON object per line (a list of labels is a JSON array)
 TABLE_SUFFIXES = PARQUET_SUFFIXES + CSV_SUFFIXES + JSONL_SUFFIXES
+
+
+#: rows of a CSV file parsed at a time (``_read_csv``)
+CSV_CHUNK_ROWS = 50_000
 
 
 def csv_separator(path: Path) -> str:
@@ -36,26 +40,71 @@ def read_table(path: Path) -> pd.DataFrame:
                 f"{path}: not a readable parquet file "
                 f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
             ) from None
-    try:
-        raw = path.read_bytes()
+    if path.suffix.lower() in JSONL_SUFFIXES:
+        try:
+            raw = path.read_bytes()
+        except OSError as err:
+            raise DataError(
+                f"{path}: cannot be read ({err.strerror or type(err).__name__})"
+            ) from None
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise _not_utf8(path, err.start, raw.count(b"\n", 0, err.start) + 1, err.reason)
+        return _read_json_lines(path, text)
+    try:  # pandas reads the file in blocks: no whole copy of it as bytes or text
+        return _read_csv(path)
+    except UnicodeDecodeError:
+        raise _first_bad_utf8(path) from None
     except OSError as err:
         raise DataError(f"{path}: cannot be read ({err.strerror or type(err).__name__})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise DataError(
-            f"{path}: not valid UTF-8 at byte {err.start} (line {line}, about data row "
-            f"{max(line - 1, 1)}): {err.reason}; re-save the file as UTF-8"
-        ) from None
-    if path.suffix.lower() in JSONL_SUFFIXES:
-        return _read_json_lines(path, text)
-    try:
-        return pd.read_csv(io.StringIO(text), sep=csv_separator(path))
     except pd.errors.EmptyDataError:
         raise DataError(f"{path}: the file is empty") from None
     except (pd.errors.ParserError, ValueError) as err:
         raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """A CSV file read ``CSV_CHUNK_ROWS`` rows at a time (the parser's own buffers stay
+    small), the chunks joined; where pandas typed a column differently in two chunks (a
+    label column of integers with a gap in one), the file is read again whole, so that every
+    column has the type one reading of the whole file gives it."""
+    kw = {"sep": csv_separator(path), "encoding": "utf-8-sig"}
+    with pd.read_csv(path, chunksize=CSV_CHUNK_ROWS, **kw) as reader:
+        chunks = list(reader)
+    if len(chunks) == 1:
+        return chunks[0]
+    if not chunks or any(not c.dtypes.equals(chunks[0].dtypes) for c in chunks[1:]):
+        del chunks
+        return pd.read_csv(path, **kw)
+    return pd.concat(chunks, ignore_index=True)
+
+
+def _not_utf8(path: Path, offset: int, line: int, reason: str) -> DataError:
+    return DataError(
+        f"{path}: not valid UTF-8 at byte {offset} (line {line}, about data row "
+        f"{max(line - 1, 1)}): {reason}; re-save the file as UTF-8"
+    )
+
+
+def _first_bad_utf8(path: Path) -> DataError:
+    """The error naming the first byte of ``path`` that is not UTF-8, found in 1 MiB reads."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset, line = 0, 1
+    with open(path, "rb") as handle:
+        while True:
+            block = handle.read(1 << 20)
+            pending = len(decoder.getstate()[0])  # bytes of a character the last block cut
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError as err:
+                at = err.start - pending  # in this block; below 0: begun in the last one
+                newlines = block.count(b"\n", 0, max(at, 0))
+                return _not_utf8(path, offset + at, line + newlines, err.reason)
+            if not block:
+                return DataError(f"{path}: not valid UTF-8; re-save the file as UTF-8")
+            offset += len(block)
+            line += block.count(b"\n")
 
 
 def _read_json_lines(path: Path, text: str) -> pd.DataFrame:

@@ -28,6 +28,9 @@ FACTORS_FILE = "latent_factors.safetensors"
 SOLVER = {"beta_loss": "frobenius", "solver": "cd"}
 #: the paper's rank (AG News, 4 classes); ``nmf.rank: auto`` never goes below it
 PAPER_RANK = 5
+#: ``nmf.rank: auto`` never goes above this (1,000 classes would otherwise make a rank-1,000
+#: NMF and 20,000-wide factor features per token)
+AUTO_RANK_MAX = 32
 
 
 @dataclass(frozen=True)
@@ -49,17 +52,31 @@ class LatentFactors:
         return int(self.word_factors.shape[1])
 
 
-def resolve_rank(rank: int | str, n_labels: int) -> int:
+def resolve_rank(rank: int | str, n_labels: int, warn: bool = True) -> int:
     """``nmf.rank`` as a number: ``auto`` is the number of classes where that is above
-    ``PAPER_RANK``, else ``PAPER_RANK`` (one factor per class at least; issue 26)."""
+    ``PAPER_RANK``, else ``PAPER_RANK`` (one factor per class), and at most
+    ``AUTO_RANK_MAX`` (logged as a warning when it caps, unless ``warn`` is false)."""
     if rank != "auto":
         return int(rank)
-    resolved = max(PAPER_RANK, n_labels)
-    log.info("nmf.rank=auto: %d classes -> rank %d", n_labels, resolved)
+    resolved = min(max(PAPER_RANK, n_labels), AUTO_RANK_MAX)
+    if resolved < n_labels and warn:
+        log.warning(auto_rank_capped(n_labels))
+    else:
+        log.info("nmf.rank=auto: %d classes -> rank %d", n_labels, resolved)
     return resolved
 
 
-def check_rank(rank: int, n_words: int, n_labels: int) -> None:
+def auto_rank_capped(n_labels: int) -> str:
+    """What ``nmf.rank: auto`` says where it caps the rank for ``n_labels`` classes."""
+    return (
+        f"nmf.rank=auto: {n_labels} classes -> rank {AUTO_RANK_MAX} (auto stops at "
+        f"{AUTO_RANK_MAX}: the NMF's time and the factor features' width, (k+s) x rank, grow "
+        f"with the rank); some classes share factors; set nmf.rank (up to {n_labels}) for "
+        "one factor per class"
+    )
+
+
+def check_rank(rank: int, n_words: int, n_labels: int, warn_below: bool = True) -> None:
     """Reject rank > n_words (no factorisation); warn when rank < n_labels (too few factors
     for every class to get one of its own) or rank > n_labels (degenerate)."""
     if rank > n_words:
@@ -67,7 +84,7 @@ def check_rank(rank: int, n_words: int, n_labels: int) -> None:
             f"nmf.rank={rank} exceeds the vocabulary size ({n_words} words); "
             f"use nmf.rank <= {n_words}"
         )
-    if rank < n_labels:
+    if rank < n_labels and warn_below:
         log.warning(
             "nmf.rank=%d is below the number of classes (%d): some class gets no "
             "factor of its own and weak factor features; set nmf.rank >= %d",
@@ -94,7 +111,9 @@ def latent_factors(
     back to ``random`` (what scikit-learn itself does by default), and the log says so.
     """
     n_words, n_labels = V.shape
-    check_rank(rank, n_words, n_labels)
+    # nmf.rank auto at its cap warned as it resolved
+    capped = settings.rank == "auto" and rank == AUTO_RANK_MAX
+    check_rank(rank, n_words, n_labels, warn_below=not capped)
     init = settings.init
     if init != "random" and rank > min(n_words, n_labels):
         log.warning(

@@ -1,10 +1,11 @@
 """Streaming prediction for ``lttw predict --file``: read texts chunk by chunk, predict each
 chunk, and write its rows before the next chunk is read, so memory stays bounded by
-``CHUNK_ROWS`` however large the input is.
+``CHUNK_ROWS`` (and for CSV ``csv_records.CHUNK_BYTES``) however large the input is.
 
 Inputs:  ``.txt`` (one text per line, each read in bounded pieces: ``text_lines``),
-         ``.csv`` / ``.tsv`` (a text column; read with ``pandas.read_csv(chunksize=)`` after
-         a bounded scan that refuses a line of more than ``csv_line_bytes`` bytes),
+         ``.csv`` / ``.tsv`` (a text column; split into records in bounded reads, a record
+         of more than ``csv_record_bytes`` refused, and parsed by ``pandas.read_csv`` a
+         chunk of records at a time: ``csv_records``),
          ``.parquet`` / ``.pq`` (``ParquetFile.iter_batches``). Every text is held to a
          ``LineCap`` (``--max-chars``, default 10,000 like the server): refused with its
          line / row number, or cut with ``--truncate``.
@@ -31,8 +32,9 @@ import pandas as pd
 from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES, csv_separator
 from lttw.errors import DataError, UserError
 from lttw.inference.answers import AnswerRule
+from lttw.inference.csv_records import csv_header, csv_text_chunks
 from lttw.inference.prediction_table import LIST_COLUMN, LIST_SEPARATOR, prediction_frame
-from lttw.inference.text_lines import LineCap, bounded_lines, check_csv_lines
+from lttw.inference.text_lines import LineCap, bounded_lines
 from lttw.io import UnreadableFileError, atomic_path
 
 #: rows read, predicted and written at a time (tests make it small)
@@ -151,30 +153,6 @@ def _count_lines(path: Path) -> int:
     return lines + (last != b"\n")
 
 
-def _csv_chunks(path: Path, column: str, sep: str, cap: LineCap) -> Iterator[list[str]]:
-    row = 1
-    try:
-        reader = pd.read_csv(
-            path,
-            sep=sep,
-            usecols=[column],
-            dtype={column: str},
-            keep_default_na=False,
-            chunksize=CHUNK_ROWS,
-            encoding="utf-8-sig",
-        )
-        with reader:
-            for frame in reader:
-                yield _capped(frame[column].tolist(), row, path, cap)
-                row += len(frame)
-    except UnicodeDecodeError as err:
-        raise DataError(
-            f"{path}: not valid UTF-8 ({err.reason}); re-save the file as UTF-8"
-        ) from None
-    except (pd.errors.ParserError, ValueError) as err:
-        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
-
-
 def _parquet_chunks(parquet, column: str, path: Path, cap: LineCap) -> Iterator[list[str]]:
     row = 1
     for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, columns=[column]):
@@ -206,13 +184,8 @@ def open_source(
             path, parquet.metadata.num_rows, lambda: _parquet_chunks(parquet, column, path, cap)
         )
     sep = csv_separator(path)
-    check_csv_lines(path, cap)  # before pandas reads any line whole, the header included
-    try:
-        header = pd.read_csv(path, sep=sep, nrows=0, encoding="utf-8-sig").columns
-    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        raise DataError(f"{path}: not a readable CSV file ({err})") from None
-    column = pick_text_column([str(c) for c in header], text_column, str(path))
-    return TextSource(path, None, lambda: _csv_chunks(path, column, sep, cap))
+    column = pick_text_column(csv_header(path, sep, cap), text_column, str(path))
+    return TextSource(path, None, lambda: csv_text_chunks(path, column, sep, cap, CHUNK_ROWS))
 
 
 def predict_chunks(

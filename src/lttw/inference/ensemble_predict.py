@@ -45,8 +45,8 @@ def ensemble_cached_parts(
 
 class EnsemblePredictor:
     """An ensemble folder that classifies raw texts: ``folder``, ``meta``, ``classes``,
-    ``predict_proba`` and ``predict`` as a ``Predictor``'s (``explain`` and the ONNX export
-    are not supported for ensembles: explain one of its parts)."""
+    ``predict_proba`` and ``predict`` as a ``Predictor``'s (``explain`` is not supported for
+    ensembles: explain one of its parts; ``lttw export --onnx`` exports each neural part)."""
 
     #: no classifier, tokenizer or factor lookup of its own: its parts have them
     model = tokenizer = lookup = runtime = words = None
@@ -99,5 +99,5 @@ class EnsemblePredictor:
 
         raise UserError(
             f"{self.folder}: an ensemble model folder ({self.meta.get('variant')}); "
-            f"explain or export one of its parts instead ({self.folder / self.weights.parts[0]})"
+            f"explain one of its parts instead ({self.folder / self.weights.parts[0]})"
         )

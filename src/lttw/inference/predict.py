@@ -213,7 +213,13 @@ class Predictor:
             from lttw.inference.ensemble_predict import EnsemblePredictor
 
             # duck-typed: folder, meta, classes, predict_proba, predict as a Predictor's
-            return cast(Predictor, EnsemblePredictor.load_ensemble(folder, device, cls.load))
+            # each part loaded as a folder of its own, by the same ``load_model``
+            return cast(
+                Predictor,
+                EnsemblePredictor.load_ensemble(
+                    folder, device, lambda part, dev: cls.load(part, dev, load_model)
+                ),
+            )
         check_folder(folder, meta)  # files present and as recorded, before any is read
         inference_precision(folder, meta)
         if (folder / TOKENIZER).is_dir():

@@ -5,9 +5,8 @@ more than ``4 * max_chars + 2`` bytes (``max_chars`` characters of up to 4 UTF-8
 ``\\r\\n``), so a line of a gigabyte without a newline costs that much memory, not a
 gigabyte. A line longer than ``max_chars`` characters is refused with an error naming its
 line number, or with ``truncate`` cut to its first ``max_chars`` characters (the rest of the
-line is skipped in bounded reads). ``check_csv_lines`` holds a CSV file's lines to a byte
-bound the same way before pandas reads it (pandas reads a field whole). A byte sequence that is not UTF-8 is reported with the
-number of the line it is on. Lines end at ``\\n`` (a ``\\r`` before it is dropped); a UTF-8
+line is skipped in bounded reads; a CSV file's records are bounded by ``csv_records``). A
+byte sequence that is not UTF-8 is reported with the number of the line it is on. Lines end at ``\\n`` (a ``\\r`` before it is dropped); a UTF-8
 byte order mark at the start is skipped.
 """
 
@@ -87,30 +86,6 @@ def bounded_lines(handle: BinaryIO, path: Path, cap: LineCap) -> Iterator[str]:
             _skip_rest_of_line(handle)
         text = _decode(raw, complete or len(raw) <= limit, path, line_no)
         yield cap.apply(text.rstrip("\r\n"), f"{path} line {line_no}")
-
-
-#: bytes a CSV line may hold beyond its text's 4 * max_chars (the other columns)
-CSV_OTHER_COLUMNS_BYTES = 1 << 20
-
-
-def csv_line_bytes(cap: LineCap) -> int:
-    """The longest CSV line (bytes) read: the text at 4 bytes a character, plus 1 MiB."""
-    return 4 * cap.max_chars + CSV_OTHER_COLUMNS_BYTES
-
-
-def check_csv_lines(path: Path, cap: LineCap) -> None:
-    """Refuse a CSV line longer than ``csv_line_bytes`` (pandas reads a field whole), in
-    bounded reads, naming the line; even with ``truncate`` (a CSV line cannot be cut)."""
-    limit, line_no = csv_line_bytes(cap), 0
-    with open(path, "rb") as handle:
-        while raw := handle.readline(limit + 1):
-            line_no += 1
-            if len(raw) > limit and not raw.endswith(b"\n"):
-                raise DataError(
-                    f"{path} line {line_no}: longer than {limit:,} bytes (--max-chars "
-                    f"{cap.max_chars:,} characters plus 1 MiB for other columns); a CSV line "
-                    "is not cut: split it, raise --max-chars, or use a .txt or parquet file"
-                )
 
 
 def as_texts(texts) -> list[str]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
+from lttw.models.file_limits import check_size
 from lttw.text.word_ids import WORDS_DIR as WORDS
 
 if TYPE_CHECKING:
@@ -153,6 +154,7 @@ def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
     folder = Path(folder)
     tokenised = (folder / TOKENIZER).is_dir() or (folder / WORDS).is_dir()
     meta_path, labels_path = folder / META, folder / LABELS
+    check_size(meta_path)  # before it is read whole
     meta = read_json(meta_path)
     if not isinstance(meta, dict):
         raise UserError(f"{meta_path}: not a JSON object; the file is damaged")
@@ -168,6 +170,7 @@ def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
     _check_ranges(meta_path, meta)
     if not labels_path.is_file():
         raise FileNotFoundError(2, "no class names here", str(labels_path))
+    check_size(labels_path)
     labels = read_json(labels_path)
     classes = labels.get("classes") if isinstance(labels, dict) else None
     if not (

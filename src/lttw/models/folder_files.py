@@ -8,7 +8,8 @@ copy. On load (``check_folder``) every recorded file must be there with its reco
 and every file the loader would read must be recorded; the first that is not raises a
 one-line ``UserError`` naming it. A folder written before checksums were recorded (no
 ``sha256`` key) loads as before, after the check that the files it needs are present;
-``lttw verify`` reports it as "no checksums recorded".
+``lttw verify`` reports it as "no checksums recorded". Every file the loader reads is first
+held to the size limit of its kind (``file_limits``), whether checksums are recorded or not.
 
 The checksums catch a file changed or truncated in place (a disk or copy error, an edit by
 hand) whatever its size and time say; they are not a signature: whoever can write the
@@ -27,6 +28,7 @@ from lttw.io import read_json, write_json
 from lttw.models.bundle import FACTORS, LABELS, META, TOKENIZER, WORDS
 from lttw.models.calibration import CALIBRATION
 from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS
+from lttw.models.file_limits import check_size, size_problem
 
 CHECKSUMS = "sha256"
 #: the top-level files a loader reads: the classifier (torch, or tfidf's extra vocabulary),
@@ -77,10 +79,22 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def ensemble_parts(folder: str | Path) -> tuple[str, ...]:
+    """The part sub-folders of an ensemble model folder (``models.ensemble``), by the variant
+    its lttw.json names; () for any other folder."""
+    meta_path = Path(folder) / META
+    check_size(meta_path)
+    meta = read_json(meta_path)
+    return ENSEMBLE_PARTS.get(str(meta.get("variant")), ()) if isinstance(meta, dict) else ()
+
+
 def record_checksums(folder: str | Path) -> dict[str, str]:
     """Write the sha256 of every file the loader reads into ``folder``'s lttw.json (the
-    last step of writing a model folder); returns them."""
+    last step of writing a model folder; an ensemble's parts first, each into its own
+    lttw.json); returns the folder's own."""
     folder = Path(folder)
+    for part in ensemble_parts(folder):
+        record_checksums(folder / part)
     sums = {name: file_sha256(folder / name) for name in loader_files(folder) if name != META}
     meta = read_json(folder / META)
     meta[CHECKSUMS] = sums
@@ -139,8 +153,9 @@ def unread_files(folder: str | Path, read: set[str] | None = None) -> list[str]:
 
 def copy_loader_files(source: str | Path, dest: str | Path) -> list[str]:
     """Copy the files loading ``source`` reads into ``dest`` (links followed, nothing else
-    copied), without its recorded checksums (``record_checksums`` writes the copy's);
-    returns the files left out (``unread_files``)."""
+    copied; an ensemble's part folders each copied the same way), without recorded
+    checksums (``record_checksums`` writes the copy's); returns the files left out
+    (``unread_files``), as paths relative to ``source``."""
     source, dest = Path(source), Path(dest)
     for name in loader_files(source):
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
@@ -148,13 +163,27 @@ def copy_loader_files(source: str | Path, dest: str | Path) -> list[str]:
     meta = read_json(dest / META)
     if isinstance(meta, dict) and meta.pop(CHECKSUMS, None) is not None:
         write_json(dest / META, meta)
-    return unread_files(source)
+    parts = ensemble_parts(source)
+    left_out = [
+        name for name in unread_files(source) if not name.startswith(tuple(f"{p}/" for p in parts))
+    ]
+    for part in parts:
+        if not (source / part / META).is_file():
+            raise UserError(
+                f"{source / part / META}: missing (the ensemble's part {part!r}); the model "
+                "folder is incomplete"
+            )
+        (dest / part).mkdir()
+        left_out += [f"{part}/{name}" for name in copy_loader_files(source / part, dest / part)]
+    return left_out
 
 
 def verify(folder: str | Path, meta: dict | None = None, first_only: bool = False) -> FolderCheck:
     """Check ``folder`` against its recorded checksums (and for the files it needs)."""
     folder = Path(folder)
-    meta = read_json(folder / META) if meta is None else meta
+    if meta is None:
+        check_size(folder / META)
+        meta = read_json(folder / META)
     sums = meta.get(CHECKSUMS) if isinstance(meta, dict) else None
     check = FolderCheck(folder, recorded=sums is not None)
     meta_path = folder / META
@@ -165,6 +194,12 @@ def verify(folder: str | Path, meta: dict | None = None, first_only: bool = Fals
         check.problems.append(f"{meta_path}: {CHECKSUMS!r} is not a map of file to digest")
         return check
     sums = sums or {}
+    for name in loader_files(folder):  # by size on disk, before any is read or hashed
+        too_large = size_problem(folder / name, name)
+        if too_large:
+            check.problems.append(too_large)
+            if first_only:
+                return check
     for name, what in required_files(folder, meta).items():
         if not (folder / name).is_file() and name not in sums:
             check.problems.append(

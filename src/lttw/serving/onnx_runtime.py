@@ -29,7 +29,17 @@ ONNX_RECORD = "onnx.json"
 
 
 def has_onnx(folder: str | Path) -> bool:
-    return (Path(folder) / ONNX_FILE).is_file()
+    """Whether ``folder`` holds ``model.onnx``, or is an ensemble one of whose part folders
+    does (``lttw export --onnx`` of an ensemble: each neural part)."""
+    from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS
+
+    folder = Path(folder)
+    if (folder / ONNX_FILE).is_file():
+        return True
+    parts = {part for parts in ENSEMBLE_PARTS.values() for part in parts}
+    return (folder / ENSEMBLE_FILE).is_file() and any(
+        (folder / part / ONNX_FILE).is_file() for part in parts
+    )
 
 
 def _cpu_threads() -> int:
@@ -106,10 +116,16 @@ def read_record(folder: str | Path) -> dict:
 
 
 def onnx_loader(threads: int | None = None):
-    """``Predictor.load``'s ``load_model``: the folder's ``model.onnx`` in a session."""
+    """``Predictor.load``'s ``load_model``: the folder's ``model.onnx`` in a session (an
+    ensemble's part without one, e.g. its tfidf_linear part: its own classifier)."""
 
-    def load(folder: str | Path) -> OnnxClassifier:
+    def load(folder: str | Path):
         from lttw.models.bundle import read_model_config
+
+        if not (Path(folder) / ONNX_FILE).is_file():
+            from lttw.models.trained import load_classifier
+
+            return load_classifier(folder)
 
         _, config = read_model_config(folder)
         n_labels = config.get("n_labels")
@@ -150,6 +166,9 @@ def load_predictor(
 
 def backend_name(predictor) -> str:
     """``onnx-fp32`` / ``onnx-int8`` / ``torch`` / ``texts`` (tfidf_linear), for logs and /info."""
+    parts = getattr(predictor, "parts", None)  # an ensemble: its parts' backends
+    if parts is not None:
+        return "+".join(backend_name(part) for part in parts)
     model = predictor.model
     if isinstance(model, OnnxClassifier):
         return f"onnx-{model.precision}"

@@ -163,8 +163,9 @@ class NMFSettings(_Group):
     rank: Annotated[int, Field(ge=1, le=1000)] | Literal["auto"] = Field(
         default="auto",
         description="The rank z, latent factors per word: a number, or `auto`: the number of "
-        "classes where that is above the paper's 5, else 5 (`lttw.factors.nmf.resolve_rank`). "
-        "Below the number of classes some class has no factor of its own (the log warns).",
+        "classes where that is above the paper's 5, else 5, and at most 32 (the log warns "
+        "where it caps: `lttw.factors.nmf.resolve_rank`). Below the number of classes some "
+        "class has no factor of its own (the log warns).",
     )
     max_iter: int = Field(default=400, ge=1, description="Most iterations of scikit-learn's NMF.")
     init: Literal["nndsvd", "nndsvda", "nndsvdar", "random"] = Field(

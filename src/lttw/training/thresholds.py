@@ -83,7 +83,14 @@ def cross_validated_thresholds(
     from lttw.data.folds import assign_folds
 
     targets = np.asarray(targets, np.int64)
-    fold_ids = assign_folds(targets, n_splits, random_state)
+    fold_ids = assign_folds(
+        targets,
+        n_splits,
+        random_state,
+        setting="train.threshold_cv",
+        advice="lower train.threshold_cv (it splits the rows the model trains on), or set "
+        "it to 0 (thresholds tuned on the validation part)",
+    )
     workers = min(n_splits, n_jobs if n_jobs > 0 else os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         done = list(
