@@ -9,7 +9,7 @@ the user already runs (``--ray-address``, or ``RAY_ADDRESS``):
   every column kept, plus ``shard`` (the file's name) and ``row`` (1-based, as
   ``lttw predict --file`` names rows in its errors). Every text is held to the same
   ``LineCap`` as ``lttw predict --file`` (refused with its shard and row, or cut), and a CSV
-  line to the same byte bound, before pandas reads it.
+  record to the same byte bound, before pandas reads it (``inference.csv_records``).
 - **predict**: ``map_batches`` over an ``ActorPoolStrategy`` of ``actors`` actors; each loads
   the model once (``lttw.serving.onnx_runtime.load_predictor``: ONNX where the folder holds
   ``model.onnx``) and adds the columns ``lttw predict --file --no-text`` writes (label, prob,
@@ -23,6 +23,7 @@ The rows come back in no fixed order; ``shard`` and ``row`` say which input row 
 from __future__ import annotations
 
 import glob
+import io
 import os
 import shutil
 from collections.abc import Iterator
@@ -35,8 +36,9 @@ from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES, csv_separator
 from lttw.errors import DataError, UserError
 from lttw.inference.answers import AnswerRule
 from lttw.inference.batch_predict import pick_text_column
+from lttw.inference.csv_records import csv_chunks
 from lttw.inference.prediction_table import prediction_frame
-from lttw.inference.text_lines import LineCap, check_csv_lines
+from lttw.inference.text_lines import LineCap
 
 SHARD_SUFFIXES = tuple(CSV_SUFFIXES) + tuple(PARQUET_SUFFIXES)
 #: columns the reader adds to every row; an input column of the same name is refused
@@ -121,18 +123,11 @@ def _frames(path: Path, settings: RayBatchSettings) -> Iterator[pd.DataFrame]:
         for batch in parquet.iter_batches(batch_size=settings.block_rows):
             yield batch.to_pandas()
         return
-    check_csv_lines(path, LineCap(settings.max_chars, settings.truncate))
-    try:
-        reader = pd.read_csv(
-            path,
-            sep=csv_separator(path),
-            dtype=str,
-            keep_default_na=False,
-            chunksize=settings.block_rows,
-            encoding="utf-8-sig",
-        )
-        with reader:
-            yield from reader
+    sep = csv_separator(path)
+    try:  # records split in bounded reads (a quoted field may span lines), parsed by chunk
+        for data in csv_chunks(path, sep, LineCap(settings.max_chars, settings.truncate),
+                               settings.block_rows):  # fmt: skip
+            yield pd.read_csv(io.BytesIO(data), sep=sep, dtype=str, keep_default_na=False)
     except UnicodeDecodeError as err:
         raise DataError(f"{path}: not valid UTF-8 ({err.reason})") from None
     except (pd.errors.ParserError, ValueError) as err:
