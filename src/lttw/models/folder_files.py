@@ -24,6 +24,7 @@ from pathlib import Path
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
+from lttw.model_card import CARD
 from lttw.models.bundle import FACTORS, LABELS, META, TOKENIZER, WORDS
 from lttw.models.calibration import CALIBRATION
 from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS
@@ -33,8 +34,10 @@ CHECKSUMS = "sha256"
 #: what prediction needs, and what ``lttw export --onnx`` / ``lttw serve`` add (model.onnx
 #: and onnx.json: ``serving.onnx_runtime``; metrics.json: ``serving.info``), how scores
 #: become probabilities and labels (calibration.json: ``models.calibration``; absent:
-#: softmax, temperature 1), and an ensemble's weights (``models.ensemble``)
+#: softmax, temperature 1), an ensemble's weights (``models.ensemble``), and the model card
+#: (README.md with metrics.json: ``lttw.model_card``; checked and carried like the rest)
 TOP_LEVEL = (
+    CARD,
     "config.json",
     "model.safetensors",
     "vocabulary.json",

@@ -158,3 +158,12 @@ class FinalSettings(_Group):
         "would add about 6 minutes, estimated): `models/final` is the first fold's model. "
         "`lttw init` projects set `true`.",
     )
+    rows: Literal["all", "train_sample"] = Field(
+        default="all",
+        description="The rows a trained final model learns from. `all`: every labelled row "
+        "the user gave, the train sample plus a test (and predict) sample carved from the "
+        "same rows (an official test split stays held out); more labels in the deployed "
+        "model, whose estimate then comes from the folds' out-of-fold predictions. "
+        "`train_sample`: the train sample only; the carved test sample stays held out and "
+        "measures the deployed model itself, at the cost of leaving its labels out.",
+    )

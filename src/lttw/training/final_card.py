@@ -1,0 +1,48 @@
+"""The final model's card (``lttw.model_card``): written into ``models/final`` by the final
+stage, from its record, the sample's ``labels.json`` and the settings that made it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lttw import layout
+from lttw.evaluation.estimate import SOURCES
+from lttw.io import read_json
+from lttw.model_card import card_metrics, render_card, write_card
+
+if TYPE_CHECKING:
+    from lttw.training.run_settings import RunSettings
+
+#: the settings groups a card lists (what the final stage reads; the data come from
+#: labels.json, the folds from ``folds.run``)
+GROUPS = ("model", "train", "words", "counts", "nmf")
+
+
+def code_version() -> dict:
+    """The lttw version and the sha256 of the code a stage runs (``pipeline_files``)."""
+    from lttw import __version__
+    from lttw.pipeline_files import code_digest
+
+    return {"lttw": __version__, "code_sha256": code_digest()}
+
+
+def card_params(settings: RunSettings, rows: str | None) -> dict:
+    """The parameters that made the final model, as a card lists them."""
+    params: dict = {"seed": settings.seed, "folds.run": list(settings.folds.run)}
+    params.update({name: getattr(settings, name).model_dump() for name in GROUPS})
+    if rows is not None:
+        params["final.rows"] = rows
+    return params
+
+
+def write_final_card(
+    folder: Path, record: dict, about: dict, settings: RunSettings, rows: str | None
+) -> None:
+    """``README.md`` and ``metrics.json`` of the final model in ``folder``."""
+    labels_info = read_json(layout.LABELS_JSON)
+    about = {**about, "estimate_source": SOURCES[about["estimate_source"]]}
+    doc = card_metrics(record, about, labels_info, code_version())
+    meta = read_json(folder / "lttw.json")
+    readme = render_card(doc, about, meta, labels_info, card_params(settings, rows))
+    write_card(folder, doc, readme)
