@@ -24,7 +24,6 @@ from pathlib import Path
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
-from lttw.model_card import CARD
 from lttw.models.bundle import FACTORS, LABELS, META, TOKENIZER, WORDS
 from lttw.models.calibration import CALIBRATION
 from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS
@@ -37,7 +36,7 @@ CHECKSUMS = "sha256"
 #: softmax, temperature 1), an ensemble's weights (``models.ensemble``), and the model card
 #: (README.md with metrics.json: ``lttw.model_card``; checked and carried like the rest)
 TOP_LEVEL = (
-    CARD,
+    "README.md",
     "config.json",
     "model.safetensors",
     "vocabulary.json",
