@@ -24,6 +24,11 @@ def _pct(value) -> str:
     return f"{100 * value:.1f}" if isinstance(value, (int, float)) else "-"
 
 
+def _block(doc: dict, key: str) -> dict:
+    value = doc.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def compare_rows(doc: list, params: tuple[str, ...] = ()) -> list[list[str]]:
     """One row of cells per experiment (and commit) of ``doc`` that has a summary."""
     out = []
@@ -31,8 +36,8 @@ def compare_rows(doc: list, params: tuple[str, ...] = ()) -> list[list[str]]:
         summary = file_data((data or {}).get("metrics"), SUMMARY)
         if summary is None:
             continue
-        final = summary.get("final") if isinstance(summary.get("final"), dict) else {}
-        estimate = final.get("estimate") if isinstance(final.get("estimate"), dict) else {}
+        final = _block(summary, "final")
+        estimate = _block(final, "estimate")
         study = summary.get("test/f1_macro") or {}
         interval = (
             f"{_pct(estimate.get('f1_macro_low'))}-{_pct(estimate.get('f1_macro_high'))}"
