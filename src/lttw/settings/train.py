@@ -152,8 +152,9 @@ class FinalSettings(_Group):
     enabled: bool = Field(
         default=False,
         description="`true`: the `final` stage retrains `model.variant` on every labelled row "
-        "of the train sample (all folds' parts) for the rounded-up median of the folds' best "
-        "epoch counts; its quality estimate is the folds' held-out metrics. `false` (this "
+        "(`final.rows`) for the rounded-up median of the folds' best epoch counts; its "
+        "estimate is macro F1 with a 95% interval, its own on a held-out test sample where it "
+        "has one, else the folds' out-of-fold figure. `false` (this "
         "repository's paper profile, which needs only the folds; on the default profile it "
         "would add about 6 minutes, estimated): `models/final` is the first fold's model. "
         "`lttw init` projects set `true`.",
