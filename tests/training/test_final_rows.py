@@ -96,3 +96,15 @@ def test_the_folds_estimate_pools_their_fold_test_predictions(tmp_path):
     assert estimate["ece"] == pytest.approx((0.1 * 3 + 0.4 * 2) / 5)  # weighted by rows
     with pytest.raises(UserError, match="fold_2/predictions.parquet: missing; run the evaluate"):
         fold_estimate([0, 2], 2, root=tmp_path)
+
+
+def test_the_card_spells_the_model_folders_files_as_the_loader_does():
+    """``training.final_card`` records the card's checksums itself (importing ``lttw.models``
+    would cost the copy of ``final.enabled: false`` torch's start-up)."""
+    from lttw.model_card import CARD, METRICS
+    from lttw.models.bundle import META
+    from lttw.models.folder_files import CHECKSUMS, TOP_LEVEL
+    from lttw.training import final_card
+
+    assert (final_card.META, final_card.CHECKSUMS) == (META, CHECKSUMS)
+    assert {CARD, METRICS} <= set(TOP_LEVEL)  # checked by `lttw verify`, carried by export

@@ -109,8 +109,8 @@ def write_final_model(
     ``final``). ``measure``: called with the rows' ``FoldInputs`` once a final model is
     trained, its dict (``test`` and ``estimate`` where it has a held-out test sample) joins
     the record (the stage passes ``inference.held_out.held_out_test``: training does not
-    import inference). ``card``: called with the model folder, the record and its prose
-    before the folder's checksums are recorded (``training.final_card``). ``final``: whether
+    import inference). ``card``: called with the model folder, the record and its prose, to
+    write the model card and record its checksums (``training.final_card``). ``final``: whether
     to train it (``final.enabled``) or copy the first fold's, and on which rows."""
     if final.enabled:
         record, about = _train_final(settings, final.rows, measure)
@@ -124,9 +124,6 @@ def write_final_model(
         write_json(tmp / META, {**read_json(tmp / META), "final": {**record, **about}})
         if card is not None:
             card(tmp, record, about)
-        from lttw.models.folder_files import record_checksums  # torch: not for the copy
-
-        record_checksums(tmp)
     write_json(FINAL_METRICS, record)
     return record
 

@@ -3,17 +3,21 @@ stage, from its record, the sample's ``labels.json`` and the settings that made 
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lttw import layout
 from lttw.evaluation.estimate import SOURCES
-from lttw.io import read_json
-from lttw.model_card import card_metrics, render_card, write_card
+from lttw.io import read_json, write_json
+from lttw.model_card import CARD, METRICS, card_metrics, render_card, write_card
 
 if TYPE_CHECKING:
     from lttw.training.run_settings import RunSettings
 
+#: the model folder's metadata file and its checksums' key (``models.bundle.META``,
+#: ``models.folder_files.CHECKSUMS``)
+META, CHECKSUMS = "lttw.json", "sha256"
 #: the settings groups a card lists (what the final stage reads; the data come from
 #: labels.json, the folds from ``folds.run``)
 GROUPS = ("model", "train", "words", "counts", "nmf")
@@ -43,6 +47,24 @@ def write_final_card(
     labels_info = read_json(layout.LABELS_JSON)
     about = {**about, "estimate_source": SOURCES[about["estimate_source"]]}
     doc = card_metrics(record, about, labels_info, code_version())
-    meta = read_json(folder / "lttw.json")
+    meta = read_json(folder / META)
     readme = render_card(doc, about, meta, labels_info, card_params(settings, rows))
     write_card(folder, doc, readme)
+    record_card_checksums(folder)
+
+
+def record_card_checksums(folder: Path) -> None:
+    """Add the card's files to the sha256 checksums that the folder's ``lttw.json`` records
+    (``models.folder_files``, not imported: the ``lttw.models`` package imports torch, which
+    the copy of ``final.enabled: false`` does not need)."""
+    meta = read_json(folder / META)
+    sums = meta.get(CHECKSUMS)
+    if not isinstance(sums, dict):  # a folder without checksums: none to add to
+        return
+    for name in (CARD, METRICS):
+        digest = hashlib.sha256()
+        with open(folder / name, "rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        sums[name] = digest.hexdigest()
+    write_json(folder / META, meta)
