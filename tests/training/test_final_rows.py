@@ -108,3 +108,17 @@ def test_the_card_spells_the_model_folders_files_as_the_loader_does():
 
     assert (final_card.META, final_card.CHECKSUMS) == (META, CHECKSUMS)
     assert {CARD, METRICS} <= set(TOP_LEVEL)  # checked by `lttw verify`, carried by export
+
+
+def test_the_confusion_matrix_bootstrap_is_the_row_bootstrap():
+    """Single-label resamples are drawn as multinomial counts of the confusion matrix's
+    cells: the same distribution as resampling the rows, whatever their number."""
+    from lttw.evaluation.metrics import classification_metrics
+
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, 300)
+    pred = np.where(rng.random(300) < 0.6, y, (y + 1) % 3)
+    draws = (rng.integers(0, 300, 300) for _ in range(1000))
+    rows = [classification_metrics(y[r], pred[r], 3)["f1_macro"] for r in draws]
+    low, high = bootstrap_interval(y, pred, 3, seed=0)
+    assert np.percentile(rows, [2.5, 97.5]) == pytest.approx([low, high], abs=0.02)
