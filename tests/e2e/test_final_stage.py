@@ -91,6 +91,30 @@ def test_disabled_final_is_fold_0s_model_marked_so(tiny_repro):
     assert "label" in lttw(["predict", "--model", final, "oil prices fall"], root).output
 
 
+def test_exp_compare_prints_the_deployed_models_columns(tiny_repro, tmp_path):
+    lines = lttw(["exp", "compare", "-p", "final.enabled"], tiny_repro.root).stdout.splitlines()
+    assert lines[0].split() == [
+        "experiment",
+        "variant",
+        "rows",
+        "F1",
+        "%",
+        "95%",
+        "interval",
+        "from",
+        "folds",
+        "F1",
+        "%",
+        "ECE",
+        "final.enabled",
+    ]
+    workspace = lines[1].split()
+    assert workspace[0] == "workspace" and workspace[5] == "test" and workspace[-1] == "False"
+    assert len(lines) >= 3 and all(len(line) <= 100 for line in lines)  # and the commit
+    refused = lttw(["exp", "compare"], tmp_path, check=False)  # no DVC project here
+    assert refused.exit_code == 2 and len(refused.output.strip().splitlines()) == 1
+
+
 @pytest.fixture(scope="module")
 def enabled(tmp_path_factory, tiny_repro) -> Path:
     """A copy of the tiny run switched to final.enabled, data.sampling: all and
