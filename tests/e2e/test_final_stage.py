@@ -86,7 +86,8 @@ def test_disabled_final_is_fold_0s_model_marked_so(tiny_repro):
     assert _numbers_only(json.loads((root / layout.FINAL_METRICS).read_text()))
     assert _numbers_only(summary["final"])
     assert summary["held_out"]["test_rows"] == summary["test/n"]["mean"]
-    assert summary["held_out"]["test_sample"] == "a sample of the test split"
+    assert summary["held_out"]["from_test_split"] is True  # a sample of the test split
+    assert summary["held_out"]["whole_test_split"] is False
     assert "predict_rows" in summary["held_out"]  # the paper profile keeps its predict sample
     assert "label" in lttw(["predict", "--model", final, "oil prices fall"], root).output
 
@@ -182,7 +183,11 @@ def test_enabled_final_trains_on_every_labelled_row(enabled):
 def test_whole_test_split_is_the_held_out_sample_and_no_predict_sample_appears(enabled):
     n_test = TEST_PER_CLASS * len(CLASSES)
     summary = json.loads((enabled / layout.SUMMARY_METRICS).read_text())
-    assert summary["held_out"] == {"test_rows": n_test, "test_sample": "the whole test split"}
+    assert summary["held_out"] == {
+        "test_rows": n_test,
+        "from_test_split": True,
+        "whole_test_split": True,
+    }
     assert summary["test/n"]["mean"] == n_test
     assert not [key for key in summary if key.startswith("predict/")]
     fold = json.loads((enabled / layout.fold_metrics(0)).read_text())

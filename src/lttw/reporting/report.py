@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lttw.evaluation.metrics import held_out_source
 from lttw.experiments.cell_folder import REFERENCE, Run, read_test_predictions
 from lttw.experiments.paper_numbers import PaperTables
 from lttw.model_card import headline
@@ -137,7 +138,7 @@ def _samples_and_final(present: dict[str, Run]) -> list[str]:
             )
             lines.append(
                 f"- {variant}: held-out test sample {h.get('test_rows', 0):,} texts "
-                f"({h.get('test_sample', '?')}){predict}."
+                f"({held_out_source(h)}){predict}."
             )
         if run.final and "estimate" in run.final:
             f = run.final
