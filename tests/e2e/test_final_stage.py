@@ -67,7 +67,7 @@ def _numbers_only(doc) -> bool:
     return isinstance(doc, (int, float))
 
 
-def test_disabled_final_is_fold_0s_model_marked_so(tiny_repro):
+def test_disabled_final_is_fold_0s_model_marked_so(tiny_repro, tmp_path):
     root = tiny_repro.root
     assert "Running stage 'final'" in tiny_repro.output
     final, fold = root / layout.FINAL_MODEL_DIR, root / layout.model_dir(0)
@@ -90,6 +90,12 @@ def test_disabled_final_is_fold_0s_model_marked_so(tiny_repro):
     assert summary["held_out"]["whole_test_split"] is False
     assert "predict_rows" in summary["held_out"]  # the paper profile keeps its predict sample
     assert "label" in lttw(["predict", "--model", final, "oil prices fall"], root).output
+    # a fold's folder has no card of its own (written before its evaluation): its export
+    # gets one from the project's files, the same figures as the copy's
+    lttw(["export", "--model", fold, "--out", tmp_path / "fold_0"], root)
+    card = json.loads((tmp_path / "fold_0" / "metrics.json").read_text())
+    assert card["estimate"] == json.loads((final / "metrics.json").read_text())["estimate"]
+    assert "fold 0's train part" in (tmp_path / "fold_0" / "README.md").read_text()
 
 
 def test_exp_compare_prints_the_deployed_models_columns(tiny_repro, tmp_path):

@@ -138,19 +138,21 @@ def export(
 
 def _carry_card(source: Path, dest: Path) -> None:
     """The model card travels with an export: ``source``'s README.md and metrics.json
-    (``lttw.model_card``); a folder without a card gets its pipeline metrics as metrics.json
-    (``serving.info.folder_metrics``)."""
+    (``lttw.model_card``); a fold's folder without one gets one made from its project's files
+    (``reporting.fold_card``), else its pipeline metrics as metrics.json."""
     import shutil
 
     from lttw.io import write_json
-    from lttw.model_card import CARD, METRICS
+    from lttw.model_card import CARD, METRICS, write_card
+    from lttw.reporting.fold_card import fold_card
     from lttw.serving.info import folder_metrics
 
-    for name in (CARD, METRICS):
-        if (source / name).is_file():
+    if (source / CARD).is_file() and (source / METRICS).is_file():
+        for name in (CARD, METRICS):
             shutil.copy2(source / name, dest / name)
-    metrics = folder_metrics(source)
-    if metrics and not (dest / METRICS).is_file():
+    elif (card := fold_card(source)) is not None:
+        write_card(dest, *card)
+    elif metrics := folder_metrics(source):
         write_json(dest / METRICS, metrics)
 
 

@@ -35,8 +35,8 @@ RESAMPLES = 1000
 MAX_ROWS = 200_000
 #: what each ``source`` means, for the model card and ``lttw report``
 SOURCES = {
-    "test": "the deployed model's own predictions on the held-out test sample (none of its "
-    "rows in training)",
+    "test": "the model's own predictions on the held-out test sample (none of its rows in "
+    "training)",
     "folds": "the pooled out-of-fold predictions of the folds' models, each on its own fold's "
     "test part (the deployed model trained on those rows too)",
 }

@@ -157,7 +157,7 @@ def _copy_first_fold(fold: int) -> tuple[dict, dict]:
     }
     about = {
         "model": FINAL_MODEL_DIR.as_posix(),
-        "label_counts": _label_counts(train_labels, n_labels),
+        "label_counts": label_counts(train_labels, n_labels),
         "copy_of": f"{source.as_posix()} (final.enabled is false)",
         "rows": f"fold {fold}'s train part",
         "calibration": f"fold {fold}'s own, fitted on its validation part",
@@ -167,7 +167,7 @@ def _copy_first_fold(fold: int) -> tuple[dict, dict]:
     return record, about
 
 
-def _label_counts(labels: np.ndarray, n_labels: int) -> list[int]:
+def label_counts(labels: np.ndarray, n_labels: int) -> list[int]:
     """Texts per class of the rows a model trained on (multi-label: texts with the class)."""
     if labels.ndim == 2:
         return [int(n) for n in labels.sum(axis=0)]
@@ -211,7 +211,7 @@ def _train_final(
     }
     about = {
         "model": FINAL_MODEL_DIR.as_posix(),
-        "label_counts": _label_counts(inputs.labels["train"], inputs.n_labels),
+        "label_counts": label_counts(inputs.labels["train"], inputs.n_labels),
         "rows": ROWS["all" if joined else "train_sample"].format(joined=" and ".join(joined)),
         "epochs_rule": EPOCHS_RULE,
         "calibration": (
