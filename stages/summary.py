@@ -1,8 +1,10 @@
-"""Stage `summary`: mean and standard deviation over the folds in `folds.run` of every metric
-(macro P / R / F1, accuracy, time per epoch, samples per second), for `dvc metrics diff`; the
-held-out samples' sizes (`held_out`) and the final model's record (`final`: its rows, epochs
-and quality estimate, the folds' held-out metrics; a trained final model's own metrics on the
-held-out test sample, `test`)."""
+"""Stage `summary`: `metrics/summary.json`, numbers only. Its first block, `final`, is the
+deployed model, `models/final`: its rows, classes, epochs, its estimate (macro F1 with an
+interval; `from_folds`: the folds' pooled out-of-fold figure, else its own on the held-out
+test sample) and calibration (`ece`), and its own held-out figures (`test`). The study
+follows: mean and standard deviation over the folds in `folds.run` of every metric (macro
+P / R / F1, accuracy, time per epoch, samples per second), for `dvc metrics diff`, and the
+held-out samples' sizes (`held_out`). Its last log line is the deployed model's."""
 
 import logging
 
@@ -14,6 +16,9 @@ from lttw.stage import run_stage
 
 log = logging.getLogger("lttw.summary")
 
+#: the final stage's numbers that lead the summary (``metrics/final.json``)
+FINAL_KEYS = ("enabled", "trained_on", "classes", "epochs", "estimate", "test")
+
 
 def main(settings):
     per_fold = {}
@@ -23,38 +28,45 @@ def main(settings):
             raise UserError(f"{path}: missing; run the evaluate stage for fold {fold}")
         per_fold[fold] = read_json(path)
     first = per_fold[settings.folds.run[0]]
-    summary = {
-        "dataset": settings.data.dataset,
-        "variant": settings.model.variant,
-        "device": first.get("device", "unknown"),
-        "seed": settings.seed,
-        **summarize_folds(per_fold),
-        "held_out": held_out_samples(read_json(layout.LABELS_JSON)),
-    }
-    if layout.FINAL_METRICS.is_file():
-        final = read_json(layout.FINAL_METRICS)
-        summary["final"] = {
-            key: final[key]
-            for key in (
-                "model",
-                "copy_of",
-                "trained_on",
-                "rows",
-                "epochs",
-                "epochs_rule",
-                "quality",
-                "test",
-            )
-            if key in final
+    summary = {}
+    final = read_json(layout.FINAL_METRICS) if layout.FINAL_METRICS.is_file() else {}
+    if final:
+        summary["final"] = {key: final[key] for key in FINAL_KEYS if key in final}
+    summary.update(
+        {
+            "dataset": settings.data.dataset,
+            "variant": settings.model.variant,
+            "device": first.get("device", "unknown"),
+            "seed": settings.seed,
+            **summarize_folds(per_fold),
+            "held_out": held_out_samples(read_json(layout.LABELS_JSON)),
         }
+    )
     write_json(layout.SUMMARY_METRICS, summary)
     f1 = summary.get("test/f1_macro", {})
     log.info(
-        "held-out test macro-F1 over %d fold(s): %.4f +- %.4f",
+        "study: held-out test macro-F1 of the fold models over %d fold(s): %.4f +- %.4f",
         len(per_fold),
         f1.get("mean", float("nan")),
         f1.get("std", float("nan")),
     )
+    estimate = final.get("estimate")
+    if estimate:
+        log.info(
+            "deployed model %s: %d rows, %d classes; macro F1 %.4f (%d%% interval %.4f to "
+            "%.4f, from %s)%s",
+            layout.FINAL_MODEL_DIR.as_posix(),
+            final.get("trained_on", 0),
+            final.get("classes", 0),
+            estimate["f1_macro"],
+            round(100 * estimate["level"]),
+            estimate["f1_macro_low"],
+            estimate["f1_macro_high"],
+            "the folds' out-of-fold predictions"
+            if estimate["from_folds"]
+            else "its own predictions on the held-out test sample",
+            f"; calibration error {estimate['ece']:.4f}" if "ece" in estimate else "",
+        )
 
 
 if __name__ == "__main__":

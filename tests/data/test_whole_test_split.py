@@ -17,7 +17,7 @@ from support.tiny_project import lttw
 
 from lttw.data.datasets import load_dataset
 from lttw.data.sampling import draw_samples
-from lttw.evaluation.metrics import held_out_samples
+from lttw.evaluation.metrics import held_out_samples, held_out_source
 from lttw.settings import DataSettings
 
 CLASSES = ["red", "green", "blue"]
@@ -53,7 +53,9 @@ def test_predict_size_0_under_all_makes_the_test_sample_the_whole_test_split(roo
     test_rows = pd.read_parquet(root / "colours" / "test.parquet")
     assert sorted(frames["test"]["text"]) == sorted(test_rows["text"])
     assert info["sizes"] == {"train": sum(TRAIN), "test": sum(TEST), "predict": 0}
-    assert held_out_samples(info) == {"test_rows": sum(TEST), "test_sample": "the whole test split"}
+    held = held_out_samples(info)
+    assert held == {"test_rows": sum(TEST), "from_test_split": True, "whole_test_split": True}
+    assert held_out_source(held) == "the whole test split"
 
 
 def test_a_predict_sample_halves_the_test_split_and_is_stated(root):
@@ -62,7 +64,8 @@ def test_a_predict_sample_halves_the_test_split_and_is_stated(root):
     assert len(frames["test"]) + len(frames["predict"]) == sum(TEST)
     assert 0 < len(frames["predict"]) < sum(TEST)
     held = held_out_samples(info)
-    assert held["test_sample"] == "a sample of the test split"
+    assert held["whole_test_split"] is False and held["from_test_split"] is True
+    assert held_out_source(held) == "a sample of the test split"
     assert held["test_rows"] == len(frames["test"]) and held["predict_rows"] == len(
         frames["predict"]
     )

@@ -1,8 +1,10 @@
 """The `final` stage end to end on the tiny profile: with `final.enabled: false` (this
 repository's params) `models/final` is fold 0's model marked as such; with it true, the
 variant retrained on every labelled row for the folds' chosen epochs. Both answer
-`lttw predict`, and metrics/summary.json and `lttw report` state the final model's record and
-that its quality estimate is the folds' held-out metrics. The enabled run also uses
+`lttw predict`, carry a model card (README.md, metrics.json) that `lttw verify`, `lttw
+export` and `GET /info` read, and lead metrics/summary.json and `lttw report` with their
+numbers: rows, classes, the estimate with its interval and where it comes from (here their
+own held-out test sample). The enabled run also uses
 `data.sampling: all` with `data.predict_size: 0` on a small dataset with its own test split:
 the held-out test sample is the whole test split, and no predict sample appears anywhere."""
 
@@ -23,7 +25,7 @@ from lttw import layout
 
 pytestmark = pytest.mark.slow
 
-QUALITY = "the folds' held-out metrics"
+DEPLOYED = "## The deployed model (`models/final`)"
 CLASSES = ["world", "sports", "business", "tech"]
 #: a few words per class that the tiny encoder knows whole (conftest.TINY_WORDS)
 WORDS = {
@@ -58,7 +60,14 @@ def write_dataset(root: Path) -> None:
     )
 
 
-def test_disabled_final_is_fold_0s_model_marked_so(tiny_repro):
+def _numbers_only(doc) -> bool:
+    """Whether a metrics document holds numbers (and true/false) only, no prose."""
+    if isinstance(doc, dict):
+        return all(_numbers_only(v) for v in doc.values())
+    return isinstance(doc, (int, float))
+
+
+def test_disabled_final_is_fold_0s_model_marked_so(tiny_repro, tmp_path):
     root = tiny_repro.root
     assert "Running stage 'final'" in tiny_repro.output
     final, fold = root / layout.FINAL_MODEL_DIR, root / layout.model_dir(0)
@@ -66,12 +75,51 @@ def test_disabled_final_is_fold_0s_model_marked_so(tiny_repro):
     record = json.loads((final / "lttw.json").read_text())["final"]
     assert record["enabled"] is False and record["copy_of"].startswith("models/fold_0")
     summary = json.loads((root / layout.SUMMARY_METRICS).read_text())
+    assert next(iter(summary)) == "final"  # the deployed model leads
     assert summary["final"]["trained_on"] == summary["fold_test/n"]["mean"] * 2  # 4 folds: 2:1:1
-    assert QUALITY in summary["final"]["quality"]
+    # fold 0's model, measured on the held-out test sample it never saw, with an interval
+    estimate = summary["final"]["estimate"]
+    assert estimate["from_folds"] is False and estimate["n"] == summary["test/n"]["mean"]
+    assert estimate["f1_macro"] == summary["test/f1_macro"]["mean"]
+    assert estimate["f1_macro_low"] <= estimate["f1_macro"] <= estimate["f1_macro_high"]
+    assert estimate["ece"] == summary["test/ece"]["mean"]
+    assert _numbers_only(json.loads((root / layout.FINAL_METRICS).read_text()))
+    assert _numbers_only(summary["final"])
     assert summary["held_out"]["test_rows"] == summary["test/n"]["mean"]
-    assert summary["held_out"]["test_sample"] == "a sample of the test split"
+    assert summary["held_out"]["from_test_split"] is True  # a sample of the test split
+    assert summary["held_out"]["whole_test_split"] is False
     assert "predict_rows" in summary["held_out"]  # the paper profile keeps its predict sample
     assert "label" in lttw(["predict", "--model", final, "oil prices fall"], root).output
+    # a fold's folder has no card of its own (written before its evaluation): its export
+    # gets one from the project's files, the same figures as the copy's
+    lttw(["export", "--model", fold, "--out", tmp_path / "fold_0"], root)
+    card = json.loads((tmp_path / "fold_0" / "metrics.json").read_text())
+    assert card["estimate"] == json.loads((final / "metrics.json").read_text())["estimate"]
+    assert "fold 0's train part" in (tmp_path / "fold_0" / "README.md").read_text()
+
+
+def test_exp_compare_prints_the_deployed_models_columns(tiny_repro, tmp_path):
+    lines = lttw(["exp", "compare", "-p", "final.enabled"], tiny_repro.root).stdout.splitlines()
+    assert lines[0].split() == [
+        "experiment",
+        "variant",
+        "rows",
+        "F1",
+        "%",
+        "95%",
+        "interval",
+        "from",
+        "folds",
+        "F1",
+        "%",
+        "ECE",
+        "final.enabled",
+    ]
+    workspace = lines[1].split()
+    assert workspace[0] == "workspace" and workspace[5] == "test" and workspace[-1] == "False"
+    assert len(lines) >= 3 and all(len(line) <= 100 for line in lines)  # and the commit
+    refused = lttw(["exp", "compare"], tmp_path, check=False)  # no DVC project here
+    assert refused.exit_code == 2 and len(refused.output.strip().splitlines()) == 1
 
 
 @pytest.fixture(scope="module")
@@ -121,11 +169,19 @@ def test_enabled_final_trains_on_every_labelled_row(enabled):
     calibration = "calibration.json"
     fold_t = json.loads((enabled / layout.model_dir(0) / calibration).read_text())["temperature"]
     final_cal = json.loads((enabled / layout.FINAL_MODEL_DIR / calibration).read_text())
-    assert final_cal["temperature"] == fold_t != 1.0 and "first fold" in record["calibration"]
+    assert (
+        final_cal["temperature"] == fold_t != 1.0 and "first fold" in meta["final"]["calibration"]
+    )
     summary = json.loads((enabled / layout.SUMMARY_METRICS).read_text())
     assert summary["final"]["trained_on"] == n_train and summary["final"]["epochs"] == fold_best
-    assert QUALITY in summary["final"]["quality"]
     assert summary["final"]["test"] == record["test"]  # what a grid's cell keeps of it
+    # an official test split stays held out: the estimate is the final model's own there
+    estimate = summary["final"]["estimate"]
+    assert estimate["from_folds"] is False and estimate["n"] == record["test"]["n"]
+    assert estimate["f1_macro"] == record["test"]["f1_macro"] and 0 <= estimate["ece"] <= 1
+    assert _numbers_only(record) and _numbers_only(summary["final"])
+    out_lines = [line for line in out.splitlines() if "lttw." in line]
+    assert "deployed model models/final: 96 rows, 4 classes; macro F1" in out_lines[-1]
     result = lttw(["predict", "--model", layout.FINAL_MODEL_DIR, "the team won the match"], enabled)
     assert any(name in result.output for name in CLASSES)
 
@@ -133,7 +189,11 @@ def test_enabled_final_trains_on_every_labelled_row(enabled):
 def test_whole_test_split_is_the_held_out_sample_and_no_predict_sample_appears(enabled):
     n_test = TEST_PER_CLASS * len(CLASSES)
     summary = json.loads((enabled / layout.SUMMARY_METRICS).read_text())
-    assert summary["held_out"] == {"test_rows": n_test, "test_sample": "the whole test split"}
+    assert summary["held_out"] == {
+        "test_rows": n_test,
+        "from_test_split": True,
+        "whole_test_split": True,
+    }
     assert summary["test/n"]["mean"] == n_test
     assert not [key for key in summary if key.startswith("predict/")]
     fold = json.loads((enabled / layout.fold_metrics(0)).read_text())
@@ -146,4 +206,33 @@ def test_whole_test_split_is_the_held_out_sample_and_no_predict_sample_appears(e
         report
     )
     assert f"retrained on {TRAIN_PER_CLASS * len(CLASSES)} labelled rows" in report
-    assert QUALITY in report
+    assert report.index(DEPLOYED) < report.index("| variant | folds |")  # first, then the study
+    assert "on the held-out test sample (none of its rows in training)" in report
+
+
+def test_the_model_card_is_written_verified_exported_and_served(enabled, tmp_path):
+    folder = enabled / layout.FINAL_MODEL_DIR
+    card = json.loads((folder / "metrics.json").read_text())
+    n_train = TRAIN_PER_CLASS * len(CLASSES)
+    assert card["rows"] == n_train and card["classes"] == len(CLASSES)
+    assert card["label_counts"] == dict.fromkeys(CLASSES, TRAIN_PER_CLASS)
+    assert card["estimate"]["f1_macro_low"] <= card["estimate"]["f1_macro_high"]
+    assert "first fold" in card["calibration"]["how"] and card["code"]["code_sha256"]
+    readme = (folder / "README.md").read_text()
+    for heading in ("## Data", "## Metrics", "## Calibration", "## Known limits"):
+        assert heading in readme
+    assert "cut at 32 tokens" in readme and "95% interval" in readme
+    verified = lttw(["verify", folder], enabled).stdout
+    assert "files match" in verified and f"model card: {n_train} training texts" in verified
+    out = tmp_path / "exported"
+    lttw(["export", "--model", folder, "--out", out], enabled)
+    assert (out / "README.md").read_text() == readme
+    assert json.loads((out / "metrics.json").read_text()) == card
+    (out / "README.md").write_text(readme + "edited\n")  # the card is checksummed too
+    assert "README.md: changed" in lttw(["verify", out], enabled, check=False).output
+
+    from lttw.inference.predict import Predictor
+    from lttw.serving.info import model_info
+
+    info = model_info(Predictor.load(folder), "torch")
+    assert info["metrics"]["estimate"] == card["estimate"]  # GET /info's metrics: the card

@@ -173,6 +173,20 @@ def test_a_project_of_ones_own(venv, tmp_path, tiny_encoder_dir):
     assert {"sample", "folds", "train@0", "evaluate@0", "summary"} <= ran(first), first
     summary = json.loads((project / "metrics/summary.json").read_text())
     assert summary, summary
+    if "final" in ran(first):  # the deployed model first, trained on every labelled row
+        sizes = json.loads((project / "data/sample/labels.json").read_text())["sizes"]
+        assert sizes["test"] > 0 and next(iter(summary)) == "final"
+        final = summary["final"]
+        # one file of the user's: the test sample was carved from it, the final model learns it
+        rows = final["trained_on"]
+        assert rows == sizes["train"] + sizes["test"]
+        estimate = final["estimate"]  # so its estimate comes from the folds, with an interval
+        assert estimate["from_folds"] is True and "test" not in final
+        assert estimate["f1_macro_low"] <= estimate["f1_macro"] <= estimate["f1_macro_high"]
+        card = json.loads((project / "models/final/metrics.json").read_text())
+        assert card["rows"] == rows and (project / "models/final/README.md").is_file()
+        verified = _run(venv, [lttw, "verify", MODEL], project).stdout
+        assert f"model card: {rows} training texts" in verified
     git_commit(project, "trained")
 
     k = params["model"]["k"] - 1

@@ -307,17 +307,30 @@ def test_report_reads_real_dvc_experiments(tmp_path):
     assert "| 1 | 90.00 |" in row(text, "LTTW") and "| 1 | 80.00 |" in row(text, "encoder")
 
 
-def test_a_trained_final_model_states_its_own_held_out_f1():
+def test_each_runs_final_model_states_its_estimate_and_where_it_comes_from():
     from lttw.experiments.cell_folder import Run
 
-    final = {"trained_on": 48836, "epochs": 1, "epochs_rule": "median", "quality": "the folds'"}
-    copied = Run("goemotions", "tfidf_linear", final={**final, "copy_of": "models/fold_0"})
-    trained = Run("goemotions", "lttw", final={**final, "test": {"f1_macro": 0.46002}})
-    lines = report._samples_and_final({"tfidf_linear": copied, "lttw": trained})
-    assert [line for line in lines if "held-out test macro F1 0.4600." in line] == [
-        line for line in lines if line.startswith("- lttw: final model")
-    ]
-    assert not [line for line in lines if "tfidf_linear" in line and "macro F1" in line]
+    estimate = {"f1_macro": 0.46002, "f1_macro_low": 0.45, "f1_macro_high": 0.47, "n": 5427}
+    own = {"trained_on": 48836, "enabled": True, "estimate": {**estimate, "from_folds": False}}
+    folds = {"trained_on": 39068, "enabled": False, "estimate": {**estimate, "from_folds": True}}
+    older = {"trained_on": 48836, "epochs": 1}  # a summary written before the estimate
+    lines = report._samples_and_final(
+        {
+            "LTTW": Run("goemotions", "LTTW", final=own),
+            "tfidf_linear": Run("goemotions", "tfidf_linear", final=folds),
+            "encoder": Run("goemotions", "encoder", final=older),
+        }
+    )
+    assert (
+        lines[1:]
+        == [
+            "- LTTW: final model: retrained on 48,836 labelled rows; macro F1 46.0% (95% interval "
+            "45.0 to 47.0) on 5,427 texts, from its held-out test sample.",
+            "- tfidf_linear: final model: a copy of the first fold's model, on 39,068 labelled "
+            "rows; macro F1 46.0% (95% interval 45.0 to 47.0) on 5,427 texts, from the folds.",
+        ]
+        or lines
+    )
 
 
 def test_the_paper_grid_renders_tables_4_and_5_from_written_and_running_cells(

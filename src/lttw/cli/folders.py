@@ -77,10 +77,9 @@ def export(
     import numpy as np
 
     from lttw.inference.predict import Predictor
-    from lttw.io import atomic_dir, write_json
+    from lttw.io import atomic_dir
     from lttw.models.bundle import META
     from lttw.models.folder_files import copy_loader_files, record_checksums
-    from lttw.serving.info import METRICS_FILE, folder_metrics
 
     source = _model_dir(model, params)
     original = _load(source, params)  # also checks that the source is a model folder
@@ -118,9 +117,7 @@ def export(
         copy = Predictor.load(tmp)
         if not np.allclose(copy.predict_proba(probe), original.predict_proba(probe), atol=1e-6):
             raise UserError(f"{out}: the exported model predicts differently from {source}")
-        metrics = folder_metrics(source)
-        if metrics:
-            write_json(tmp / METRICS_FILE, metrics)
+        _carry_card(source, tmp)
         if onnx or int8:
             from lttw.serving.onnx_export import add_onnx
 
@@ -141,12 +138,33 @@ def export(
     )
 
 
+def _carry_card(source: Path, dest: Path) -> None:
+    """The model card travels with an export: ``source``'s README.md and metrics.json
+    (``lttw.model_card``); a fold's folder without one gets one made from its project's files
+    (``reporting.fold_card``), else its pipeline metrics as metrics.json."""
+    import shutil
+
+    from lttw.io import write_json
+    from lttw.model_card import CARD, METRICS, write_card
+    from lttw.reporting.fold_card import fold_card
+    from lttw.serving.info import folder_metrics
+
+    if (source / CARD).is_file() and (source / METRICS).is_file():
+        for name in (CARD, METRICS):
+            shutil.copy2(source / name, dest / name)
+    elif (card := fold_card(source)) is not None:
+        write_card(dest, *card)
+    elif metrics := folder_metrics(source):
+        write_json(dest / METRICS, metrics)
+
+
 @app.command(epilog=_examples("lttw verify models/fold_0", "lttw verify exported/lttw-ag-news"))
 def verify(
     folder: Annotated[Path, typer.Argument(metavar="DIR", help="a model folder")],
 ) -> None:
     """Check a model folder's files against the sha256 checksums recorded in its lttw.json
-    when it was written (by the train stage or `lttw export`). Exit 0: every file matches;
+    when it was written (by the train stage or `lttw export`), and print its model card's
+    estimate (README.md, metrics.json) where it has one. Exit 0: every file matches;
     3: a file is missing, changed or unrecorded (one `error:` line each); 1: no checksums
     recorded (a folder written before lttw recorded them; `lttw export` writes a copy that
     has them)."""
@@ -174,6 +192,24 @@ def verify(
         )
         raise typer.Exit(1)
     typer.echo(f"{folder}: {found.checked} files match their recorded sha256{ignored}")
+    _say_card(folder)
+
+
+def _say_card(folder: Path) -> None:
+    """The model card's headline (``lttw.model_card``), where the folder has one."""
+    from lttw.model_card import CARD, headline, read_card
+
+    card = read_card(folder)
+    if card is None:
+        typer.echo(f"{folder}: no model card (README.md, metrics.json)")
+    elif not (folder / CARD).is_file():
+        typer.echo(f"error: {folder / CARD}: missing beside its metrics.json", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    else:
+        typer.echo(
+            f"{folder}: model card: {card.get('rows') or 0:,} training texts, "
+            f"{card.get('classes') or 0} classes; {headline(card)}"
+        )
 
 
 def _onnx_targets(folder: Path, predictor) -> list[tuple[Path, object]]:

@@ -4,7 +4,7 @@ sample labels, fold parts, encoder tokens and latent-factor tensors."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
@@ -28,6 +28,8 @@ class FoldInputs:
     parts: dict[str, np.ndarray]  # train / val / fold_test -> row indices into the train sample
     labels: dict[str, np.ndarray]  # split -> (n,) int64; multi-label: (n, C) uint8 indicator
     texts: dict[str, list[str]]  # split -> raw texts (for non-neural variants)
+    #: sample splits appended to the train split (``join_samples``), their own left empty
+    joined: tuple[str, ...] = ()
 
     @property
     def multi_label(self) -> bool:
@@ -71,6 +73,31 @@ def load_fold_inputs(fold: int) -> FoldInputs:
     return FoldInputs(classes=classes, parts=parts, labels=labels, texts=texts)
 
 
+def join_samples(inputs: FoldInputs, splits: tuple[str, ...]) -> FoldInputs:
+    """``inputs`` with the texts and labels of the sample ``splits`` (e.g. a test sample
+    carved from the user's own rows) appended to the train split, in order, and those
+    splits left empty; ``load_tensors`` joins their token arrays the same way. The parts
+    (row indices into the train split) are the caller's to set."""
+    if not splits:
+        return inputs
+    texts, labels = dict(inputs.texts), dict(inputs.labels)
+    for split in splits:
+        texts["train"] = texts["train"] + texts[split]
+        labels["train"] = np.concatenate([labels["train"], labels[split]])
+        texts[split], labels[split] = [], labels[split][:0]
+    return replace(inputs, texts=texts, labels=labels, joined=inputs.joined + tuple(splits))
+
+
+def _joined(arrays: dict[str, np.ndarray], splits: tuple[str, ...], key=str) -> dict:
+    """Per-split arrays (``key(split)`` names a split's array) joined as ``join_samples``
+    joins the texts."""
+    out = dict(arrays)
+    for split in splits:
+        train, own = out[key("train")], out[key(split)]
+        out[key("train")], out[key(split)] = np.concatenate([train, own]), own[:0]
+    return out
+
+
 def load_tensors(
     inputs: FoldInputs,
     fold: int | str,
@@ -93,7 +120,10 @@ def load_tensors(
     if frozen_encoder:
         from lttw.encoder.states import frozen_states
 
-        states = frozen_states(layout.ENCODED_DIR, layout.SPLITS)
+        states = _joined(frozen_states(layout.ENCODED_DIR, layout.SPLITS), inputs.joined)
+    if words is None:  # word ids come from the (joined) texts themselves
+        for name in ("input_ids", "attention_mask"):
+            tokens = _joined(tokens, inputs.joined, key=lambda split, n=name: f"{split}_{n}")
     out = {}
     for part in ("train", "val") + EVAL_PARTS:
         split, rows = inputs.split_of(part)

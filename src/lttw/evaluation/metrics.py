@@ -170,22 +170,31 @@ def summarize_folds(per_fold: dict[int, dict]) -> dict:
 
 
 def held_out_samples(labels_info: dict) -> dict:
-    """The held-out samples' sizes and where they come from (``metrics/summary.json``), from
-    the sample stage's ``labels.json``: with ``data.sampling: all`` and ``data.predict_size:
-    0`` the test sample is the dataset's whole test split, comparable with published figures;
-    an empty predict sample is absent."""
+    """The held-out samples' sizes and where they come from (``metrics/summary.json``,
+    numbers and true/false only; ``held_out_source`` says it in words), from the sample
+    stage's ``labels.json``: with ``data.sampling: all`` and ``data.predict_size: 0`` the test
+    sample is the dataset's whole test split, comparable with published figures; an empty
+    predict sample is absent."""
     sizes, pools = labels_info.get("sizes", {}), labels_info.get("pools", {})
-    test_pool = pools.get("test")
-    whole = (
-        labels_info.get("sampling") == "all" and test_pool == "test" and not sizes.get("predict")
-    )
-    if whole:
-        source = "the whole test split"
-    elif test_pool:
-        source = f"a sample of the {test_pool} split"
-    else:
-        source = "a sample of all rows (pooled)"
-    out = {"test_rows": int(sizes.get("test", 0)), "test_sample": source}
+    from_split = pools.get("test") is not None
+    whole = from_split and labels_info.get("sampling") == "all" and not sizes.get("predict")
+    out = {
+        "test_rows": int(sizes.get("test", 0)),
+        "from_test_split": from_split,
+        "whole_test_split": whole,
+    }
     if sizes.get("predict"):
         out["predict_rows"] = int(sizes["predict"])
     return out
+
+
+def held_out_source(held_out: dict) -> str:
+    """Where the held-out test sample comes from, in words (``held_out_samples``; a summary
+    written before it recorded true/false says it itself, ``test_sample``)."""
+    if "test_sample" in held_out:
+        return str(held_out["test_sample"])
+    if held_out.get("whole_test_split"):
+        return "the whole test split"
+    if held_out.get("from_test_split"):
+        return "a sample of the test split"
+    return "a sample of all rows (pooled)"

@@ -35,8 +35,10 @@ CHECKSUMS = "sha256"
 #: what prediction needs, and what ``lttw export --onnx`` / ``lttw serve`` add (model.onnx
 #: and onnx.json: ``serving.onnx_runtime``; metrics.json: ``serving.info``), how scores
 #: become probabilities and labels (calibration.json: ``models.calibration``; absent:
-#: softmax, temperature 1), and an ensemble's weights (``models.ensemble``)
+#: softmax, temperature 1), an ensemble's weights (``models.ensemble``), and the model card
+#: (README.md with metrics.json: ``lttw.model_card``; checked and carried like the rest)
 TOP_LEVEL = (
+    "README.md",
     "config.json",
     "model.safetensors",
     "vocabulary.json",

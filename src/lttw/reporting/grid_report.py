@@ -99,6 +99,17 @@ def grid_sections(grids: list[Grid], runs_dir: Path, paper: PaperTables | None =
     return lines
 
 
+def _deployed(workspace: Path) -> dict | None:
+    """The workspace's deployed model (``reporting.deployed``): beside ``workspace``, the
+    metrics folder, its ``models/final``."""
+    from lttw.io import read_json
+    from lttw.reporting.deployed import deployed_doc
+
+    summary = Path(workspace) / "summary.json"
+    final = read_json(summary).get("final") if summary.is_file() else None
+    return deployed_doc(Path(workspace).parent, final if isinstance(final, dict) else None)
+
+
 def build_report(
     workspace: Path,
     params: Path,
@@ -113,7 +124,9 @@ def build_report(
     cells = {g.name: cell_runs(g, runs_dir) for g in grids}
     paper = merge_tables([g.paper for g in grids])  # the paper's numbers (experiments/paper.yaml)
     try:
-        text = render(collect_runs(workspace, params, extra, experiments), paper)
+        text = render(
+            collect_runs(workspace, params, extra, experiments), paper, _deployed(workspace)
+        )
     except UserError:
         if not any(cells.values()):
             raise

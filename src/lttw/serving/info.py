@@ -1,5 +1,7 @@
 """What a served model is: labels, variant, encoder, word-splitting rule, how it runs, and the
-model folder's metrics (``GET /info``; ``lttw export`` copies the metrics into the folder)."""
+model folder's metrics (``GET /info``): its model card's ``metrics.json`` (``lttw.model_card``:
+rows, classes, the estimate with its interval and source, calibration; ``models/final`` has
+one, ``lttw export`` carries it), else the pipeline's metrics of a fold's folder."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ METRICS_FILE = "metrics.json"
 
 
 def folder_metrics(folder: str | Path) -> dict:
-    """``metrics.json`` of an exported folder; for a pipeline folder ``ROOT/models/fold_N``,
+    """``metrics.json`` of the folder (a model card's, or an exported folder's); for a
+    pipeline folder without one, ``ROOT/models/fold_N``,
     ``ROOT/metrics/folds/fold_N.json`` (held-out evaluation) and ``metrics/train/fold_N.json``
     (training) where they exist; else {}."""
     folder = Path(folder)

@@ -152,9 +152,19 @@ class FinalSettings(_Group):
     enabled: bool = Field(
         default=False,
         description="`true`: the `final` stage retrains `model.variant` on every labelled row "
-        "of the train sample (all folds' parts) for the rounded-up median of the folds' best "
-        "epoch counts; its quality estimate is the folds' held-out metrics. `false` (this "
+        "(`final.rows`) for the rounded-up median of the folds' best epoch counts; its "
+        "estimate is macro F1 with a 95% interval, its own on a held-out test sample where it "
+        "has one, else the folds' out-of-fold figure. `false` (this "
         "repository's paper profile, which needs only the folds; on the default profile it "
         "would add about 6 minutes, estimated): `models/final` is the first fold's model. "
         "`lttw init` projects set `true`.",
+    )
+    rows: Literal["all", "train_sample"] = Field(
+        default="all",
+        description="The rows a trained final model learns from. `all`: every labelled row "
+        "the user gave, the train sample plus a test (and predict) sample carved from the "
+        "same rows (an official test split stays held out); more labels in the deployed "
+        "model, whose estimate then comes from the folds' out-of-fold predictions. "
+        "`train_sample`: the train sample only; the carved test sample stays held out and "
+        "measures the deployed model itself, at the cost of leaving its labels out.",
     )

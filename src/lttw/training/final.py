@@ -12,10 +12,17 @@ an ensemble: also its weights) is the first fold's, fitted on its validation par
 rows (the fold stages' library functions on every row; the rows' own factors cross-fitted as
 ``model.train_factors`` says).
 
+``final.rows: all`` (the default) also trains it on a test (and predict) sample carved
+from the user's own rows, so that every labelled row they gave is in the deployed model; an
+official test split stays held out. ``train_sample`` keeps a carved test sample out.
+
 With ``final.enabled: false`` ``models/final`` is the first fold's model folder, its
-``lttw.json`` saying so. Either way the final model's quality estimate is the folds'
-held-out metrics; a trained one is also measured on the held-out test sample (no row of which
-is in the train sample), as ``lttw predict`` would answer: ``test`` in its record.
+``lttw.json`` saying so. Either way the record's ``estimate`` is the deployed model's macro F1
+with its interval (``evaluation.estimate``): its own on a held-out test sample where it has
+one (``test`` in the record, as ``lttw predict`` would answer), else the folds' pooled
+out-of-fold figure. ``metrics/final.json`` holds the record's numbers; the prose (how the rows,
+epochs and calibration were chosen) goes to the folder's ``lttw.json`` and its model card
+(``training.final_card``).
 """
 
 from __future__ import annotations
@@ -32,9 +39,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from lttw import layout
 from lttw.data.folds import read_fold_parts
+from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.errors import UserError
 from lttw.io import atomic_dir, read_json, write_arrays, write_json
 from lttw.settings import check_batch_size
@@ -52,11 +61,13 @@ META = "lttw.json"
 FINAL_MODEL_DIR = layout.FINAL_MODEL_DIR
 FINAL_METRICS = layout.FINAL_METRICS
 FINAL_CHECKPOINTS = layout.CHECKPOINTS_DIR / "final"
-#: how the final model's quality is estimated (metrics/summary.json and `lttw report` say so)
-QUALITY = (
-    "the folds' held-out metrics; with final.enabled, also the final model's own on the "
-    "held-out test sample (test), none of whose rows it trained on"
-)
+#: the rows of a trained final model (``final.rows``)
+ROWS = {
+    "all": "every labelled row the user gave: the train sample (every fold's train + val + "
+    "test parts) and the {joined} sample carved from the same rows",
+    "train_sample": "every labelled row of the train sample (every fold's train + val + "
+    "test parts)",
+}
 EPOCHS_RULE = (
     "median over folds.run of the epochs up to each fold's best validation macro-F1 "
     "(metrics/train/fold_N.json best_epoch + 1), rounded up"
@@ -88,48 +99,104 @@ def chosen_epochs(folds: list[int]) -> tuple[int, dict[str, int]]:
 
 
 def write_final_model(
-    settings: RunSettings, final: FinalSettings, measure: Callable[[Any], dict] | None = None
+    settings: RunSettings,
+    final: FinalSettings,
+    measure: Callable[[Any], dict] | None = None,
+    card: Callable[[Path, dict, dict], None] | None = None,
 ) -> dict:
     """The final stage's work: ``models/final`` and ``metrics/final.json``; returns the
-    record written to both (in the model folder's ``lttw.json`` as ``final``). ``measure``:
-    called with the rows' ``FoldInputs`` once a final model is trained, its dict joins the
-    record (the stage passes ``inference.held_out.held_out_test``: training does not import
-    inference). ``final``: whether to train it (``final.enabled``) or copy the first fold's."""
+    record (numbers, the metrics file; with its prose, the model folder's ``lttw.json``
+    ``final``). ``measure``: called with the rows' ``FoldInputs`` once a final model is
+    trained, its dict (``test`` and ``estimate`` where it has a held-out test sample) joins
+    the record (the stage passes ``inference.held_out.held_out_test``: training does not
+    import inference). ``card``: called with the model folder, the record and its prose, to
+    write the model card and record its checksums (``training.final_card``). ``final``: whether
+    to train it (``final.enabled``) or copy the first fold's, and on which rows."""
     if final.enabled:
-        record = _train_final(settings, measure)
+        record, about = _train_final(settings, final.rows, measure)
     else:
-        record = _copy_first_fold(settings.folds.run[0])
+        record, about = _copy_first_fold(settings.folds.run[0])
+    if "estimate" not in record:
+        record["estimate"] = _estimate(settings.folds.run, record["classes"], settings.seed)
+    about["estimate_source"] = "folds" if record["estimate"]["from_folds"] else "test"
+    with atomic_dir(FINAL_MODEL_DIR) as tmp:
+        shutil.copytree(FINAL_MODEL_DIR, tmp, dirs_exist_ok=True)
+        write_json(tmp / META, {**read_json(tmp / META), "final": {**record, **about}})
+        if card is not None:
+            card(tmp, record, about)
     write_json(FINAL_METRICS, record)
     return record
 
 
-def _copy_first_fold(fold: int) -> dict:
-    """``final.enabled: false``: the first fold's model folder, marked as such."""
+def _estimate(folds: list[int], n_labels: int, seed: int) -> dict:
+    """Where the final model has no held-out test figure of its own: the first fold's model
+    on the held-out test sample where ``models/final`` is that model, else the folds'."""
+    from lttw.evaluation.estimate import fold_estimate
+
+    return fold_estimate(folds, n_labels, seed=seed)
+
+
+def _copy_first_fold(fold: int) -> tuple[dict, dict]:
+    """``final.enabled: false``: the first fold's model folder, marked as such; its record's
+    estimate is its own on the held-out test sample (the evaluate stage's predictions)."""
+    from lttw.evaluation.estimate import own_test_estimate
+
     source = layout.model_dir(fold)
     if not (source / META).is_file():
         raise UserError(f"{source}: no model folder; run the train stage for fold {fold}")
+    info = read_json(layout.LABELS_JSON)
+    n_labels = len(info["classes"])
+    rows = read_fold_parts(layout.FOLDS_PARQUET, fold)["train"]
+    column = pd.read_parquet(layout.sample_parquet("train"), columns=["label"])["label"]
+    train_labels = label_targets(column, n_labels, is_multi_label(info))[rows]
     record = {
         "enabled": False,
+        "trained_on": int(rows.size),
+        "classes": n_labels,
+        **own_test_estimate(fold, n_labels),
+    }
+    about = {
         "model": FINAL_MODEL_DIR.as_posix(),
+        "label_counts": label_counts(train_labels, n_labels),
         "copy_of": f"{source.as_posix()} (final.enabled is false)",
-        "trained_on": int(read_fold_parts(layout.FOLDS_PARQUET, fold)["train"].size),
         "rows": f"fold {fold}'s train part",
-        "quality": QUALITY,
+        "calibration": f"fold {fold}'s own, fitted on its validation part",
     }
     with atomic_dir(FINAL_MODEL_DIR) as tmp:
         shutil.copytree(source, tmp, dirs_exist_ok=True)
-        write_json(tmp / META, {**read_json(tmp / META), "final": record})
-    return record
+    return record, about
 
 
-def _train_final(settings: RunSettings, measure: Callable[[Any], dict] | None) -> dict:
+def label_counts(labels: np.ndarray, n_labels: int) -> list[int]:
+    """Texts per class of the rows a model trained on (multi-label: texts with the class)."""
+    if labels.ndim == 2:
+        return [int(n) for n in labels.sum(axis=0)]
+    return [int(n) for n in np.bincount(labels, minlength=n_labels)]
+
+
+def _carved(rows: str) -> tuple[str, ...]:
+    """The labelled samples a trained final model adds to the train sample (``final.rows``):
+    with ``all``, the test and predict samples not drawn from an official test split."""
+    if rows != "all":
+        return ()
+    info = read_json(layout.LABELS_JSON)
+    pools, sizes = info.get("pools") or {}, info.get("sizes") or {}
+    return tuple(
+        split for split in ("test", "predict") if pools.get(split) != "test" and sizes.get(split)
+    )
+
+
+def _train_final(
+    settings: RunSettings, rows: str, measure: Callable[[Any], dict] | None
+) -> tuple[dict, dict]:
     # imported here: torch, scikit-learn and the factor code cost seconds of start-up that
     # the copy of ``final.enabled: false`` (the tiny profiles, quick experiments) never uses
-    from lttw.data.fold_inputs import load_fold_inputs
+    from lttw.data.fold_inputs import join_samples, load_fold_inputs
     from lttw.training.fold import train_run
 
     epochs, per_fold = chosen_epochs(settings.folds.run)
-    inputs = load_fold_inputs(settings.folds.run[0])
+    joined = _carved(rows)
+    inputs = join_samples(load_fold_inputs(settings.folds.run[0]), joined)
     everything = np.arange(len(inputs.labels["train"]), dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
     inputs = replace(inputs, parts={"train": everything, "val": none, "fold_test": none})
@@ -137,18 +204,21 @@ def _train_final(settings: RunSettings, measure: Callable[[Any], dict] | None) -
     settings = settings.with_train(epochs=epochs, max_epochs=epochs, min_steps=0, patience=0)
     record = {
         "enabled": True,
-        "model": FINAL_MODEL_DIR.as_posix(),
         "trained_on": int(everything.size),
-        "rows": "every labelled row of the train sample (every fold's train + val + test parts)",
+        "classes": inputs.n_labels,
         "epochs": epochs,
-        "epochs_rule": EPOCHS_RULE,
         "fold_best_epochs": per_fold,
+    }
+    about = {
+        "model": FINAL_MODEL_DIR.as_posix(),
+        "label_counts": label_counts(inputs.labels["train"], inputs.n_labels),
+        "rows": ROWS["all" if joined else "train_sample"].format(joined=" and ".join(joined)),
+        "epochs_rule": EPOCHS_RULE,
         "calibration": (
             CV_CALIBRATION_RULE.format(k=settings.train.threshold_cv)
             if settings.train.threshold_cv
             else CALIBRATION_RULE
         ),
-        "quality": QUALITY,
     }
     log.info(
         "final model: %s on %d rows for %d epochs (%s)",
@@ -165,13 +235,14 @@ def _train_final(settings: RunSettings, measure: Callable[[Any], dict] | None) -
         t0 = time.perf_counter()
         summary = train_run(settings, "final", inputs, paths, extra_meta={"final": record})
     train_time = time.perf_counter() - t0
-    return {
+    about["device"] = summary["device"]
+    record = {
         **record,
         "train_time_s": train_time,
         "time_per_epoch_s": summary["time_per_epoch_s"],
-        "device": summary["device"],
         **(measure(inputs) if measure is not None else {}),
     }
+    return record, about
 
 
 def _factor_inputs(settings: RunSettings, inputs, work: Path) -> RunPaths:

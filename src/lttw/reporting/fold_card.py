@@ -1,0 +1,55 @@
+"""The model card of a fold's model folder (``ROOT/models/fold_N``), made when ``lttw export``
+copies a folder that has none: the train stage writes the folder before the fold is
+evaluated, so its card comes from the project's files afterwards: the fold's train part
+(rows, label counts), its model's own predictions on the held-out test sample (the estimate
+with its interval; else on its fold's test part), ``params.yaml`` and the code version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from lttw import layout
+from lttw.data.folds import read_fold_parts
+from lttw.data.label_sets import is_multi_label, label_targets
+from lttw.evaluation.estimate import SOURCES, fold_estimate, own_test_estimate
+from lttw.io import read_json, read_yaml
+from lttw.model_card import card_metrics, render_card
+from lttw.training.final import label_counts
+from lttw.training.final_card import GROUPS, META, code_version
+
+
+def fold_card(folder: Path) -> tuple[dict, str] | None:
+    """``(metrics.json, README.md)`` of a pipeline fold folder; None where the folder is no
+    fold's or the project's files it needs are gone (a copy elsewhere)."""
+    meta = read_json(folder / META)
+    fold = meta.get("fold") if isinstance(meta, dict) else None
+    root = folder.resolve().parent.parent
+    needed = [layout.LABELS_JSON, layout.FOLDS_PARQUET, layout.eval_dir(fold or 0)]
+    if not isinstance(fold, int) or not all((root / path).exists() for path in needed):
+        return None
+    info = read_json(root / layout.LABELS_JSON)
+    n_labels = len(info["classes"])
+    rows = read_fold_parts(root / layout.FOLDS_PARQUET, fold)["train"]
+    column = pd.read_parquet(root / layout.sample_parquet("train"), columns=["label"])["label"]
+    counts = label_counts(label_targets(column, n_labels, is_multi_label(info))[rows], n_labels)
+    measured = own_test_estimate(fold, n_labels, root)
+    if not measured:  # no held-out test sample: its own fold's test part
+        measured = {"estimate": fold_estimate([fold], n_labels, root)}
+    record = {"trained_on": int(rows.size), "classes": n_labels, **measured}
+    source = "test" if "test" in measured else "fold_test"
+    about = {
+        "model": f"{layout.MODELS_DIR.as_posix()}/{folder.resolve().name}",
+        "rows": f"fold {fold}'s train part",
+        "label_counts": counts,
+        "calibration": f"its own, fitted on fold {fold}'s validation part",
+        "estimate_source": SOURCES["test"]
+        if source == "test"
+        else f"its own predictions on fold {fold}'s test part (none of its rows in training)",
+    }
+    doc = card_metrics(record, about, info, code_version())
+    params = root / "params.yaml"
+    settings = read_yaml(params) if params.is_file() else {}
+    shown = {k: v for k, v in (settings or {}).items() if k in ("seed", *GROUPS)}
+    return doc, render_card(doc, about, meta, info, shown)

@@ -1,0 +1,70 @@
+"""The final model's card (``lttw.model_card``): written into ``models/final`` by the final
+stage, from its record, the sample's ``labels.json`` and the settings that made it."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lttw import layout
+from lttw.evaluation.estimate import SOURCES
+from lttw.io import read_json, write_json
+from lttw.model_card import CARD, METRICS, card_metrics, render_card, write_card
+
+if TYPE_CHECKING:
+    from lttw.training.run_settings import RunSettings
+
+#: the model folder's metadata file and its checksums' key (``models.bundle.META``,
+#: ``models.folder_files.CHECKSUMS``)
+META, CHECKSUMS = "lttw.json", "sha256"
+#: the settings groups a card lists (what the final stage reads; the data come from
+#: labels.json, the folds from ``folds.run``)
+GROUPS = ("model", "train", "words", "counts", "nmf")
+
+
+def code_version() -> dict:
+    """The lttw version and the sha256 of the code a stage runs (``pipeline_files``)."""
+    from lttw import __version__
+    from lttw.pipeline_files import code_digest
+
+    return {"lttw": __version__, "code_sha256": code_digest()}
+
+
+def card_params(settings: RunSettings, rows: str | None) -> dict:
+    """The parameters that made the final model, as a card lists them."""
+    params: dict = {"seed": settings.seed, "folds.run": list(settings.folds.run)}
+    params.update({name: getattr(settings, name).model_dump() for name in GROUPS})
+    if rows is not None:
+        params["final.rows"] = rows
+    return params
+
+
+def write_final_card(
+    folder: Path, record: dict, about: dict, settings: RunSettings, rows: str | None
+) -> None:
+    """``README.md`` and ``metrics.json`` of the final model in ``folder``."""
+    labels_info = read_json(layout.LABELS_JSON)
+    about = {**about, "estimate_source": SOURCES[about["estimate_source"]]}
+    doc = card_metrics(record, about, labels_info, code_version())
+    meta = read_json(folder / META)
+    readme = render_card(doc, about, meta, labels_info, card_params(settings, rows))
+    write_card(folder, doc, readme)
+    record_card_checksums(folder)
+
+
+def record_card_checksums(folder: Path) -> None:
+    """Add the card's files to the sha256 checksums that the folder's ``lttw.json`` records
+    (``models.folder_files``, not imported: the ``lttw.models`` package imports torch, which
+    the copy of ``final.enabled: false`` does not need)."""
+    meta = read_json(folder / META)
+    sums = meta.get(CHECKSUMS)
+    if not isinstance(sums, dict):  # a folder without checksums: none to add to
+        return
+    for name in (CARD, METRICS):
+        digest = hashlib.sha256()
+        with open(folder / name, "rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        sums[name] = digest.hexdigest()
+    write_json(folder / META, meta)
