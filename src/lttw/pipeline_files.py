@@ -97,7 +97,11 @@ def _dump(doc, header: str) -> str:
 
 def _rewrite_stage(stage: dict) -> None:
     """A stage (or a foreach's ``do``) of this repository as it runs in a user project."""
-    stage["cmd"] = re.sub(r"python stages/(\w+)\.py", STAGE_COMMAND + r" \1", stage["cmd"])
+    stage["cmd"] = re.sub(  # python or the train stage's launcher (torchrun takes -m too)
+        r"(python|\$\{train\.launcher\}) stages/(\w+)\.py",
+        lambda m: f"{STAGE_COMMAND.replace('python', m[1], 1)} {m[2]}",
+        stage["cmd"],
+    )
     deps = stage.get("deps")
     if deps is None:
         return

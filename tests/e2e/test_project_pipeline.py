@@ -33,10 +33,13 @@ def test_the_projects_dvc_yaml_is_the_repositorys_without_its_code_paths():
     assert list(derived) == list(repo)  # every stage, in order (a new one comes by itself)
     for name, stage in derived.items():
         original = repo[name]
-        script = re.search(r"python stages/(\w+)\.py", original["cmd"]).group(1)
+        # python, or the train stage's launcher (python by default, torchrun with -m too)
+        launcher, script = re.search(
+            r"(python|\$\{train\.launcher\}) stages/(\w+)\.py", original["cmd"]
+        ).groups()
         assert (REPO / "stages" / f"{script}.py").is_file()
         assert stage["cmd"] == original["cmd"].replace(
-            f"python stages/{script}.py", f"python -m lttw.pipeline_stage {script}"
+            f"{launcher} stages/{script}.py", f"{launcher} -m lttw.pipeline_stage {script}"
         )
         kept = [d for d in original["deps"] if not d.startswith(("src/", "stages/"))]
         assert stage["deps"] == [STAMP, *kept], name

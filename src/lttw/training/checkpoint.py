@@ -18,7 +18,9 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from lttw.device import Runtime
 from lttw.io import atomic_path, write_json
+from lttw.training.checkpoint_sync import share, source_rank
 
 log = logging.getLogger(__name__)
 
@@ -87,16 +89,22 @@ class Checkpointer:
     def due(self) -> bool:
         return self.enabled and time.monotonic() - self._last >= self.every_s
 
-    def restore(self, model: nn.Module, optimizer, scheduler) -> dict:
+    def restore(self, model: nn.Module, optimizer, scheduler, rt: Runtime | None = None) -> dict:
         """Load the last checkpoint of this run if there is one; return the loop state it
-        was saved with (the keyword arguments of ``save``; {} when there is none)."""
-        meta = read_checkpoint_state(self.folder)
-        if meta is None:
+        was saved with (the keyword arguments of ``save``; {} when there is none). Under
+        DDP (``rt``) every process loads the same one: the furthest that any process can
+        read, sent by that process to the others (``checkpoint_sync``)."""
+        meta = self._own_state()
+        if rt is not None and rt.ddp:
+            src = source_rank(meta["loop"]["step"] if meta else -1, rt)
+            if src is None:
+                return {}
+            mine = (meta, load_file(str(self.folder / TENSORS))) if rt.rank == src else None
+            meta, tensors = share(mine, src, rt)
+        elif meta is None:
             return {}
-        if meta.get("fingerprint") != self.fingerprint:
-            log.info("ignoring checkpoint of another run in %s", self.folder)
-            return {}
-        tensors = load_file(str(self.folder / TENSORS))
+        else:
+            tensors = load_file(str(self.folder / TENSORS))
         model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
         _restore_optimizer(optimizer, tensors, meta["optimizer"])
         scheduler.load_state_dict(meta["scheduler"])
@@ -107,6 +115,16 @@ class Checkpointer:
             meta["loop"]["step"],
         )
         return meta["loop"]
+
+    def _own_state(self) -> dict | None:
+        """The state of this folder's checkpoint where it is of this run, else None."""
+        meta = read_checkpoint_state(self.folder)
+        if meta is None:
+            return None
+        if meta.get("fingerprint") != self.fingerprint:
+            log.info("ignoring checkpoint of another run in %s", self.folder)
+            return None
+        return meta
 
     def save(self, model, optimizer, scheduler, **loop) -> None:
         """One file, written atomically: tensors plus the loop state in its metadata, so a

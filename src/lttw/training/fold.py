@@ -37,7 +37,8 @@ def train_fold(settings: RunSettings, fold: int) -> dict:
     ``metrics/train/fold_N.json``)."""
     inputs = load_fold_inputs(fold)
     check_batch_size(len(inputs.parts["train"]), settings.train.batch_size, fold)
-    return train_run(settings, fold, inputs, RunPaths.of_fold(fold))
+    paths = RunPaths.of_fold(fold, settings.train.checkpoint_dir)
+    return train_run(settings, fold, inputs, paths)
 
 
 def train_run(

@@ -247,7 +247,7 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
                 # a float: train.lr and head_lr are floats, not tensors
                 {"train/loss": mean_loss, "train/lr": cast(float, run.scheduler.get_last_lr()[0])},
             )
-        if run.ckpt.due():
+        if run.ckpt.due() or state["step"] == run.crash_at:
             state.update(
                 epoch=epoch,
                 step_in_epoch=i + 1,
@@ -255,6 +255,7 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
                 epoch_elapsed_s=time.perf_counter() - t0,
             )
             run.save()
+            run.crash_if_due()
     rt.synchronize()
     state["loss_sum"] = float(running.item())
     return time.perf_counter() - t0, state["epoch_seen"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import os
+import signal
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
@@ -24,6 +26,9 @@ if TYPE_CHECKING:
     from lttw.models.registry import Classifier
 
 log = logging.getLogger(__name__)
+
+#: an environment variable: a step after whose checkpoint the training processes end
+CRASH_AT_STEP = "LTTW_CRASH_AT_STEP"
 
 
 def plan_epochs(n_train: int, cfg: TrainSettings) -> int:
@@ -162,9 +167,18 @@ class _Session:
     total: int
     live: object = None
     end: list = field(default_factory=list)  # [total]: the schedule's end, raised by _extend
+    crash_at: int = 0  # CRASH_AT_STEP's step; 0: none
 
     def save(self) -> None:
         self.ckpt.save(self.model, self.optimizer, self.scheduler, **self.state)
+
+    def crash_if_due(self) -> None:
+        """At the step ``CRASH_AT_STEP`` names, after its checkpoint: every process ends as
+        a SIGKILL (a node lost, the job pre-empted) would end it (the resume tests)."""
+        if self.crash_at and self.state["step"] == self.crash_at:
+            self.rt.barrier()  # rank 0's checkpoint is written before any process goes
+            log.warning("%s=%d: this process ends here", CRASH_AT_STEP, self.crash_at)
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _fresh_state() -> dict:
@@ -196,12 +210,7 @@ def _set_up(
 ) -> _Session:
     torch.manual_seed(seed)
     model.to(rt.device)
-    step_model = rt.wrap(model)
-    optimizer = _optimizer(step_model, cfg, rt)
-    if applies(rt, compiles(cfg, rt)):  # bf16 weights cast once a step, not one by one
-        step_model = Bf16Weights(step_model)
-    if compiles(cfg, rt):  # the step runs compiled; checkpoints and the result use ``model``
-        step_model = CompiledOrEager(step_model)
+    optimizer = _optimizer(model, cfg, rt)
     steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
     epochs = plan_epochs(len(train), cfg)
     total = steps_per_epoch * epochs
@@ -212,7 +221,13 @@ def _set_up(
     scheduler = _schedule(optimizer, warmup, end)
     every = {} if checkpoint_every_s is None else {"every_s": checkpoint_every_s}
     ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main, **every)
-    state = {**_fresh_state(), **ckpt.restore(model, optimizer, scheduler)}
+    # restored before DDP wraps the model, on every process alike (``checkpoint_sync``)
+    state = {**_fresh_state(), **ckpt.restore(model, optimizer, scheduler, rt)}
+    step_model = rt.wrap(model)
+    if applies(rt, compiles(cfg, rt)):  # bf16 weights cast once a step, not one by one
+        step_model = Bf16Weights(step_model)
+    if compiles(cfg, rt):  # the step runs compiled; checkpoints and the result use ``model``
+        step_model = CompiledOrEager(step_model)
     if state.get("extended_to"):  # a resumed run that had gone past its plan
         epochs = state["extended_to"]
         end[0] = total = state["extended_total"]
@@ -245,4 +260,5 @@ def _set_up(
         total,
         live,
         end,
+        crash_at=int(os.environ.get(CRASH_AT_STEP) or 0),
     )
