@@ -6,7 +6,13 @@ find no checkpoint, or an older one. Before the model is wrapped in DistributedD
 every process reports the loop step of the checkpoint it can read (of this run's
 fingerprint); the process with the furthest one reads it and sends its tensors and state to
 all the others, so that every rank continues from the same model, optimiser, schedule, loop
-position and random-number state, whatever storage each node has.
+position and random-number state, whatever storage each node has; rank 0 receives the best
+epoch's weights too, which it reads back at the end.
+
+Each process draws its own dropout masks (its rows' shapes differ), so a checkpoint holds
+every rank's random-number state (``rng_states``, gathered where every process saves) and
+each rank continues its own. The processes save at the same steps: rank 0's clock says when
+a mid-epoch checkpoint is due, and the others learn it (``agreed``).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import torch.distributed as dist
 from lttw.device import Runtime
 
 log = logging.getLogger(__name__)
+
 
 def source_rank(step: int, rt: Runtime) -> int | None:
     """The rank whose checkpoint every process resumes from: the furthest step (the lowest
@@ -51,9 +58,31 @@ def share(loaded: tuple[dict, dict] | None, src: int, rt: Runtime) -> tuple[dict
         if rt.rank == src:
             tensor = loaded[1][name].to(device).contiguous()  # type: ignore[index]
         else:
-            tensor = torch.empty(shape, dtype=getattr(torch, dtype.removeprefix("torch.")), device=device)
+            tensor = torch.empty(
+                shape, dtype=getattr(torch, dtype.removeprefix("torch.")), device=device
+            )
         dist.broadcast(tensor, src=src)
         shared[name] = tensor.cpu()
     if rt.rank != src:
         log.info("checkpoint received from rank %d", src)
     return head["meta"], shared
+
+
+def rng_states(rt: Runtime) -> list[torch.Tensor]:
+    """Every process's torch random-number state, in rank order (on every process)."""
+    own = torch.get_rng_state()
+    if not rt.ddp:
+        return [own]
+    states: list[object] = [None] * rt.world_size
+    dist.all_gather_object(states, own.numpy().tobytes())
+    return [torch.frombuffer(bytearray(state), dtype=torch.uint8) for state in states]  # type: ignore[arg-type]
+
+
+def agreed(flag: bool, rt: Runtime) -> bool:
+    """Rank 0's ``flag``, on every process."""
+    if not rt.ddp:
+        return flag
+    device = rt.device if rt.device.type == "cuda" else torch.device("cpu")
+    tensor = torch.tensor([int(flag)], device=device)
+    dist.broadcast(tensor, src=0)
+    return bool(tensor.item())

@@ -19,6 +19,7 @@ from lttw.device import Runtime
 from lttw.settings import TrainSettings
 from lttw.training.bf16_weights import Bf16Weights, applies
 from lttw.training.checkpoint import Checkpointer
+from lttw.training.checkpoint_sync import agreed, rng_states
 from lttw.training.live import trim_history
 from lttw.training.steps import CompiledOrEager, compiles
 
@@ -170,7 +171,32 @@ class _Session:
     crash_at: int = 0  # CRASH_AT_STEP's step; 0: none
 
     def save(self) -> None:
-        self.ckpt.save(self.model, self.optimizer, self.scheduler, **self.state)
+        """A checkpoint (every process calls it: it gathers their random-number states)."""
+        rng = rng_states(self.rt)
+        self.ckpt.save(self.model, self.optimizer, self.scheduler, rng, **self.state)
+
+    def save_due(self) -> bool:
+        """A mid-epoch checkpoint is due after this step: the same answer on every process
+        (rank 0's clock, asked every ``train.log_every`` steps, where the loop syncs anyway)."""
+        step = self.state["step"]
+        if step == self.crash_at or not self.rt.ddp:
+            return step == self.crash_at or self.ckpt.due()
+        return step % self.cfg.log_every == 0 and agreed(self.ckpt.due(), self.rt)
+
+    def finish(self) -> None:
+        """The best epoch's weights, wherever the run stopped: read back from the best
+        checkpoint unless the last epoch run was the best, whose weights the model still
+        holds (on rank 0, which writes the results). No process's folder keeps a checkpoint
+        of the finished run (a later run with the same settings starts afresh)."""
+        history = self.state["history"]
+        if history and self.state["best"]["epoch"] == history[-1]["epoch"]:
+            self.ckpt.mark_complete()
+        else:
+            self.ckpt.load_best(self.model)
+        if self.rt.ddp:
+            self.rt.barrier()  # rank 0 has read the best weights before any file goes
+            if not self.rt.is_main:
+                self.ckpt.discard()
 
     def crash_if_due(self) -> None:
         """At the step ``CRASH_AT_STEP`` names, after its checkpoint: every process ends as
