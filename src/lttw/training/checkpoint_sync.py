@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -31,13 +32,13 @@ log = logging.getLogger(__name__)
 def source_rank(step: int, rt: Runtime) -> int | None:
     """The rank whose checkpoint every process resumes from: the furthest step (the lowest
     rank among equals); None when no process has one (``step`` -1: this one has none)."""
-    steps: list[object] = [None] * rt.world_size
+    steps: list[Any] = [None] * rt.world_size
     dist.all_gather_object(steps, step)
-    best = max(range(rt.world_size), key=lambda rank: (int(steps[rank]), -rank))  # type: ignore[call-overload]
-    return None if int(steps[best]) < 0 else best  # type: ignore[call-overload]
+    best = max(range(rt.world_size), key=lambda rank: (int(steps[rank]), -rank))
+    return None if int(steps[best]) < 0 else best
 
 
-def share(loaded: tuple[dict, dict] | None, src: int, rt: Runtime) -> tuple[dict, dict]:
+def share(loaded: tuple[Any, dict] | None, src: int, rt: Runtime) -> tuple[dict, dict]:
     """Rank ``src``'s checkpoint (``loaded``: its state and tensors, on that rank) on every
     rank: the state as JSON, each tensor by a broadcast of its own (on the run's device)."""
     header: list[object] = [None]
@@ -73,9 +74,9 @@ def rng_states(rt: Runtime) -> list[torch.Tensor]:
     own = torch.get_rng_state()
     if not rt.ddp:
         return [own]
-    states: list[object] = [None] * rt.world_size
+    states: list[Any] = [None] * rt.world_size
     dist.all_gather_object(states, own.numpy().tobytes())
-    return [torch.frombuffer(bytearray(state), dtype=torch.uint8) for state in states]  # type: ignore[arg-type]
+    return [torch.frombuffer(bytearray(state), dtype=torch.uint8) for state in states]
 
 
 def agreed(flag: bool, rt: Runtime) -> bool:
