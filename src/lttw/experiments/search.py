@@ -35,6 +35,14 @@ MAX_TRIALS = 10_000
 POLL_S = 0.5
 
 
+def _optuna():
+    try:
+        import optuna
+    except ImportError:
+        raise UserError("lttw tune needs optuna: pip install 'lttw[tune]'") from None
+    return optuna
+
+
 def default_storage(repo: Path) -> str:
     return f"sqlite:///{(repo / STUDIES_DB).resolve()}"
 
@@ -42,7 +50,7 @@ def default_storage(repo: Path) -> str:
 def _storage(url: str):
     import warnings
 
-    import optuna
+    optuna = _optuna()
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the trials are reported here
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -59,7 +67,7 @@ def _storage(url: str):
 def open_study(space: SearchSpace, storage: str, name: str | None = None, pruner=None):
     """The study of ``space`` (named ``name``, default the space's name) in ``storage``,
     created where new, continued where it exists."""
-    import optuna
+    optuna = _optuna()
 
     if pruner is None:
         pruner = (
@@ -141,7 +149,7 @@ def _locked(path: Path):
 def run_trial(trial, space: SearchSpace, runner: DirectRunner, study: str) -> float:
     """One trial: its cell through the direct runner up to the fold's train stage; the
     fold's validation macro F1 (``optuna.TrialPruned`` where the pruner stopped it)."""
-    import optuna
+    optuna = _optuna()
 
     values = {dim.name: dim.suggest(trial) for dim in space.dimensions}
     params = space.trial_params(values)
@@ -182,7 +190,7 @@ def tune(
 ):
     """Run trials of the search space ``name`` until its study holds ``trials`` trials (or
     ``timeout`` seconds have passed); returns the study."""
-    import optuna
+    _optuna()  # installed, or a one-line error
     from optuna.study import MaxTrialsCallback
     from optuna.trial import TrialState
 
@@ -214,7 +222,7 @@ def tune(
 
 def best_params(storage: str, study_name: str) -> tuple[dict[str, Any], float]:
     """The best trial's parameters (the fixed and sampled ones) and its value."""
-    import optuna
+    optuna = _optuna()
 
     try:
         study = optuna.load_study(study_name=study_name, storage=_storage(storage))
