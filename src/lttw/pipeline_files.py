@@ -143,7 +143,7 @@ def params_with_launcher(text: str) -> str | None:
     stage's command reads it; a project made before it had none), comments kept; None where
     it has one or is no mapping."""
     doc = _yaml().load(text)
-    if not isinstance(doc, dict) or not isinstance(doc.get("train", {}), dict):
+    if not isinstance(doc, dict) or not isinstance(doc.get("train") or {}, dict):
         return None
     if "launcher" in (doc.get("train") or {}):
         return None
