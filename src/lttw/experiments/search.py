@@ -165,8 +165,13 @@ def run_trial(trial, space: SearchSpace, runner: DirectRunner, study: str) -> fl
     reports = _EpochReports(
         trial, folder / "dvclive/train" / fold / "plots/custom/epochs.json", runner, clock
     )
-    with reports:
-        state = runner.run_cell(cell, *plan, clock)
+    said = runner.log  # a pruned trial's stopped stage is no failure to report
+    runner.log = lambda line: None if clock.pruned else said(line)
+    try:
+        with reports:
+            state = runner.run_cell(cell, *plan, clock)
+    finally:
+        runner.log = said
     if clock.pruned:
         remove_inside(folder, runner.work)
         raise optuna.TrialPruned()

@@ -116,7 +116,6 @@ class TrainSettings(_Group):
     )
     launcher: str = Field(
         default="python",
-        min_length=1,
         max_length=300,
         pattern=r"^[A-Za-z0-9_./:=@, -]+$",
         description="The command that starts the `train` stage's script (dvc.yaml's `cmd`): "
@@ -126,7 +125,6 @@ class TrainSettings(_Group):
     )
     checkpoint_dir: str | None = Field(
         default=None,
-        min_length=1,
         max_length=1000,
         description="The folder of the `train` stage's resumable checkpoints (a `fold_N` "
         "folder each): null, `data/checkpoints`; on many nodes, a folder on storage that "
@@ -155,6 +153,13 @@ class TrainSettings(_Group):
         "once (the `encode` stage, cached by DVC) and only the new layers train. Fast sweeps, "
         "but another model than the paper's.",
     )
+
+    @field_validator("checkpoint_dir")
+    @classmethod
+    def _folder_not_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("a folder, or null for data/checkpoints")
+        return value
 
     @field_validator("threshold_cv")
     @classmethod
