@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lttw.errors import UserError
+from lttw.errors import UserError, one_line
 from lttw.experiments.direct_runner import DirectRunner
 from lttw.experiments.grids import GridCell, full_params
 from lttw.experiments.search_space import SearchSpace, load_space
@@ -195,7 +195,7 @@ def tune(
 ):
     """Run trials of the search space ``name`` until its study holds ``trials`` trials (or
     ``timeout`` seconds have passed); returns the study."""
-    _optuna()  # installed, or a one-line error
+    optuna = _optuna()
     from optuna.study import MaxTrialsCallback
     from optuna.trial import TrialState
 
@@ -212,11 +212,24 @@ def tune(
     finished = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
     def report(study, trial) -> None:
-        value = "pruned" if trial.state == TrialState.PRUNED else trial.value
-        log(f"trial {trial.number}: {trial.params} -> {value} ({trial.state.name.lower()})")
+        if trial.state == TrialState.COMPLETE:
+            outcome = f"validation macro F1 {trial.value:.4f}"
+        elif trial.state == TrialState.PRUNED:
+            outcome = f"pruned after epoch {trial.last_step}"
+        else:
+            outcome = f"failed: {trial.user_attrs.get('error', trial.state.name.lower())}"
+        log(f"trial {trial.number}: {trial.params} -> {outcome}")
 
+    def objective(trial) -> float:
+        try:
+            return run_trial(trial, space, runner, study.study_name)
+        except UserError as err:  # reported in one line by ``report``, the search goes on
+            trial.set_user_attr("error", one_line(err))
+            raise
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # no traceback of a failed trial
     study.optimize(
-        lambda trial: run_trial(trial, space, runner, study.study_name),
+        objective,
         n_trials=trials,
         timeout=timeout,
         catch=(UserError,),
@@ -236,7 +249,7 @@ def best_params(storage: str, study_name: str) -> tuple[dict[str, Any], float]:
     try:
         best = study.best_trial
     except ValueError:
-        raise UserError(f"study {study_name!r} has no finished trial yet") from None
+        raise UserError(f"study {study_name!r} has no completed trial yet") from None
     return dict(best.user_attrs.get("params") or best.params), float(best.value or 0.0)
 
 
