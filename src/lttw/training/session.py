@@ -179,8 +179,10 @@ class _Session:
         """A mid-epoch checkpoint is due after this step: the same answer on every process
         (rank 0's clock, asked every ``train.log_every`` steps, where the loop syncs anyway)."""
         step = self.state["step"]
-        if step == self.crash_at or not self.rt.ddp:
-            return step == self.crash_at or self.ckpt.due()
+        if step == self.crash_at or self.ckpt.every_s <= 0:  # every step: no clock to ask
+            return True
+        if not self.rt.ddp:
+            return self.ckpt.due()
         return step % self.cfg.log_every == 0 and agreed(self.ckpt.due(), self.rt)
 
     def finish(self) -> None:
