@@ -2,7 +2,8 @@
 early stopping on its validation part (``lttw.training.fold.train_fold``). Writes a
 self-contained model folder, ``metrics/train/fold_N.json`` and the dvclive curves.
 
-Runs standalone as well (no dvc needed): `python stages/train.py --fold 0`.
+Runs standalone as well (no dvc needed): `python stages/train.py --fold 0`, or on several
+processes `torchrun --standalone --nproc-per-node 4 stages/train.py --fold 0`.
 """
 
 import logging

@@ -97,7 +97,11 @@ def _dump(doc, header: str) -> str:
 
 def _rewrite_stage(stage: dict) -> None:
     """A stage (or a foreach's ``do``) of this repository as it runs in a user project."""
-    stage["cmd"] = re.sub(r"python stages/(\w+)\.py", STAGE_COMMAND + r" \1", stage["cmd"])
+    stage["cmd"] = re.sub(  # python or the train stage's launcher (torchrun takes -m too)
+        r"(python|\$\{train\.launcher\}) stages/(\w+)\.py",
+        lambda m: f"{STAGE_COMMAND.replace('python', m[1], 1)} {m[2]}",
+        stage["cmd"],
+    )
     deps = stage.get("deps")
     if deps is None:
         return
@@ -132,6 +136,21 @@ def project_dvc_yaml() -> str:
         "# version and code) instead of the code itself. Change params.yaml, not this file.\n"
     )
     return _dump(doc, header)
+
+
+def params_with_launcher(text: str) -> str | None:
+    """A project's ``params.yaml`` text with ``train.launcher: python`` added (the train
+    stage's command reads it; a project made before it had none), comments kept; None where
+    it has one or is no mapping."""
+    doc = _yaml().load(text)
+    if not isinstance(doc, dict) or not isinstance(doc.get("train") or {}, dict):
+        return None
+    if "launcher" in (doc.get("train") or {}):
+        return None
+    if doc.get("train") is None:
+        doc["train"] = {}
+    doc["train"]["launcher"] = "python"
+    return _dump(doc, "")
 
 
 def project_params(

@@ -33,10 +33,13 @@ def test_the_projects_dvc_yaml_is_the_repositorys_without_its_code_paths():
     assert list(derived) == list(repo)  # every stage, in order (a new one comes by itself)
     for name, stage in derived.items():
         original = repo[name]
-        script = re.search(r"python stages/(\w+)\.py", original["cmd"]).group(1)
+        # python, or the train stage's launcher (python by default, torchrun with -m too)
+        launcher, script = re.search(
+            r"(python|\$\{train\.launcher\}) stages/(\w+)\.py", original["cmd"]
+        ).groups()
         assert (REPO / "stages" / f"{script}.py").is_file()
         assert stage["cmd"] == original["cmd"].replace(
-            f"python stages/{script}.py", f"python -m lttw.pipeline_stage {script}"
+            f"{launcher} stages/{script}.py", f"{launcher} -m lttw.pipeline_stage {script}"
         )
         kept = [d for d in original["deps"] if not d.startswith(("src/", "stages/"))]
         assert stage["deps"] == [STAMP, *kept], name
@@ -107,4 +110,5 @@ def test_init_upgrade_rewrites_the_pipeline_and_the_stamp(tmp_path):
     assert code == 0, out
     check_stamp(tmp_path)  # the stamp is the installed lttw's
     assert (tmp_path / "dvc.yaml").read_text() == project_dvc_yaml()
-    assert (tmp_path / "params.yaml").read_text() == "seed: 7\n"  # the user's stay
+    # the user's values stay; the train command's train.launcher is added where missing
+    assert (tmp_path / "params.yaml").read_text() == "seed: 7\ntrain:\n  launcher: python\n"

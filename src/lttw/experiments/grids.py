@@ -225,8 +225,8 @@ def load_grid(path: str | Path, n_folds: int = 10) -> Grid:
 
 
 def grid_paths(folder: str | Path = GRIDS_DIR) -> list[Path]:
-    """The grid files of ``folder``, by name."""
-    return sorted(Path(folder).glob("*.yaml"))
+    """The grid files of ``folder``, by name (not the search spaces, ``search-*.yaml``)."""
+    return sorted(p for p in Path(folder).glob("*.yaml") if not p.name.startswith("search-"))
 
 
 def find_grid(name: str, folder: str | Path = GRIDS_DIR, n_folds: int = 10) -> Grid:

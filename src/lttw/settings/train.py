@@ -114,6 +114,22 @@ class TrainSettings(_Group):
         description="`auto`: under `torchrun` (WORLD_SIZE > 1), DistributedDataParallel; "
         "`off`: every process trains alone.",
     )
+    launcher: str = Field(
+        default="python",
+        max_length=300,
+        pattern=r"^[A-Za-z0-9_./:=@, -]+$",
+        description="The command that starts the `train` stage's script (dvc.yaml's `cmd`): "
+        "`python`, or `torchrun` with its options to train on several processes, GPUs or "
+        "nodes, e.g. `torchrun --standalone --nproc-per-node 4` "
+        "(docs/how-to/at-scale.md). One line of plain words: no shell operators or quotes.",
+    )
+    checkpoint_dir: str | None = Field(
+        default=None,
+        max_length=1000,
+        description="The folder of the `train` stage's resumable checkpoints (a `fold_N` "
+        "folder each): null, `data/checkpoints`; on many nodes, a folder on storage that "
+        "every node reads, so that a restarted run resumes wherever its rank 0 runs.",
+    )
     class_weight: Literal["none", "balanced"] = Field(
         default="none",
         description="Class weights of the training loss, for skewed classes: `none`, or "
@@ -137,6 +153,13 @@ class TrainSettings(_Group):
         "once (the `encode` stage, cached by DVC) and only the new layers train. Fast sweeps, "
         "but another model than the paper's.",
     )
+
+    @field_validator("checkpoint_dir")
+    @classmethod
+    def _folder_not_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("a folder, or null for data/checkpoints")
+        return value
 
     @field_validator("threshold_cv")
     @classmethod

@@ -18,7 +18,9 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from lttw.device import Runtime
 from lttw.io import atomic_path, write_json
+from lttw.training.checkpoint_sync import share, source_rank
 
 log = logging.getLogger(__name__)
 
@@ -87,20 +89,31 @@ class Checkpointer:
     def due(self) -> bool:
         return self.enabled and time.monotonic() - self._last >= self.every_s
 
-    def restore(self, model: nn.Module, optimizer, scheduler) -> dict:
+    def restore(self, model: nn.Module, optimizer, scheduler, rt: Runtime | None = None) -> dict:
         """Load the last checkpoint of this run if there is one; return the loop state it
-        was saved with (the keyword arguments of ``save``; {} when there is none)."""
-        meta = read_checkpoint_state(self.folder)
-        if meta is None:
+        was saved with (the keyword arguments of ``save``; {} when there is none). Under
+        DDP (``rt``) every process loads the same one: the furthest that any process can
+        read, sent by that process to the others (``checkpoint_sync``)."""
+        meta = self._own_state()
+        if rt is not None and rt.ddp:
+            src = source_rank(meta["loop"]["step"] if meta else -1, rt)
+            if src is None:
+                return {}
+            mine = (meta, self._with_best()) if rt.rank == src else None
+            meta, tensors = share(mine, src, rt)
+            best = {k[5:]: v for k, v in tensors.items() if k.startswith("best.")}
+            if best and self.enabled and rt.rank != src:  # rank 0 keeps the best weights
+                with atomic_path(self.folder / BEST) as tmp:
+                    save_file(best, str(tmp))
+        elif meta is None:
             return {}
-        if meta.get("fingerprint") != self.fingerprint:
-            log.info("ignoring checkpoint of another run in %s", self.folder)
-            return {}
-        tensors = load_file(str(self.folder / TENSORS))
+        else:
+            tensors = load_file(str(self.folder / TENSORS))
         model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
         _restore_optimizer(optimizer, tensors, meta["optimizer"])
         scheduler.load_state_dict(meta["scheduler"])
-        torch.set_rng_state(tensors["rng.cpu"])
+        rank = rt.rank if rt is not None else 0  # this rank's own state where it was saved
+        torch.set_rng_state(tensors.get(f"rng.cpu.{rank}", tensors["rng.cpu"]))
         log.info(
             "resuming from checkpoint: epoch %d, step %d",
             meta["loop"]["epoch"],
@@ -108,13 +121,33 @@ class Checkpointer:
         )
         return meta["loop"]
 
-    def save(self, model, optimizer, scheduler, **loop) -> None:
+    def _with_best(self) -> dict[str, torch.Tensor]:
+        """The checkpoint's tensors and, as ``best.*``, the best weights where kept."""
+        tensors = load_file(str(self.folder / TENSORS))
+        if (self.folder / BEST).is_file():
+            tensors.update({f"best.{k}": v for k, v in load_file(str(self.folder / BEST)).items()})
+        return tensors
+
+    def _own_state(self) -> dict | None:
+        """The state of this folder's checkpoint where it is of this run, else None."""
+        meta = read_checkpoint_state(self.folder)
+        if meta is None:
+            return None
+        if meta.get("fingerprint") != self.fingerprint:
+            log.info("ignoring checkpoint of another run in %s", self.folder)
+            return None
+        return meta
+
+    def save(self, model, optimizer, scheduler, rng: list | None = None, **loop) -> None:
         """One file, written atomically: tensors plus the loop state in its metadata, so a
-        kill at any moment leaves either the previous checkpoint or this one, never a mix."""
+        kill at any moment leaves either the previous checkpoint or this one, never a mix.
+        ``rng``: every rank's random-number state (rank order; None: this process's)."""
         if not self.enabled:
             return
         opt_tensors, opt_meta = _optimizer_tensors(optimizer)
-        tensors = {**_model_tensors(model), **opt_tensors, "rng.cpu": torch.get_rng_state()}
+        rng = rng or [torch.get_rng_state()]
+        ranks = {f"rng.cpu.{rank}": state for rank, state in enumerate(rng) if rank}
+        tensors = {**_model_tensors(model), **opt_tensors, "rng.cpu": rng[0], **ranks}
         # LambdaLR keeps None for plain functions: its state is JSON-safe
         state = {
             "fingerprint": self.fingerprint,
@@ -139,6 +172,13 @@ class Checkpointer:
             tensors = load_file(str(path))
             model.load_state_dict({k[6:]: v for k, v in tensors.items()})
         self.mark_complete()
+
+    def discard(self) -> None:
+        """Remove this run's checkpoint from the folder (a process that does not write
+        checkpoints: one an earlier start of the run left there as rank 0)."""
+        if self._own_state() is not None:
+            (self.folder / TENSORS).unlink(missing_ok=True)
+            (self.folder / BEST).unlink(missing_ok=True)
 
     def mark_complete(self) -> None:
         """Record that the run of this fingerprint finished: its resumable checkpoint and

@@ -7,6 +7,7 @@ curves. Both kinds go through the same steps; only the fit differs (``trained.re
 from __future__ import annotations
 
 import logging
+import os
 import time
 from functools import partial
 
@@ -35,9 +36,17 @@ log = logging.getLogger(__name__)
 def train_fold(settings: RunSettings, fold: int) -> dict:
     """Train fold ``fold``; returns the training summary (also written to
     ``metrics/train/fold_N.json``)."""
+    launcher = settings.train.launcher
+    if launcher.split()[0] == "torchrun" and not os.environ.get("WORLD_SIZE"):
+        log.warning(
+            "train.launcher is %r, but this process was not started by torchrun (no "
+            "WORLD_SIZE): it trains alone",
+            launcher,
+        )
     inputs = load_fold_inputs(fold)
     check_batch_size(len(inputs.parts["train"]), settings.train.batch_size, fold)
-    return train_run(settings, fold, inputs, RunPaths.of_fold(fold))
+    paths = RunPaths.of_fold(fold, settings.train.checkpoint_dir)
+    return train_run(settings, fold, inputs, paths)
 
 
 def train_run(

@@ -131,13 +131,7 @@ def train_classifier(
         )
         state.update(loss_sum=0.0, loss_count=0)
     bar.close()
-    # the best epoch's weights, wherever the run stopped: read back from the best checkpoint
-    # unless the last epoch run was the best, whose weights the model still holds
-    history = state["history"]
-    if history and state["best"]["epoch"] == history[-1]["epoch"]:
-        run.ckpt.mark_complete()
-    else:
-        run.ckpt.load_best(model)
+    run.finish()
     result = _result(run)
     if result.val_f1_still_rising and result.last_gain >= cfg.min_gain:
         log.warning(
@@ -252,7 +246,7 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
                 # a float: train.lr and head_lr are floats, not tensors
                 {"train/loss": mean_loss, "train/lr": cast(float, run.scheduler.get_last_lr()[0])},
             )
-        if run.ckpt.due():
+        if run.save_due():
             state.update(
                 epoch=epoch,
                 step_in_epoch=i + 1,
@@ -260,6 +254,7 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
                 epoch_elapsed_s=time.perf_counter() - t0,
             )
             run.save()
+            run.crash_if_due()
     rt.synchronize()
     state["loss_sum"] = float(running.item())
     if first and steps:  # start-up: the first step's time beyond the epoch's typical step's

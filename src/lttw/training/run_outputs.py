@@ -43,12 +43,16 @@ class RunPaths:
     calibration_from: Path | None = None
 
     @classmethod
-    def of_fold(cls, fold: int) -> RunPaths:
+    def of_fold(cls, fold: int, checkpoint_root: str | None = None) -> RunPaths:
+        """Fold ``fold``'s folders; its checkpoints under ``checkpoint_root`` where given
+        (``train.checkpoint_dir``), else ``data/checkpoints``."""
         return cls(
             layout.counts_dir(fold),
             layout.nmf_dir(fold),
             layout.features_file(fold),
-            layout.checkpoint_dir(fold),
+            layout.checkpoint_dir(fold)
+            if checkpoint_root is None
+            else layout.fold_dir(Path(checkpoint_root), fold),
             layout.model_dir(fold),
             layout.train_metrics(fold),
             layout.live_dir(fold),

@@ -69,7 +69,8 @@ class RunSettings:
                 for name in ("data", "folds", "words", "counts", "nmf", "model", "train")
             },
         }
-        relevant["train"].pop("log_every", None)
+        for how in ("log_every", "launcher", "checkpoint_dir"):  # where, not what, it trains
+            relevant["train"].pop(how, None)
         if relevant["train"].get("class_weight") == "none":  # as before the parameter existed
             relevant["train"].pop("class_weight")
         if relevant["model"].get("vocab") == "encoder":  # as before these parameters existed

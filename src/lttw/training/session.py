@@ -6,6 +6,8 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import os
+import signal
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
@@ -17,6 +19,7 @@ from lttw.device import Runtime
 from lttw.settings import TrainSettings
 from lttw.training.bf16_weights import Bf16Weights, applies
 from lttw.training.checkpoint import Checkpointer
+from lttw.training.checkpoint_sync import agreed, rng_states
 from lttw.training.live import trim_history
 from lttw.training.steps import CompiledOrEager, compiles
 
@@ -24,6 +27,9 @@ if TYPE_CHECKING:
     from lttw.models.registry import Classifier
 
 log = logging.getLogger(__name__)
+
+#: an environment variable: a step after whose checkpoint the training processes end
+CRASH_AT_STEP = "LTTW_CRASH_AT_STEP"
 
 
 def plan_epochs(n_train: int, cfg: TrainSettings) -> int:
@@ -165,9 +171,45 @@ class _Session:
     #: this process's start-up (never checkpointed: a resumed process starts up again): the
     #: epoch of its first step and that step's time beyond a typical step's (``startup_s``)
     warm_up: dict = field(default_factory=dict)
+    crash_at: int = 0  # CRASH_AT_STEP's step; 0: none
 
     def save(self) -> None:
-        self.ckpt.save(self.model, self.optimizer, self.scheduler, **self.state)
+        """A checkpoint (every process calls it: it gathers their random-number states)."""
+        rng = rng_states(self.rt)
+        self.ckpt.save(self.model, self.optimizer, self.scheduler, rng, **self.state)
+
+    def save_due(self) -> bool:
+        """A mid-epoch checkpoint is due after this step: the same answer on every process
+        (rank 0's clock, asked every ``train.log_every`` steps, where the loop syncs anyway)."""
+        step = self.state["step"]
+        if step == self.crash_at or self.ckpt.every_s <= 0:  # every step: no clock to ask
+            return True
+        if not self.rt.ddp:
+            return self.ckpt.due()
+        return step % self.cfg.log_every == 0 and agreed(self.ckpt.due(), self.rt)
+
+    def finish(self) -> None:
+        """The best epoch's weights, wherever the run stopped: read back from the best
+        checkpoint unless the last epoch run was the best, whose weights the model still
+        holds (on rank 0, which writes the results). No process's folder keeps a checkpoint
+        of the finished run (a later run with the same settings starts afresh)."""
+        history = self.state["history"]
+        if history and self.state["best"]["epoch"] == history[-1]["epoch"]:
+            self.ckpt.mark_complete()
+        else:
+            self.ckpt.load_best(self.model)
+        if self.rt.ddp:
+            self.rt.barrier()  # rank 0 has read the best weights before any file goes
+            if not self.rt.is_main:
+                self.ckpt.discard()
+
+    def crash_if_due(self) -> None:
+        """At the step ``CRASH_AT_STEP`` names, after its checkpoint: every process ends as
+        a SIGKILL (a node lost, the job pre-empted) would end it (the resume tests)."""
+        if self.crash_at and self.state["step"] == self.crash_at:
+            self.rt.barrier()  # rank 0's checkpoint is written before any process goes
+            log.warning("%s=%d: this process ends here", CRASH_AT_STEP, self.crash_at)
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _fresh_state() -> dict:
@@ -199,12 +241,7 @@ def _set_up(
 ) -> _Session:
     torch.manual_seed(seed)
     model.to(rt.device)
-    step_model = rt.wrap(model)
-    optimizer = _optimizer(step_model, cfg, rt)
-    if applies(rt, compiles(cfg, rt)):  # bf16 weights cast once a step, not one by one
-        step_model = Bf16Weights(step_model)
-    if compiles(cfg, rt):  # the step runs compiled; checkpoints and the result use ``model``
-        step_model = CompiledOrEager(step_model)
+    optimizer = _optimizer(model, cfg, rt)
     steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
     epochs = plan_epochs(len(train), cfg)
     total = steps_per_epoch * epochs
@@ -215,7 +252,13 @@ def _set_up(
     scheduler = _schedule(optimizer, warmup, end)
     every = {} if checkpoint_every_s is None else {"every_s": checkpoint_every_s}
     ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main, **every)
-    state = {**_fresh_state(), **ckpt.restore(model, optimizer, scheduler)}
+    # restored before DDP wraps the model, on every process alike (``checkpoint_sync``)
+    state = {**_fresh_state(), **ckpt.restore(model, optimizer, scheduler, rt)}
+    step_model = rt.wrap(model)
+    if applies(rt, compiles(cfg, rt)):  # bf16 weights cast once a step, not one by one
+        step_model = Bf16Weights(step_model)
+    if compiles(cfg, rt):  # the step runs compiled; checkpoints and the result use ``model``
+        step_model = CompiledOrEager(step_model)
     if state.get("extended_to"):  # a resumed run that had gone past its plan
         epochs = state["extended_to"]
         end[0] = total = state["extended_total"]
@@ -248,4 +291,5 @@ def _set_up(
         total,
         live,
         end,
+        crash_at=int(os.environ.get(CRASH_AT_STEP) or 0),
     )

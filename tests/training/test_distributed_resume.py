@@ -1,0 +1,83 @@
+"""A two-process (gloo) run killed mid-epoch and restarted resumes on every rank alike, in
+this process's forked children (``test_torchrun.py`` runs the same through torchrun and the
+real stage): each rank checkpoints into its own node's folder (only rank 0 writes), both end
+after the checkpoint of step ``CRASH_STEP`` (``LTTW_CRASH_AT_STEP``), and the restart puts
+the ranks on the other folders, so rank 0 has no checkpoint of its own: the weights equal an
+uninterrupted two-process run's. 45 train rows, 8 a batch (4 a rank): 6 steps an epoch, the
+last batch split 3 / 2, so the ranks' dropout draws differ and each needs its own state."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+import torch.multiprocessing as mp
+from safetensors.torch import load_file, save_file
+from support.training_data import TRAIN, VAL, build_model, train_settings
+from torch import nn
+
+from lttw.training.loop import train_classifier
+
+WORLD = 2
+CRASH_STEP = 9  # mid-epoch 2, after epoch 1's checkpoint and best weights
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _worker(rank: int, port: int, encoder_dir: str, out: str, tag: str, swap: bool, crash: bool):
+    os.environ.update(
+        {
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "WORLD_SIZE": str(WORLD),
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+        }
+    )
+    if crash:
+        os.environ["LTTW_CRASH_AT_STEP"] = str(CRASH_STEP)
+    from lttw.device import make_runtime
+
+    cfg = train_settings(distributed="auto", num_threads=1)
+    rt = make_runtime(cfg)
+    node = (1 - rank) if swap else rank
+    model = build_model(encoder_dir)
+    for module in model.modules():  # dropout on: every rank draws its own masks
+        if isinstance(module, nn.Dropout):
+            module.p = 0.1
+    result = train_classifier(
+        model, TRAIN, VAL, cfg, 7, rt, Path(out) / tag / f"node{node}", fingerprint="resume"
+    )
+    if rt.is_main:
+        state = {k: v.contiguous() for k, v in model.state_dict().items()}
+        save_file(state, str(Path(out) / f"{tag}.safetensors"), {"steps": str(result.steps)})
+    rt.barrier()
+    rt.close()
+
+
+def _run(tmp_path: Path, encoder_dir, tag: str, swap: bool = False, crash: bool = False):
+    args = (free_port(), str(encoder_dir), str(tmp_path), tag, swap, crash)
+    mp.start_processes(_worker, args=args, nprocs=WORLD, join=True, start_method="fork")
+
+
+def test_a_killed_two_process_run_resumes_on_every_rank(tiny_encoder_dir, tmp_path):
+    _run(tmp_path, tiny_encoder_dir, "whole")
+    with pytest.raises(mp.ProcessExitedException):
+        _run(tmp_path, tiny_encoder_dir, "again", crash=True)
+    folders = tmp_path / "again"
+    assert (folders / "node0" / "last.safetensors").is_file()
+    assert not (folders / "node1" / "last.safetensors").exists()
+    _run(tmp_path, tiny_encoder_dir, "again", swap=True)
+
+    whole = load_file(str(tmp_path / "whole.safetensors"))
+    resumed = load_file(str(tmp_path / "again.safetensors"))
+    assert whole.keys() == resumed.keys()
+    for name in whole:
+        assert (whole[name] - resumed[name]).abs().max() <= 1e-6, name
+    assert not list(folders.glob("node*/last.safetensors"))  # none left to resume later
