@@ -61,7 +61,11 @@ def export(
     max_f1_drop: Annotated[
         float,
         typer.Option(
-            min=0.0, help="int8: the most macro F1 may fall below torch's on --check-file"
+            "--max-f1-diff",
+            "--max-f1-drop",
+            min=0.0,
+            help="int8: the most macro F1 on --check-file may differ from torch's, "
+            "either way (higher or lower)",
         ),
     ] = 0.005,
     params: Params = Path("params.yaml"),
@@ -71,8 +75,9 @@ def export(
     self-contained folder, atomically, with the sha256 of every file in its lttw.json
     (`lttw verify`), and check that it loads and predicts identically. With --onnx /
     --int8 also export the classifier to ONNX and check it against torch on held-out texts
-    (fp32: the same label on every text; int8: macro F1 within --max-f1-drop); nothing is
-    written when a check fails."""
+    (fp32: the same label on every text; int8: macro F1 within ±--max-f1-diff, and the
+    folder then holds model.onnx without the fp32 torch weights); nothing is written when a
+    check fails."""
     import numpy as np
 
     from lttw.inference.predict import Predictor
