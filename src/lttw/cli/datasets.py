@@ -56,10 +56,23 @@ def data_check(
     from lttw.checks.dataset_tables import render
     from lttw.settings import read_settings
 
-    settings = read_settings(params)
-    # data.root as the pipeline reads it: relative to the project (the --params file's
-    # folder), whatever the current folder; a name under it wins over a path here
-    root = Path(params).parent / settings.data.root
+    if params.is_file():
+        settings = read_settings(params)
+        # data.root as the pipeline reads it: relative to the project (the --params file's
+        # folder), whatever the current folder; a name under it wins over a path here
+        root = Path(params).parent / settings.data.root
+    elif Path(path).exists():  # outside a project: the file as `lttw init` would use it
+        typer.echo(
+            f"note: no {params} here (not in an lttw project): checked as `lttw init` would "
+            "use the data, every labelled row, with lttw's default parameters",
+            err=True,
+        )
+        settings, root = _new_project_settings(Path(path)), Path(path).parent
+    else:
+        raise UserError(
+            f"{path}: no such file or folder, and no {params} here to name a dataset under "
+            "data.root; pass a CSV/TSV/parquet file or folder, or run this in a project"
+        )
     update: dict = {"root": str(root)}
     if sampling is not None:
         update["sampling"] = sampling
@@ -174,16 +187,18 @@ def _check_new_data(
 ):
     """``lttw data check`` of ``data`` with a new project's parameters (every row used)."""
     from lttw.checks.dataset import check_dataset
-    from lttw.settings import Settings
 
     if not data.exists():
         raise FileNotFoundError(2, "no such file or folder (--data)", str(data))
-    defaults = Settings()
-    settings = defaults.model_copy(
-        update={
-            "data": defaults.data.model_copy(
-                update={"sampling": "all", "predict_size": 0, "root": str(data.parent)}
-            )
-        }
-    )
+    settings = _new_project_settings(data)
     return check_dataset(settings, str(data), text_column, label_column, label_delimiter)
+
+
+def _new_project_settings(data: Path):
+    """lttw's default parameters as `lttw init` sets them for ``data``: every row, no
+    separate predict sample."""
+    from lttw.settings import Settings
+
+    defaults = Settings()
+    update = {"sampling": "all", "predict_size": 0, "root": str(data.parent)}
+    return defaults.model_copy(update={"data": defaults.data.model_copy(update=update)})

@@ -64,7 +64,9 @@ def evaluate(
     ] = None,
     label_delimiter: Annotated[
         str | None,
-        typer.Option(help="multi-label CSV: separator of labels [default: data.label_delimiter, else |]"),
+        typer.Option(
+            help="multi-label CSV: separator of labels [default: data.label_delimiter, else |]"
+        ),
     ] = None,
     bootstrap: Annotated[
         int,
@@ -126,7 +128,5 @@ def evaluate(
         if key == "n":
             continue
         span = intervals.get(key)
-        typer.echo(
-            f"{key:<18} {value:.4f}" + (f"  [{span[0]:.4f}, {span[1]:.4f}]" if span else "")
-        )
+        typer.echo(f"{key:<18} {value:.4f}" + (f"  [{span[0]:.4f}, {span[1]:.4f}]" if span else ""))
     typer.echo(f"{report['n']} texts; wrote {out}/ ({', '.join(report['files'])})")

@@ -114,6 +114,8 @@ def _label_sets(values: pd.Series, classes: list[str], delimiter: str, path: Pat
             elif isinstance(item, (int, np.integer)) and 0 <= int(item) < len(classes):
                 ids.append(int(item))
             else:
-                raise DataError(f"{path}: row {row}: label {key!r} is not one of the model's classes")
+                raise DataError(
+                    f"{path}: row {row}: label {key!r} is not one of the model's classes"
+                )
         lists.append(ids)
     return indicator_matrix(lists, len(classes))
