@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from lttw.choices import Sampling
+from lttw.choices import Profile, Sampling
 from lttw.cli.main import (
     Params,
     _examples,
@@ -106,6 +106,7 @@ def data_list(
 @app.command(
     epilog=_examples(
         "lttw init reviews --data reviews.csv --text-column review --label-column stars",
+        "lttw init first-try --data reviews.csv --profile quick",
         "lttw init news --data news/",
         "lttw init emotions --data emotions.csv --label-delimiter '|'",
         "lttw init --upgrade .",
@@ -131,6 +132,14 @@ def init(
             "written to params.yaml as data.label_delimiter"
         ),
     ] = None,
+    profile: Annotated[
+        Profile,
+        typer.Option(
+            help="the parameters: quick (a first run in minutes on a laptop CPU: one short "
+            "epoch, a smoke test), default (lttw's defaults), paper (the paper's protocol: "
+            "ten folds, batch 128; hours on a GPU)"
+        ),
+    ] = "default",
     upgrade: Annotated[
         bool,
         typer.Option(
@@ -141,13 +150,16 @@ def init(
     ] = False,
 ) -> None:
     """Create a DVC project of your own in DIR: git + DVC, your data tracked by `dvc add`,
-    the pipeline (dvc.yaml) and its parameters (params.yaml: your columns, every row used),
-    then check the data as `lttw data check` does. Next: `cd DIR && dvc repro`."""
+    the pipeline (dvc.yaml) and its parameters (params.yaml: your columns, every row used,
+    the --profile's values), a .gitignore of every pipeline output, then check the data as
+    `lttw data check` does. Next: `cd DIR && dvc repro`."""
     from lttw.project import init_project, upgrade_project
 
     if upgrade:
         if data is not None:
             raise UserError("--upgrade keeps the project's data: leave --data out")
+        if profile != "default":
+            raise UserError("--upgrade keeps the project's params.yaml: leave --profile out")
         new = upgrade_project(directory)
         typer.echo(
             f"{directory}: dvc.yaml and lttw-version.json now for lttw {new['lttw']}; "
@@ -164,21 +176,23 @@ def init(
         )
     # checked before anything is written
     check = _check_new_data(data, text_column, label_column, label_delimiter)
-    project = init_project(directory, data, text_column, label_column, label_delimiter)
+    project = init_project(directory, data, text_column, label_column, label_delimiter, profile)
     from lttw.checks.dataset_tables import render
 
     render(check, console())
     for problem in check.problems:
         typer.echo(f"advice: {problem}")
     typer.echo(
-        f"created {directory}: {project.data} (dvc add), dvc.yaml, params.yaml"
+        f"created {directory}: {project.data} (dvc add), dvc.yaml, params.yaml ({profile} "
+        "profile)"
         + ("" if project.committed else "; not committed (git has no user.name / user.email)")
     )
     typer.echo(
         "next:\n"
         f"  cd {directory}\n"
         "  dvc repro                          # train and evaluate (metrics/summary.json)\n"
-        '  lttw predict "a text to classify"  # the trained model answers'
+        '  lttw predict "a text to classify"  # the trained model answers\n'
+        "  lttw evaluate FILE                 # its scores and pictures on labelled texts"
     )
 
 
