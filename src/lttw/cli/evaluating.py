@@ -106,8 +106,11 @@ def evaluate(
     out = out if out is not None else Path("evaluation") / file.stem
     if out.exists() and not force:
         raise UserError(f"{out}: exists; pass --force to replace it (or choose another --out)")
-    if out.exists() and not out.is_dir():
-        raise UserError(f"{out}: is a file; --out names a folder")
+    if out.exists() and not (out / "metrics.json").is_file():
+        raise UserError(
+            f"{out}: exists and is not an evaluation folder (no metrics.json); --force "
+            "replaces only one: choose another --out"
+        )
     if not out.parent.is_dir():
         out.parent.mkdir(parents=True, exist_ok=True)
     text, label, delimiter = project_columns(params)

@@ -140,12 +140,36 @@ def precision_recall_png(path: Path, y_true, probs, classes: list[str]) -> list[
     return drawn
 
 
-def write_pictures(folder: Path, report: dict, y_true, probs, y_pred) -> list[str]:
-    """The PNG files of an evaluation into ``folder``; returns their names."""
+def note_png(path: Path, note: str) -> None:
+    """A picture that says ``note`` (where a plot a pipeline declares has nothing to show)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 2), dpi=_DPI)
+    try:
+        ax.axis("off")
+        ax.text(0.5, 0.5, note, ha="center", va="center")
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+
+
+def write_pictures(
+    folder: Path, report: dict, y_true, probs, y_pred, every_file: bool = False
+) -> list[str]:
+    """The PNG files of an evaluation into ``folder``; returns their names. ``every_file``:
+    a multi-label evaluation's ``confusion.png`` too, saying why it has no matrix (a DVC
+    plot must exist)."""
     classes = report["classes"]
+    if not report["n"]:  # nothing to draw
+        names = [CONFUSION_PNG, RELIABILITY_PNG, PR_PNG] if every_file else []
+        for name in names:
+            note_png(folder / name, "no texts to evaluate")
+        return names
     names = []
     if not report["multi_label"]:
         confusion_png(folder / CONFUSION_PNG, y_true, y_pred, classes)
+        names.append(CONFUSION_PNG)
+    elif every_file:
+        note_png(folder / CONFUSION_PNG, "multi-label: no confusion matrix (per-label scores)")
         names.append(CONFUSION_PNG)
     reliability_png(folder / RELIABILITY_PNG, y_true, probs)
     drawn = precision_recall_png(folder / PR_PNG, y_true, probs, classes)
@@ -221,10 +245,17 @@ def report_html(folder: Path, report: dict, pictures: list[str], title: str) -> 
 
 
 def write_report_files(
-    folder: Path, report: dict, y_true, probs, y_pred, title: str = "Evaluation"
+    folder: Path,
+    report: dict,
+    y_true,
+    probs,
+    y_pred,
+    title: str = "Evaluation",
+    every_file: bool = False,
 ) -> list[str]:
-    """``report.html`` and the PNG files of ``report`` into ``folder``; returns the names."""
-    pictures = write_pictures(folder, report, y_true, probs, y_pred)
+    """``report.html`` and the PNG files of ``report`` into ``folder``; returns the names
+    (``every_file``: see ``write_pictures``)."""
+    pictures = write_pictures(folder, report, y_true, probs, y_pred, every_file)
     page = report_html(folder, report, pictures, title)
     (folder / REPORT_HTML).write_text(page, encoding="utf-8")
     return [*pictures, REPORT_HTML]
