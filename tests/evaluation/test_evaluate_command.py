@@ -99,7 +99,9 @@ def test_unknown_labels_and_missing_columns_are_one_line_errors(model, tmp_path)
     pd.DataFrame({"text": ["a news story"], "label": ["Weather"]}).to_csv(bad, index=False)
     result = invoke("evaluate", bad, "--model", model, "--out", tmp_path / "o1")
     assert_user_error(result, "Weather", "not the model's classes", code=3)
-    result = invoke("evaluate", bad, "--model", model, "--label-column", "topic")
+    result = invoke(
+        "evaluate", bad, "--model", model, "--label-column", "topic", "--out", tmp_path / "o2"
+    )
     assert_user_error(result, "no column 'topic'", "--label-column", code=3)
     assert not (tmp_path / "o1").exists()
 

@@ -111,8 +111,6 @@ def evaluate(
             f"{out}: exists and is not an evaluation folder (no metrics.json); --force "
             "replaces only one: choose another --out"
         )
-    if not out.parent.is_dir():
-        out.parent.mkdir(parents=True, exist_ok=True)
     text, label, delimiter = project_columns(params)
     columns = Columns(
         text_column or text or "text",
