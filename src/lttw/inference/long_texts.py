@@ -27,15 +27,27 @@ from lttw.inference.text_lines import as_texts
 _WORD = re.compile(r"\S+")
 
 
-def _tokenizer_offsets(tokenizer, texts: list[str]) -> list[list[tuple[int, int]]] | None:
-    """Each text's token character spans (no special tokens, no truncation), or None where
-    the tokenizer gives no offsets (a slow transformers tokenizer)."""
+def untruncated(tokenizer):
+    """A copy of a ``WordPieceFile``'s ``tokenizers.Tokenizer`` that neither truncates nor
+    pads (the original keeps its settings), or None for another tokenizer."""
     backend = getattr(tokenizer, "tokenizer", None)  # encoder.tokens.WordPieceFile
-    if backend is not None and hasattr(backend, "to_str"):
-        copy = type(backend).from_str(backend.to_str())  # the original keeps its truncation
-        copy.no_truncation()
-        copy.no_padding()
-        return [list(e.offsets) for e in copy.encode_batch(texts, add_special_tokens=False)]
+    if backend is None or not hasattr(backend, "to_str"):
+        return None
+    copy = type(backend).from_str(backend.to_str())
+    copy.no_truncation()
+    copy.no_padding()
+    return copy
+
+
+def _tokenizer_offsets(
+    tokenizer, texts: list[str], backend=None
+) -> list[list[tuple[int, int]]] | None:
+    """Each text's token character spans (no special tokens, no truncation), or None where
+    the tokenizer gives no offsets (a slow transformers tokenizer). ``backend``: the
+    tokenizer's ``untruncated`` copy, where the caller keeps one."""
+    backend = backend if backend is not None else untruncated(tokenizer)
+    if backend is not None:
+        return [list(e.offsets) for e in backend.encode_batch(texts, add_special_tokens=False)]
     if getattr(tokenizer, "is_fast", False):
         found = tokenizer(
             texts, add_special_tokens=False, truncation=False, return_offsets_mapping=True
@@ -62,10 +74,11 @@ def reach(predictor) -> int | None:
     return max(1, int(max_len) - 2)
 
 
-def spans(predictor, texts: list[str]) -> list[list[tuple[int, int]]]:
-    """Each text's token (or word) character spans as the model counts them."""
+def spans(predictor, texts: list[str], backend=None) -> list[list[tuple[int, int]]]:
+    """Each text's token (or word) character spans as the model counts them (``backend``:
+    see ``_tokenizer_offsets``)."""
     tokenizer = getattr(predictor, "tokenizer", None)
-    found = _tokenizer_offsets(tokenizer, texts) if tokenizer is not None else None
+    found = _tokenizer_offsets(tokenizer, texts, backend) if tokenizer is not None else None
     return found if found is not None else _word_offsets(texts)
 
 
@@ -93,6 +106,8 @@ class WindowedPredictor:
         self.predictor, self.chunk = predictor, chunk
         self.long = 0
         self.size = reach(predictor)
+        tokenizer = getattr(predictor, "tokenizer", None)
+        self._backend = None if self.size is None else untruncated(tokenizer)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.predictor, name)
@@ -101,7 +116,7 @@ class WindowedPredictor:
         texts = as_texts(texts)
         if self.size is None or not texts:
             return self.predictor.predict_proba(texts, batch_size)
-        offsets = spans(self.predictor, texts)
+        offsets = spans(self.predictor, texts, self._backend)
         long = [len(o) > self.size for o in offsets]
         self.long += sum(long)
         if not self.chunk or not any(long):
