@@ -15,6 +15,7 @@ from lttw.cli.main import (
     Params,
     _examples,
     _load,
+    _model_dir,
     app,
 )
 from lttw.console import console, print_predictions
@@ -297,7 +298,13 @@ def explain(
     from lttw.inference.explain import render
 
     text = _utf8_argument(text, "TEXT")
-    doc = build(_load(model, params), text)
+    folder = _model_dir(model, params)
+    if (folder / "model.onnx").is_file() and not (folder / "model.safetensors").is_file():
+        raise BadInputError(
+            f"{folder}: an int8 ONNX export holds no torch weights, which explain reads; "
+            "explain with the model folder it was exported from"
+        )
+    doc = build(_load(folder, params), text)
     if as_json:
         typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
