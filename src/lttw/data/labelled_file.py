@@ -82,7 +82,7 @@ def _label_ids(values: pd.Series, classes: list[str], path: Path) -> np.ndarray:
         )
     names = values.map(str)
     index = {c: i for i, c in enumerate(classes)}
-    if names.isin(index).any() or not pd.api.types.is_integer_dtype(values):
+    if names.isin(list(index)).any() or not pd.api.types.is_integer_dtype(values):
         unknown = sorted(set(names) - set(index))
         if unknown:
             raise DataError(
