@@ -7,9 +7,16 @@ its folder states (lttw.json ``precision``: fp32, whatever train.bf16 says), as
 Its probabilities go through the folder's calibration.json where it has one. A multi-label
 model (lttw.json ``multi_label``): each label at its tuned threshold; micro and macro P / R /
 F1, subset accuracy and per-label P / R / F1 (``per_label``) in the metrics; no confusion
-matrix (its plot's CSV is written with the header alone)."""
+matrix (its plot's CSV is written with the header alone).
+
+The held-out test sample as ``lttw evaluate`` reports a file (``evaluation.evaluate`` and
+``evaluation.plots``): ``held_out.json`` (the metrics with 95% bootstrap intervals) and
+``report.html`` beside the predictions, and the confusion matrix, reliability diagram and
+precision-recall curves as DVC plots (``metrics/held_out/fold_N/*.png``; `dvc plots show`).
+The pictures read the calibrated probabilities, as ``lttw predict`` gives them."""
 
 import logging
+import shutil
 
 import pandas as pd
 
@@ -17,6 +24,7 @@ from lttw import layout
 from lttw.data.fold_inputs import EVAL_PARTS, load_fold_inputs
 from lttw.data.label_sets import label_lists
 from lttw.evaluation.calibration_error import calibration_metrics
+from lttw.evaluation.evaluate import evaluation_report
 from lttw.evaluation.metrics import (
     classification_metrics,
     confusion_counts,
@@ -25,6 +33,8 @@ from lttw.evaluation.metrics import (
     predicted_labels,
     top_probability,
 )
+from lttw.evaluation.plots import write_report_files
+from lttw.evaluation.temperature import logits_of, scaled_probabilities
 from lttw.inference.predict import checked_meta, predict_cached_parts
 from lttw.io import atomic_dir, read_json, write_csv, write_json, write_parquet
 from lttw.models.trained import folder_calibration
@@ -95,9 +105,24 @@ def main(settings, fold: int):
         if key in training:
             metrics[key] = training[key]
     test_y = inputs.part_labels("test")
+    calibrated = probs["test"]
+    if not multi and temperature != 1.0:
+        calibrated = scaled_probabilities(logits_of(calibrated), temperature)
+    held_out = evaluation_report(
+        test_y, calibrated, decide(probs["test"]), inputs.classes, seed=settings.seed
+    )
     with atomic_dir(layout.eval_dir(fold)) as tmp:
         write_parquet(tmp / "predictions.parquet", pd.concat(frames, ignore_index=True))
         write_json(tmp / "report.json", report)
+        title = f"Fold {fold}'s {m.variant} model on the held-out test sample"
+        pictures = write_report_files(
+            tmp, held_out, test_y, calibrated, decide(probs["test"]), title, every_file=True
+        )
+        write_json(tmp / "held_out.json", held_out)
+        with atomic_dir(layout.held_out_plots(fold)) as plots:
+            for name in pictures:
+                if name.endswith(".png"):
+                    shutil.copyfile(tmp / name, plots / name)
     confusion = (
         pd.DataFrame(columns=["actual", "predicted"])  # multi-label: no confusion matrix
         if multi

@@ -22,3 +22,4 @@ Device = Literal["auto", "cpu", "cuda"]
 Backend = Literal[
     "auto", "torch", "onnx"
 ]  # lttw serve: onnxruntime where the folder has model.onnx
+Profile = Literal["quick", "default", "paper"]  # lttw init --profile (lttw.profiles)

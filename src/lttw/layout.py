@@ -91,6 +91,12 @@ def confusion_csv(fold: int) -> Path:
     return METRICS_DIR / "confusion" / f"fold_{fold}.csv"  # actual, predicted (held-out test)
 
 
+def held_out_plots(fold: int) -> Path:
+    """The held-out test sample's pictures (DVC plots): confusion.png, reliability.png,
+    precision_recall.png (``evaluation.plots``)."""
+    return METRICS_DIR / "held_out" / f"fold_{fold}"
+
+
 SUMMARY_METRICS = METRICS_DIR / "summary.json"
 FINAL_MODEL_DIR = MODELS_DIR / "final"  # the final stage's model folder (the one to deploy)
 FINAL_METRICS = METRICS_DIR / "final.json"  # the final stage's record: rows, epochs, quality

@@ -158,11 +158,17 @@ def project_params(
     text_column: str | None = None,
     label_column: str | None = None,
     label_delimiter: str | None = None,
+    profile: str = "default",
 ) -> str:
     """The ``params.yaml`` of a user project: the shipped defaults (comments kept) with the
     user's data (``data.root`` = ``DATA_ROOT``, ``data.dataset``, the columns), every row
     used (``data.sampling: all``), the held-out figure on the whole test part
-    (``data.predict_size: 0``) and, where the pipeline has it, the final model on."""
+    (``data.predict_size: 0``), where the pipeline has it the final model on, and then the
+    ``profile``'s values (``lttw.profiles``), each line saying which profile set it."""
+    from lttw.profiles import DESCRIPTIONS, PROFILES
+
+    if profile not in PROFILES:
+        raise UserError(f"no profile {profile!r} (profiles: {', '.join(PROFILES)})")
     doc = _yaml().load((pipeline_root() / "params.yaml").read_text(encoding="utf-8"))
     data = doc["data"]
     data["dataset"], data["root"] = dataset, DATA_ROOT
@@ -170,17 +176,70 @@ def project_params(
     if label_delimiter is not None:  # multi-label data (data.multi_label: auto reads it)
         data["label_delimiter"] = label_delimiter
     data["sampling"], data["predict_size"] = "all", 0
-    data.yaml_add_eol_comment("every labelled row (the sizes are ignored)", "sampling", 28)
-    data.yaml_add_eol_comment("0: no separate predict sample", "predict_size", 28)
+    data.yaml_add_eol_comment("every labelled row (the sizes are ignored)", "sampling", _COLUMN)
+    data.yaml_add_eol_comment("0: no separate predict sample", "predict_size", _COLUMN)
     if "final" in doc:  # the final stage: a model on every labelled row
         doc["final"]["enabled"] = True
+    for dotted, value in PROFILES[profile].items():
+        group, name = dotted.split(".")
+        doc[group][name] = _flow(value)
+        doc[group].yaml_add_eol_comment(f"{profile} profile", name, _COLUMN)
+    if "final" in doc:  # the line says what the value does, whichever it is
+        enabled = doc["final"]["enabled"]
+        said = "retrained on every labelled row" if enabled else "the first fold's model"
+        doc["final"].yaml_add_eol_comment(f"models/final: {said}", "enabled", _COLUMN)
     header = (
         "# Parameters of this project (written by `lttw init`; every value is validated before\n"
         "# a stage runs). Change one for a run: `dvc exp run -S model.k=32`.\n"
+        f"# Profile: {profile}, {DESCRIPTIONS[profile]}.\n"
     )
     # the shipped file's own header describes this repository's profiles: dropped
     doc.ca.comment = None
-    return _dump(doc, header)
+    return _spaced(_dump(doc, header))
+
+
+#: the column of a nested parameter's end-of-line comment, as the shipped params.yaml aligns it
+_COLUMN = 30
+
+
+def _spaced(text: str) -> str:
+    """A blank line before every parameter group after the first (a comment written on a
+    group's last line takes the blank line that followed it)."""
+    lines = text.splitlines()
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        group = line[:1].isalpha() and line.rstrip().endswith(":")
+        if group and out and out[-1].strip() and not out[-1].startswith("#"):
+            out.append("")
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _flow(value):
+    """A list as a flow-style YAML sequence (``[0, 1]``, as the shipped file writes lists)."""
+    if not isinstance(value, list):
+        return value
+    from ruamel.yaml.comments import CommentedSeq
+
+    seq = CommentedSeq(value)
+    seq.fa.set_flow_style()
+    return seq
+
+
+def pipeline_ignores() -> list[str]:
+    """``.gitignore`` patterns of every output of the pipeline's stages (a per-fold output as
+    ``fold_*``): a user project ignores them itself, so that a ``git add -A`` never commits
+    one, even where DVC's own ``.gitignore`` entries are missing (after a failed run)."""
+    doc = _yaml().load((pipeline_root() / "dvc.yaml").read_text(encoding="utf-8"))
+    found: list[str] = []
+    for stage in doc["stages"].values():
+        body = stage["do"] if "foreach" in stage else stage
+        for out in body.get("outs", []):
+            path = out if isinstance(out, str) else next(iter(out))
+            pattern = "/" + re.sub(r"\$\{[^}]*\}", "*", str(path)).strip("/")
+            if pattern not in found:
+                found.append(pattern)
+    return found
 
 
 def read_stamp(path: Path) -> dict | None:

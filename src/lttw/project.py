@@ -3,8 +3,8 @@
 ``init_project`` writes, into a new folder (all or nothing: built beside it, then renamed):
 the user's data under ``data/raw/`` tracked by ``dvc add`` (an edit shows in ``dvc status``
 and reruns ``sample`` and what follows), ``dvc.yaml`` and ``params.yaml`` derived from the
-installed lttw's pipeline (``lttw.pipeline_files``), ``lttw-version.json``, ``.gitignore`` and
-a README stub; it runs ``git init`` and ``dvc init`` and commits the lot where git knows who
+installed lttw's pipeline (``lttw.pipeline_files``), ``lttw-version.json``, ``.gitignore``
+(every pipeline output, ``pipeline_files.pipeline_ignores``) and a README stub; it runs ``git init`` and ``dvc init`` and commits the lot where git knows who
 the user is. ``upgrade_project`` rewrites ``dvc.yaml`` and the stamp for the installed lttw.
 """
 
@@ -23,16 +23,20 @@ from lttw.pipeline_files import (
     DATA_ROOT,
     STAMP,
     params_with_launcher,
+    pipeline_ignores,
     project_dvc_yaml,
     project_params,
     stamp,
 )
 
 GITIGNORE = """\
-# DVC writes its outputs' entries itself (data/.gitignore, models/ ...)
 __pycache__/
 *.py[cod]
 /data/checkpoints/
+/evaluation/
+# every pipeline output (lttw init writes them; DVC adds its own entries beside each, but
+# drops them after a failed run): `git add -A` commits none of them
+{outputs}
 """
 
 README = """\
@@ -84,10 +88,12 @@ def init_project(
     text_column: str | None = None,
     label_column: str | None = None,
     label_delimiter: str | None = None,
+    profile: str = "default",
 ) -> Project:
     """Create the project in ``dest`` (new, or an empty folder) from ``data`` (a CSV / TSV /
     parquet / JSON Lines file or a folder of them, copied in); ``label_delimiter`` (multi-label
-    data) goes into params.yaml as ``data.label_delimiter``."""
+    data) goes into params.yaml as ``data.label_delimiter``; ``profile``: the parameters'
+    profile (``lttw.profiles``)."""
     dest, data = Path(dest), Path(data)
     if not data.exists():
         raise FileNotFoundError(2, "no such file or folder (--data)", str(data))
@@ -106,10 +112,12 @@ def init_project(
         else:
             shutil.copy2(data, raw / name)
         (tmp / "params.yaml").write_text(
-            project_params(name, text_column, label_column, label_delimiter), encoding="utf-8"
+            project_params(name, text_column, label_column, label_delimiter, profile),
+            encoding="utf-8",
         )
         write_pipeline(tmp)
-        (tmp / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
+        ignores = GITIGNORE.format(outputs="\n".join(pipeline_ignores()))
+        (tmp / ".gitignore").write_text(ignores, encoding="utf-8")
         (tmp / "README.md").write_text(
             README.format(name=dest.name, data=f"{DATA_ROOT}/{name}"), encoding="utf-8"
         )

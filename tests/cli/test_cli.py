@@ -209,7 +209,8 @@ def test_predict_file_streams_in_chunks(tmp_path, monkeypatch, suffix, out_suffi
     assert result.exit_code == 0, result.output
     assert max(fake.calls) <= 100 and sum(fake.calls) == len(texts)
     got = pd.read_csv(out) if out_suffix == ".csv" else pd.read_parquet(out)
-    assert list(got.columns) == ["text", "label", "prob", "prob_neg", "prob_pos"]
+    kept = [] if suffix == ".txt" else ["id"]  # the file's other columns come along
+    assert list(got.columns) == [*kept, "text", "label", "prob", "prob_neg", "prob_pos"]
     assert got["text"].tolist() == texts
     assert got["label"].tolist() == ["pos" if "good" in t else "neg" for t in texts]
     assert not list(tmp_path.glob(".out*"))  # the temporary file was renamed away

@@ -71,3 +71,9 @@ def test_evaluate_stage_scores_a_multi_label_model(tmp_path, monkeypatch):
     assert all(len(v) >= 1 for v in test_rows["pred"])  # at_least_one
     confusion = pd.read_csv(layout.confusion_csv(0))
     assert list(confusion.columns) == ["actual", "predicted"] and confusion.empty
+    # the held-out report as `lttw evaluate` writes it; every declared DVC plot is there
+    held_out = read_json(layout.eval_dir(0) / "held_out.json")
+    assert held_out["multi_label"] and "f1_micro" in held_out["intervals"]
+    assert (layout.eval_dir(0) / "report.html").is_file()
+    pictures = sorted(p.name for p in layout.held_out_plots(0).iterdir())
+    assert pictures == ["confusion.png", "precision_recall.png", "reliability.png"]

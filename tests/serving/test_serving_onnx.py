@@ -94,7 +94,10 @@ def test_int8_export_is_checked_by_macro_f1(lttw_dir, fp32_dir, check_file, tmp_
     )
     assert result.exit_code == 0, result.output
     assert "ONNX int8 vs torch on 24 held-out texts" in result.stderr
-    assert "int8: macro F1 within 1.0 of torch's" in result.stderr
+    assert "int8: macro F1 within ±1.0 of torch's" in result.stderr
+    assert not (out / "model.safetensors").exists()  # it runs on model.onnx alone
+    explained = invoke("explain", "a text", "--model", out)
+    assert explained.exit_code == 3 and "explain with the model folder" in explained.stderr
     record = json.loads((out / "onnx.json").read_text())
     assert record["precision"] == "int8" and record["check"]["f1_torch"] == 1.0
     assert backend_name(load_predictor(out)) == "onnx-int8"
@@ -134,6 +137,9 @@ def test_compare_fails_int8_below_the_f1_tolerance():
     check = onnx_export.compare(right, one_wrong, ["x", "y"], np.array([0, 1]), int8=True)
     assert not check.passed and check.same_labels == 0.5 and check.f1_torch == 1.0
     assert onnx_export.compare(right, right, ["x", "y"], np.array([0, 1]), int8=True).passed
+    # two-sided: an int8 model that scores higher than torch is a changed model too
+    better = onnx_export.compare(one_wrong, right, ["x", "y"], np.array([0, 1]), int8=True)
+    assert not better.passed and better.f1_onnx > better.f1_torch
 
 
 def test_encoder_variant_without_factors(tmp_path, tiny_encoder_dir, monkeypatch):

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from lttw.choices import Sampling
+from lttw.choices import Profile, Sampling
 from lttw.cli.main import (
     Params,
     _examples,
@@ -57,10 +57,23 @@ def data_check(
     from lttw.checks.dataset_tables import render
     from lttw.settings import read_settings
 
-    settings = read_settings(params)
-    # data.root as the pipeline reads it: relative to the project (the --params file's
-    # folder), whatever the current folder; a name under it wins over a path here
-    root = Path(params).parent / settings.data.root
+    if params.is_file():
+        settings = read_settings(params)
+        # data.root as the pipeline reads it: relative to the project (the --params file's
+        # folder), whatever the current folder; a name under it wins over a path here
+        root = Path(params).parent / settings.data.root
+    elif Path(path).exists():  # outside a project: the file as `lttw init` would use it
+        typer.echo(
+            f"note: no {params} here (not in an lttw project): checked as `lttw init` would "
+            "use the data, every labelled row, with lttw's default parameters",
+            err=True,
+        )
+        settings, root = _new_project_settings(Path(path)), Path(path).parent
+    else:
+        raise UserError(
+            f"{path}: no such file or folder, and no {params} here to name a dataset under "
+            "data.root; pass a CSV/TSV/parquet file or folder, or run this in a project"
+        )
     update: dict = {"root": str(root)}
     if sampling is not None:
         update["sampling"] = sampling
@@ -141,6 +154,7 @@ def data_fetch(
 @app.command(
     epilog=_examples(
         "lttw init reviews --data reviews.csv --text-column review --label-column stars",
+        "lttw init first-try --data reviews.csv --profile quick",
         "lttw init news --data news/",
         "lttw init emotions --data emotions.csv --label-delimiter '|'",
         "lttw init --upgrade .",
@@ -166,6 +180,14 @@ def init(
             "written to params.yaml as data.label_delimiter"
         ),
     ] = None,
+    profile: Annotated[
+        Profile,
+        typer.Option(
+            help="the parameters: quick (a first run in minutes on a laptop CPU: one short "
+            "epoch, a smoke test), default (lttw's defaults), paper (the paper's protocol: "
+            "ten folds, batch 128; hours on a GPU)"
+        ),
+    ] = "default",
     upgrade: Annotated[
         bool,
         typer.Option(
@@ -176,13 +198,16 @@ def init(
     ] = False,
 ) -> None:
     """Create a DVC project of your own in DIR: git + DVC, your data tracked by `dvc add`,
-    the pipeline (dvc.yaml) and its parameters (params.yaml: your columns, every row used),
-    then check the data as `lttw data check` does. Next: `cd DIR && dvc repro`."""
+    the pipeline (dvc.yaml) and its parameters (params.yaml: your columns, every row used,
+    the --profile's values), a .gitignore of every pipeline output, then check the data as
+    `lttw data check` does. Next: `cd DIR && dvc repro`."""
     from lttw.project import init_project, upgrade_project
 
     if upgrade:
         if data is not None:
             raise UserError("--upgrade keeps the project's data: leave --data out")
+        if profile != "default":
+            raise UserError("--upgrade keeps the project's params.yaml: leave --profile out")
         new = upgrade_project(directory)
         typer.echo(
             f"{directory}: dvc.yaml and lttw-version.json now for lttw {new['lttw']}; "
@@ -201,21 +226,23 @@ def init(
     check = _check_new_data(data, text_column, label_column, label_delimiter)
     if check.folds_error:  # the pipeline's folds stage would stop on it
         raise DataError(f"{data}: {check.folds_error}")
-    project = init_project(directory, data, text_column, label_column, label_delimiter)
+    project = init_project(directory, data, text_column, label_column, label_delimiter, profile)
     from lttw.checks.dataset_tables import render
 
     render(check, console())
     for problem in check.problems:
         typer.echo(f"advice: {problem}")
     typer.echo(
-        f"created {directory}: {project.data} (dvc add), dvc.yaml, params.yaml"
+        f"created {directory}: {project.data} (dvc add), dvc.yaml, params.yaml ({profile} "
+        "profile)"
         + ("" if project.committed else "; not committed (git has no user.name / user.email)")
     )
     typer.echo(
         "next:\n"
         f"  cd {directory}\n"
         "  dvc repro                          # train and evaluate (metrics/summary.json)\n"
-        '  lttw predict "a text to classify"  # the trained model answers'
+        '  lttw predict "a text to classify"  # the trained model answers\n'
+        "  lttw evaluate FILE                 # its scores and pictures on labelled texts"
     )
 
 
@@ -224,16 +251,18 @@ def _check_new_data(
 ):
     """``lttw data check`` of ``data`` with a new project's parameters (every row used)."""
     from lttw.checks.dataset import check_dataset
-    from lttw.settings import Settings
 
     if not data.exists():
         raise FileNotFoundError(2, "no such file or folder (--data)", str(data))
-    defaults = Settings()
-    settings = defaults.model_copy(
-        update={
-            "data": defaults.data.model_copy(
-                update={"sampling": "all", "predict_size": 0, "root": str(data.parent)}
-            )
-        }
-    )
+    settings = _new_project_settings(data)
     return check_dataset(settings, str(data), text_column, label_column, label_delimiter)
+
+
+def _new_project_settings(data: Path):
+    """lttw's default parameters as `lttw init` sets them for ``data``: every row, no
+    separate predict sample."""
+    from lttw.settings import Settings
+
+    defaults = Settings()
+    update = {"sampling": "all", "predict_size": 0, "root": str(data.parent)}
+    return defaults.model_copy(update={"data": defaults.data.model_copy(update=update)})

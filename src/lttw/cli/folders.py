@@ -61,7 +61,11 @@ def export(
     max_f1_drop: Annotated[
         float,
         typer.Option(
-            min=0.0, help="int8: the most macro F1 may fall below torch's on --check-file"
+            "--max-f1-diff",
+            "--max-f1-drop",
+            min=0.0,
+            help="int8: the most macro F1 on --check-file may differ from torch's, "
+            "either way (higher or lower)",
         ),
     ] = 0.005,
     params: Params = Path("params.yaml"),
@@ -73,7 +77,8 @@ def export(
     (lttw_tfidf) is copied with each of its part folders. With --onnx / --int8 also export
     the classifier (an ensemble: each neural part) to ONNX and check it against torch on
     held-out texts (fp32: the same label on every text; int8: macro F1 within
-    --max-f1-drop); nothing is written when a check fails."""
+    ±--max-f1-diff, and the folder then holds model.onnx without the fp32 torch weights);
+    nothing is written when a check fails."""
     import numpy as np
 
     from lttw.inference.predict import Predictor

@@ -137,11 +137,21 @@ def _examples(*commands: str) -> str:
     return "\n\n".join(["Examples:", *(f"`{c}`" for c in commands)])
 
 
+#: what a command that needs a model says where there is none to find
+NO_PROJECT = (
+    "no model to use: this folder is not an lttw project (no models/final, no {params}); "
+    "pass --model DIR (a trained model folder), or make a project (`lttw init DIR --data "
+    "FILE`, then `cd DIR && dvc repro`) and run this there"
+)
+
+
 def _model_dir(model: Path | None, params: Path) -> Path:
     if model is not None:
         return model
     if FINAL_MODEL_DIR.is_dir():
         return FINAL_MODEL_DIR
+    if not params.is_file():
+        raise UserError(NO_PROJECT.format(params=params))
     from lttw.settings import read_settings
 
     return layout.model_dir(read_settings(params).folds.run[0])

@@ -15,6 +15,7 @@ from lttw.cli.main import (
     Params,
     _examples,
     _load,
+    _model_dir,
     app,
 )
 from lttw.console import console, print_predictions
@@ -26,6 +27,7 @@ from lttw.errors import UserError
         'lttw predict "Stocks rally as oil prices fall" "Late goal wins it"',
         "lttw predict --file news.txt --out predictions.parquet",
         "lttw predict --file news.csv --text-column body --out - --no-text",
+        "lttw predict --file news.csv --keep id --out predictions.csv --chunk",
         "cat texts.txt | lttw predict - --json",
         'lttw predict "Late goal wins it" --top-k 3 --min-prob 0.6',
     )
@@ -49,9 +51,28 @@ def predict(
     text_column: Annotated[
         str | None,
         typer.Option(
-            help="text column of a CSV/parquet --file [default: text, or its only column]"
+            help="text column of a CSV/parquet --file [default: the project's "
+            "data.text_column where the file has it, else text, else its only column]"
         ),
     ] = None,
+    keep: Annotated[
+        str | None,
+        typer.Option(
+            "--keep",
+            metavar="COLS",
+            help="columns of a CSV/parquet --file written beside the predictions, "
+            "comma-separated; '' for none [default: every column but the text]",
+        ),
+    ] = None,
+    chunk: Annotated[
+        bool,
+        typer.Option(
+            "--chunk",
+            help="read texts longer than the model's max_len whole, in sliding windows "
+            "(probabilities averaged); without it they are cut to their start (a warning "
+            "counts them)",
+        ),
+    ] = False,
     model: ModelDir = None,
     out: Annotated[
         str | None,
@@ -116,9 +137,12 @@ def predict(
 ) -> None:
     """Classify texts with a trained model: label and probability per text. A folder made by
     `lttw export --onnx` runs on onnxruntime (CPU)."""
+    from lttw.inference.long_texts import WindowedPredictor
     from lttw.inference.text_lines import LineCap
 
     cap = LineCap(max_chars, truncate)
+    if keep is not None and file is None:
+        raise UserError("--keep names columns of a --file to write beside its predictions")
     texts = _stdin_texts(texts, cap)
     if as_json and (out is not None or file is not None):
         raise UserError("--json prints TEXT / stdin predictions; with --file use --out F.csv")
@@ -130,7 +154,7 @@ def predict(
         texts = [cap.apply(t, f"TEXT {i}") for i, t in enumerate(texts, 1)]
     if out is None:  # texts to the terminal: no tables library needed (start-up time)
         assert texts is not None  # no --file (checked above): TEXT arguments
-        predictor = _load(model, params, device, onnx=True)
+        predictor = WindowedPredictor(_load(model, params, device, onnx=True), chunk)
         rule = _rule(predictor, min_prob, top_k)
         probs = predictor.predict_proba(list(texts), batch_size)
         records = rule.records(probs, predictor.classes)
@@ -138,20 +162,26 @@ def predict(
             _print_json_lines(list(texts), probs, predictor.classes, records)
         else:
             _print_table(list(texts), records, top_k is not None)
+        _say(predictor.note())
         return
     from lttw.inference import batch_predict as bp
 
     bp.check_paths(file, out, force)
-    predictor = _load(model, params, device, onnx=True)
+    if file is not None:  # the file's columns first: a wrong name fails before the model loads
+        from lttw.cli.evaluating import project_columns
+
+        columns = None if keep is None else [c.strip() for c in keep.split(",") if c.strip()]
+        source = bp.open_source(file, text_column, cap, columns, project_columns(params)[0])
+    predictor = WindowedPredictor(_load(model, params, device, onnx=True), chunk)
     rule = _rule(predictor, min_prob, top_k)
     if file is not None:
-        source = bp.open_source(file, text_column, cap)
         frames = bp.predict_chunks(predictor, source, batch_size, not no_text, rule=rule)
         rows = bp.write_frames(frames, out)
         if out != bp.STDOUT:
             typer.echo(f"wrote {rows} predictions to {out}", err=True)
         if cap.cut:
             typer.echo(f"cut {cap.cut} texts to --max-chars {max_chars}", err=True)
+        _say(predictor.note())
         return
     assert texts is not None  # no --file: TEXT arguments
     probs = predictor.predict_proba(list(texts), batch_size)
@@ -161,6 +191,13 @@ def predict(
     bp.write_frames([frame], out)
     if out != bp.STDOUT:
         _print_table(list(texts), rule.records(probs, predictor.classes), top_k is not None)
+    _say(predictor.note())
+
+
+def _say(note: str | None) -> None:
+    """A note about the run (texts cut or read in windows) on stderr, where there is one."""
+    if note:
+        typer.echo(note, err=True)
 
 
 def _rule(predictor, min_prob: float | None, top_k: int | None):
@@ -261,7 +298,13 @@ def explain(
     from lttw.inference.explain import render
 
     text = _utf8_argument(text, "TEXT")
-    doc = build(_load(model, params), text)
+    folder = _model_dir(model, params)
+    if (folder / "model.onnx").is_file() and not (folder / "model.safetensors").is_file():
+        raise BadInputError(
+            f"{folder}: an int8 ONNX export holds no torch weights, which explain reads; "
+            "explain with the model folder it was exported from"
+        )
+    doc = build(_load(folder, params), text)
     if as_json:
         typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:

@@ -130,6 +130,14 @@ def serve(
         ),
     ] = None,
     access_log: Annotated[bool, typer.Option(help="log one line per request")] = False,
+    chunk: Annotated[
+        bool,
+        typer.Option(
+            "--chunk",
+            help="read texts longer than the model's max_len whole, in sliding windows "
+            "(probabilities averaged); without it they are cut to their start",
+        ),
+    ] = False,
     params: Params = Path("params.yaml"),
 ) -> None:
     """Serve a model folder over HTTP (FastAPI + uvicorn): POST /predict {"texts": [...]},
@@ -179,6 +187,10 @@ def serve(
         predictor = load_predictor(folder, threads=threads, backend=backend)
     except UserError as err:
         raise (err if "backend" in str(err) else BadInputError(str(err))) from None
+    if chunk:  # long texts in sliding windows (inference.long_texts)
+        from lttw.inference.long_texts import WindowedPredictor
+
+        predictor = WindowedPredictor(predictor, chunk=True)
     limits = Limits(
         max_texts=max_texts,
         max_text_chars=max_text_chars,

@@ -90,7 +90,8 @@ def log_slot_fill(arrays: dict[str, np.ndarray], k: int, s: int) -> None:
         if fill.sparse and len(array):
             log.warning(
                 "%s: the texts are short for model.k=%d / model.s=%d (%s); empty slots "
-                "are zero vectors (see README, model.k and model.s)",
+                'are zero vectors (docs/how-to/data.md, "Choosing parameters for your data": '
+                "model.k and model.s)",
                 split,
                 k,
                 s,

@@ -11,19 +11,24 @@ Inputs:  ``.txt`` (one text per line, each read in bounded pieces: ``text_lines`
          line / row number, or cut with ``--truncate``.
 Outputs: ``.csv`` / ``.tsv`` or ``.parquet`` / ``.pq``, written to a temporary file beside the
          target and renamed into place at the end; ``-`` writes CSV to stdout.
-Columns: text (unless left out), label (class name; empty below ``--min-prob``) and prob
-         (the most probable class's probability), or for a multi-label model labels (class
-         names, joined by "|" in CSV, a list in parquet); top_i / top_i_prob for i up to
-         ``--top-k``; prob_<class>.
+Columns: the input's other columns (a CSV / parquet file's ids and the like: all of them,
+         or those ``--keep`` names; CSV ones as text, as written), then text (unless left
+         out), label (class name; empty below ``--min-prob``) and prob (the most probable
+         class's probability), or for a multi-label model labels (class names, joined by "|"
+         in CSV, a list in parquet); top_i / top_i_prob for i up to ``--top-k``;
+         prob_<class>. A kept column named like one of these is written as input_<name>.
+Text column: ``--text-column``, else the project's ``data.text_column`` where the file has
+         it, else ``text``, else the only column.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,8 +37,15 @@ import pandas as pd
 from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES, csv_separator
 from lttw.errors import DataError, UserError
 from lttw.inference.answers import AnswerRule
-from lttw.inference.csv_records import csv_header, csv_text_chunks
-from lttw.inference.prediction_table import LIST_COLUMN, LIST_SEPARATOR, prediction_frame
+from lttw.inference.csv_records import csv_chunks, csv_header
+from lttw.inference.prediction_table import (
+    ALL_COLUMNS,
+    LIST_COLUMN,
+    LIST_SEPARATOR,
+    kept_columns,
+    prediction_frame,
+    with_kept,
+)
 from lttw.inference.text_lines import LineCap, bounded_lines
 from lttw.io import UnreadableFileError, atomic_path
 
@@ -103,12 +115,17 @@ def check_input_file(file: Path) -> None:
     _kind(file, "input")
 
 
-def pick_text_column(columns: list[str], requested: str | None, where: str) -> str:
-    """The requested column, else ``text``, else the only column."""
+def pick_text_column(
+    columns: list[str], requested: str | None, where: str, project: str | None = None
+) -> str:
+    """The requested column, else the project's (``data.text_column``) where the file has
+    it, else ``text``, else the only column."""
     if requested is not None:
         if requested not in columns:
             raise DataError(f"{where}: no column {requested!r} (columns: {', '.join(columns)})")
         return requested
+    if project is not None and project in columns:
+        return project
     if "text" in columns:
         return "text"
     if len(columns) == 1:
@@ -118,25 +135,31 @@ def pick_text_column(columns: list[str], requested: str | None, where: str) -> s
     )
 
 
+#: a chunk of a file: its texts, and the columns kept beside them (None: none)
+Chunk = tuple[list[str], "pd.DataFrame | None"]
+
+
 @dataclass
 class TextSource:
-    """A file of texts: ``total`` rows when known cheaply, and ``chunks()`` of texts."""
+    """A file of texts: ``total`` rows when known cheaply, ``chunks()`` of texts with the
+    columns ``kept`` beside them."""
 
     path: Path
     total: int | None
-    chunks: Callable[[], Iterator[list[str]]]
+    chunks: Callable[[], Iterator[Chunk]]
+    kept: list[str] = field(default_factory=list)
 
 
-def _txt_chunks(path: Path, cap: LineCap) -> Iterator[list[str]]:
+def _txt_chunks(path: Path, cap: LineCap) -> Iterator[Chunk]:
     chunk: list[str] = []
     with open(path, "rb") as handle:
         for text in bounded_lines(handle, path, cap):
             chunk.append(text)
             if len(chunk) >= CHUNK_ROWS:
-                yield chunk
+                yield chunk, None
                 chunk = []
     if chunk:
-        yield chunk
+        yield chunk, None
 
 
 def _capped(texts: list[str], first_row: int, path: Path, cap: LineCap) -> list[str]:
@@ -153,24 +176,64 @@ def _count_lines(path: Path) -> int:
     return lines + (last != b"\n")
 
 
-def _parquet_chunks(parquet, column: str, path: Path, cap: LineCap) -> Iterator[list[str]]:
+def _csv_chunks(
+    path: Path, column: str, sep: str, cap: LineCap, kept: list[str]
+) -> Iterator[Chunk]:
+    """The texts of ``column`` and the ``kept`` columns, a chunk of whole records at a time
+    (``csv_records.csv_chunks``: bounded memory whatever lines a quoted field spans)."""
     row = 1
-    for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, columns=[column]):
-        texts = ["" if t is None else str(t) for t in batch.column(0).to_pylist()]
-        yield _capped(texts, row, path, cap)
+    try:
+        for data in csv_chunks(path, sep, cap, CHUNK_ROWS):
+            frame = pd.read_csv(
+                io.BytesIO(data),
+                sep=sep,
+                usecols=[column, *kept],
+                dtype=str,  # kept columns as written (ids keep their leading zeros)
+                keep_default_na=False,
+                encoding="utf-8",
+            )
+            del data
+            if len(frame):
+                extra = frame[kept].reset_index(drop=True) if kept else None
+                yield _capped(frame[column].tolist(), row, path, cap), extra
+            row += len(frame)
+    except UnicodeDecodeError as err:
+        raise DataError(
+            f"{path}: not valid UTF-8 ({err.reason}); re-save the file as UTF-8"
+        ) from None
+    except (pd.errors.ParserError, ValueError) as err:
+        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
+
+
+def _parquet_chunks(
+    parquet, column: str, path: Path, cap: LineCap, kept: list[str]
+) -> Iterator[Chunk]:
+    row = 1
+    for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, columns=[column, *kept]):
+        texts = ["" if t is None else str(t) for t in batch.column(column).to_pylist()]
+        extra = batch.select(kept).to_pandas() if kept else None
+        yield _capped(texts, row, path, cap), extra
         row += len(texts)
 
 
 def open_source(
-    path: Path, text_column: str | None = None, cap: LineCap | None = None
+    path: Path,
+    text_column: str | None = None,
+    cap: LineCap | None = None,
+    keep: list[str] | None = ALL_COLUMNS,
+    project_column: str | None = None,
 ) -> TextSource:
     """Open a text file for chunked reading (see the module docstring for the formats);
-    every text held to ``cap`` (default: 10,000 characters, longer ones refused)."""
+    every text held to ``cap`` (default: 10,000 characters, longer ones refused); the
+    columns ``keep`` names (``ALL_COLUMNS``: all but the text) read beside the texts.
+    ``project_column``: the project's text column, used where the file has it."""
     cap = cap or LineCap()
     kind = _kind(path, "input")
     if kind == "txt":
         if text_column is not None:
             raise UserError("--text-column applies to CSV and parquet files, not .txt")
+        if keep:
+            raise UserError("--keep applies to CSV and parquet files, not .txt")
         return TextSource(path, _count_lines(path), lambda: _txt_chunks(path, cap))
     if kind == "parquet":
         import pyarrow.parquet as pq
@@ -179,13 +242,20 @@ def open_source(
             parquet = pq.ParquetFile(path)
         except Exception as err:  # pyarrow raises several types for a damaged file
             raise DataError(f"{path}: not a readable parquet file ({err})") from None
-        column = pick_text_column(parquet.schema_arrow.names, text_column, str(path))
+        names = parquet.schema_arrow.names
+        column = pick_text_column(names, text_column, str(path), project_column)
+        kept = kept_columns(names, column, keep, str(path))
         return TextSource(
-            path, parquet.metadata.num_rows, lambda: _parquet_chunks(parquet, column, path, cap)
+            path,
+            parquet.metadata.num_rows,
+            lambda: _parquet_chunks(parquet, column, path, cap, kept),
+            kept,
         )
     sep = csv_separator(path)
-    column = pick_text_column(csv_header(path, sep, cap), text_column, str(path))
-    return TextSource(path, None, lambda: csv_text_chunks(path, column, sep, cap, CHUNK_ROWS))
+    names = csv_header(path, sep, cap)
+    column = pick_text_column(names, text_column, str(path), project_column)
+    kept = kept_columns(names, column, keep, str(path))
+    return TextSource(path, None, lambda: _csv_chunks(path, column, sep, cap, kept), kept)
 
 
 def predict_chunks(
@@ -202,14 +272,16 @@ def predict_chunks(
     empty = True
     classes = predictor.classes
     with progress_bar(total=source.total, desc="predict", unit="text", disable=not progress) as bar:
-        for texts in source.chunks():
+        for texts, extra in source.chunks():
             empty = False
-            yield prediction_frame(
+            frame = prediction_frame(
                 texts, predictor.predict_proba(texts, batch_size), classes, with_text, rule
             )
+            yield with_kept(frame, extra)
             bar.update(len(texts))
     if empty:
-        yield prediction_frame([], np.zeros((0, len(classes))), classes, with_text, rule)
+        frame = prediction_frame([], np.zeros((0, len(classes))), classes, with_text, rule)
+        yield with_kept(frame, pd.DataFrame(columns=source.kept, dtype=str))
 
 
 def _write_csv(frames: Iterable[pd.DataFrame], handle, sep: str) -> int:

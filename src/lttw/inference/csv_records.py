@@ -146,32 +146,3 @@ def csv_header(path: Path, sep: str, cap: LineCap) -> list[str]:
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise DataError(f"{path}: not a readable CSV file ({err})") from None
     return [str(c) for c in header]
-
-
-def csv_text_chunks(
-    path: Path, column: str, sep: str, cap: LineCap, max_rows: int
-) -> Iterator[list[str]]:
-    """The texts of ``column``, a chunk of records (``csv_chunks``) at a time, each held to
-    ``cap`` (its error names the row, 1-based, blank lines not counted)."""
-    row = 1
-    try:
-        for data in csv_chunks(path, sep, cap, max_rows):
-            frame = pd.read_csv(
-                io.BytesIO(data),
-                sep=sep,
-                usecols=[column],
-                dtype={column: str},
-                keep_default_na=False,
-                encoding="utf-8",
-            )
-            del data
-            texts = frame[column].tolist()
-            if texts:
-                yield [cap.apply(t, f"{path} row {row + i}") for i, t in enumerate(texts)]
-            row += len(texts)
-    except UnicodeDecodeError as err:
-        raise DataError(
-            f"{path}: not valid UTF-8 ({err.reason}); re-save the file as UTF-8"
-        ) from None
-    except (pd.errors.ParserError, ValueError) as err:
-        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None

@@ -1,15 +1,19 @@
-"""The table of ``lttw predict --out``: one row per text, its answer (``AnswerRule``) and
-every class's probability (columns: see ``prediction_frame``)."""
+"""The table of ``lttw predict --out``: one row per text, the input's kept columns
+(``with_kept``), its answer (``AnswerRule``) and every class's probability (columns: see
+``prediction_frame``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from lttw.errors import DataError
 from lttw.inference.answers import AnswerRule
 
 #: a multi-label prediction's column of class-name lists, and how CSV joins a list
 LIST_COLUMN, LIST_SEPARATOR = "labels", "|"
+#: ``--keep``'s default: every column of the input but the text column
+ALL_COLUMNS = None
 
 
 def prediction_frame(
@@ -45,3 +49,27 @@ def prediction_frame(
         )
     columns.update({f"prob_{c}": probs[:, i] for i, c in enumerate(classes)})
     return pd.DataFrame(columns)
+
+
+def kept_columns(columns: list[str], text: str, keep: list[str] | None, where: str) -> list[str]:
+    """The columns written beside the predictions: ``keep`` (each must exist), or with
+    ``ALL_COLUMNS`` every column but ``text``."""
+    if keep is ALL_COLUMNS:
+        return [c for c in columns if c != text]
+    missing = [c for c in keep if c not in columns]
+    if missing:
+        raise DataError(
+            f"{where}: no column {', '.join(map(repr, missing))} to --keep (columns: "
+            f"{', '.join(columns)})"
+        )
+    return [c for c in dict.fromkeys(keep) if c != text]
+
+
+def with_kept(frame: pd.DataFrame, extra: pd.DataFrame | None) -> pd.DataFrame:
+    """``extra`` (the input's kept columns) before the prediction ``frame``; a kept column
+    named like a prediction column as ``input_<name>``."""
+    if extra is None or not len(extra.columns):
+        return frame
+    taken = set(frame.columns)
+    extra = extra.rename(columns=lambda c: f"input_{c}" if c in taken else c)
+    return pd.concat([extra.reset_index(drop=True), frame], axis=1)

@@ -1,0 +1,150 @@
+"""Texts longer than a model reads: counted, or read whole in sliding windows (``--chunk`` of
+``lttw predict``, ``lttw evaluate`` and ``lttw serve``).
+
+A model on encoder tokens reads the first ``max_len - 2`` tokens of a text ([CLS] and
+[SEP] take two; lttw.json ``max_len``) and a model on word ids the first ``max_len`` words;
+the rest is cut. ``WindowedPredictor`` wraps a ``Predictor``: it counts the texts that are
+cut (``long``), and with ``chunk`` it splits each of them into windows of that many tokens
+(words), each window starting half a window after the one before, so every token is read
+and most twice, predicts every window and gives the text the mean of its windows'
+probabilities. A window is a span of the original text (the tokenizer's character offsets),
+so the model reads each window exactly as it reads a text. A model that reads raw text (no
+``max_len``: the tf-idf baselines) cuts nothing and is passed through.
+
+The windows of one text are bounded by the text's length, which the commands cap
+(``--max-chars``, ``--max-text-chars``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from lttw.inference.text_lines import as_texts
+
+_WORD = re.compile(r"\S+")
+
+
+def untruncated(tokenizer):
+    """A copy of a ``WordPieceFile``'s ``tokenizers.Tokenizer`` that neither truncates nor
+    pads (the original keeps its settings), or None for another tokenizer."""
+    backend = getattr(tokenizer, "tokenizer", None)  # encoder.tokens.WordPieceFile
+    if backend is None or not hasattr(backend, "to_str"):
+        return None
+    copy = type(backend).from_str(backend.to_str())
+    copy.no_truncation()
+    copy.no_padding()
+    return copy
+
+
+def _tokenizer_offsets(
+    tokenizer, texts: list[str], backend=None
+) -> list[list[tuple[int, int]]] | None:
+    """Each text's token character spans (no special tokens, no truncation), or None where
+    the tokenizer gives no offsets (a slow transformers tokenizer). ``backend``: the
+    tokenizer's ``untruncated`` copy, where the caller keeps one."""
+    backend = backend if backend is not None else untruncated(tokenizer)
+    if backend is not None:
+        return [list(e.offsets) for e in backend.encode_batch(texts, add_special_tokens=False)]
+    if getattr(tokenizer, "is_fast", False):
+        found = tokenizer(
+            texts, add_special_tokens=False, truncation=False, return_offsets_mapping=True
+        )
+        return [list(map(tuple, spans)) for spans in found["offset_mapping"]]
+    return None
+
+
+def _word_offsets(texts: list[str]) -> list[list[tuple[int, int]]]:
+    return [[m.span() for m in _WORD.finditer(t)] for t in texts]
+
+
+def reach(predictor) -> int | None:
+    """Tokens (or words) of a text the model reads; None: it reads whole texts."""
+    meta = getattr(predictor, "meta", {}) or {}
+    max_len = meta.get("max_len")
+    if max_len is None or getattr(predictor, "model_inputs", None) is None:
+        return None
+    model = getattr(predictor, "model", None)
+    if getattr(model, "reads", "tokens") == "texts":
+        return None
+    if getattr(predictor, "tokenizer", None) is None:
+        return int(max_len)  # word ids (or an ensemble's parts): words
+    return max(1, int(max_len) - 2)
+
+
+def spans(predictor, texts: list[str], backend=None) -> list[list[tuple[int, int]]]:
+    """Each text's token (or word) character spans as the model counts them (``backend``:
+    see ``_tokenizer_offsets``)."""
+    tokenizer = getattr(predictor, "tokenizer", None)
+    found = _tokenizer_offsets(tokenizer, texts, backend) if tokenizer is not None else None
+    return found if found is not None else _word_offsets(texts)
+
+
+def windows(text: str, offsets: list[tuple[int, int]], size: int) -> list[str]:
+    """The windows of ``size`` tokens of ``text`` (``offsets``: its token spans), each
+    starting ``size // 2`` tokens after the one before; the text itself where it fits."""
+    if len(offsets) <= size:
+        return [text]
+    step = max(1, size // 2)
+    out = []
+    for start in range(0, len(offsets), step):
+        end = min(start + size, len(offsets))
+        out.append(text[offsets[start][0] : offsets[end - 1][1]])
+        if end == len(offsets):
+            break
+    return out
+
+
+class WindowedPredictor:
+    """A ``Predictor`` that counts the texts it cuts (``long``) and, with ``chunk``, reads
+    them whole in sliding windows (see the module docstring). Everything else (classes,
+    meta, calibration, ...) is the wrapped predictor's."""
+
+    def __init__(self, predictor, chunk: bool = False):
+        self.predictor, self.chunk = predictor, chunk
+        self.long = 0
+        self.size = reach(predictor)
+        tokenizer = getattr(predictor, "tokenizer", None)
+        self._backend = None if self.size is None else untruncated(tokenizer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.predictor, name)
+
+    def predict_proba(self, texts, batch_size: int = 64) -> np.ndarray:
+        texts = as_texts(texts)
+        if self.size is None or not texts:
+            return self.predictor.predict_proba(texts, batch_size)
+        offsets = spans(self.predictor, texts, self._backend)
+        long = [len(o) > self.size for o in offsets]
+        self.long += sum(long)
+        if not self.chunk or not any(long):
+            return self.predictor.predict_proba(texts, batch_size)
+        pieces: list[str] = []
+        owner: list[int] = []
+        for i, (text, spans_of) in enumerate(zip(texts, offsets)):
+            parts = windows(text, spans_of, self.size)
+            pieces.extend(parts)
+            owner.extend([i] * len(parts))
+        probs = np.asarray(self.predictor.predict_proba(pieces, batch_size), np.float64)
+        index = np.asarray(owner)
+        sums = np.zeros((len(texts), probs.shape[1]))
+        np.add.at(sums, index, probs)
+        counts = np.bincount(index, minlength=len(texts))[:, None]
+        return (sums / counts).astype(np.float32)
+
+    def note(self) -> str | None:
+        """The warning about cut texts (None where none was cut)."""
+        if not self.long:
+            return None
+        unit = "tokens" if getattr(self.predictor, "tokenizer", None) is not None else "words"
+        if self.chunk:
+            return (
+                f"{self.long} texts longer than the model's {self.size} {unit}: read in "
+                "sliding windows (--chunk), probabilities averaged"
+            )
+        return (
+            f"warning: {self.long} texts longer than the model's {self.size} {unit} were cut "
+            "to their start; --chunk reads them whole in sliding windows"
+        )
