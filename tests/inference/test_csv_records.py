@@ -66,7 +66,7 @@ from lttw.inference.batch_predict import open_source
 from lttw.inference.text_lines import LineCap
 pd.read_csv(io.StringIO("a,b\\n1,2\\n"))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-rows = sum(len(c) for c in open_source(Path(sys.argv[1]), "text", LineCap(truncate=True)).chunks())
+rows = sum(len(t) for t, _ in open_source(Path(sys.argv[1]), "text", LineCap(truncate=True)).chunks())
 print(rows, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)
 """
 
@@ -109,7 +109,7 @@ def test_records_split_the_file_as_pandas_does(tmp_path, monkeypatch, sep):
         monkeypatch.setattr(batch_predict, "CHUNK_ROWS", rows)
         monkeypatch.setattr(csv_records, "CHUNK_BYTES", size)
         source = batch_predict.open_source(path, "text", LineCap())
-        got = [text for chunk in source.chunks() for text in chunk]
+        got = [text for texts, _ in source.chunks() for text in texts]
         assert got == want["text"].tolist()
 
 
