@@ -22,4 +22,5 @@ Device = Literal["auto", "cpu", "cuda"]
 Backend = Literal[
     "auto", "torch", "onnx"
 ]  # lttw serve: onnxruntime where the folder has model.onnx
+Engine = Literal["local", "ray"]  # lttw predict --engine
 Profile = Literal["quick", "default", "paper"]  # lttw init --profile (lttw.profiles)

@@ -95,3 +95,15 @@ def test_bad_sources_and_targets_fail_before_ray_starts(tmp_path, shards):
         shard_paths(shards)
     with pytest.raises(UserError, match="--actors must be at least 1"):
         RayBatchSettings(actors=0)
+
+
+def test_lttw_predict_engine_ray(local_ray, model_dir, shards, tmp_path):
+    out = tmp_path / "cli-out"
+    args = ["predict", "--engine", "ray", "--file", shards, "--out", out, "--model", model_dir]
+    result = invoke(*args, "--text-column", "body", "--no-text", "--actors", "2")
+    assert result.exit_code == 0, result.output
+    assert "wrote 24 predictions" in result.stderr
+    got = pd.read_parquet(out)
+    assert "body" not in got.columns and {"shard", "row", "id", "label"} <= set(got.columns)
+    refused = invoke(*args[:-2], "--model", model_dir, "--json")
+    assert refused.exit_code == 2 and "--engine ray takes --file and --out only" in refused.stderr

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from lttw.choices import Device
+from lttw.choices import Device, Engine
 from lttw.cli.main import (
     BadInputError,
     ModelDir,
@@ -133,6 +133,22 @@ def predict(
             "(at most the number of classes)",
         ),
     ] = None,
+    engine: Annotated[
+        Engine,
+        typer.Option(
+            help="local: this process; ray: --file's shards (a file, folder or glob of "
+            "parquet / CSV) over an actor pool on Ray Data (the `ray` extra; a cluster's "
+            "address in --ray-address or RAY_ADDRESS), --out a new folder of parquet shards "
+            "with every input column, `shard` and `row`",
+        ),
+    ] = "local",
+    actors: Annotated[
+        int, typer.Option(min=1, help="with --engine ray: model replicas, one CPU each")
+    ] = 1,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="with --engine ray: a running Ray cluster [default: a local Ray]"),
+    ] = None,
     params: Params = Path("params.yaml"),
 ) -> None:
     """Classify texts with a trained model: label and probability per text. A folder made by
@@ -140,6 +156,21 @@ def predict(
     from lttw.inference.long_texts import WindowedPredictor
     from lttw.inference.text_lines import LineCap
 
+    if engine == "ray":
+        from lttw.cli.evaluating import project_columns
+        from lttw.cli.main import _model_dir
+        from lttw.cli.ray_engine import predict_on_ray
+
+        if texts or keep is not None or chunk or as_json or force:
+            raise UserError("--engine ray takes --file and --out only (no TEXT, --keep, "
+                            "--chunk, --json or --force): it keeps every column")  # fmt: skip
+        predict_on_ray(
+            _model_dir(model, params), file, out, actors=actors, ray_address=ray_address,
+            project_column=project_columns(params)[0], text_column=text_column,
+            with_text=not no_text, max_chars=max_chars, truncate=truncate,
+            batch_size=batch_size, min_prob=min_prob, top_k=top_k,
+        )  # fmt: skip
+        return
     cap = LineCap(max_chars, truncate)
     if keep is not None and file is None:
         raise UserError("--keep names columns of a --file to write beside its predictions")

@@ -56,7 +56,10 @@ class RayBatchSettings:
         cpus_per_actor: CPUs Ray reserves for each actor (its intra-op threads).
         batch_size: texts per ``map_batches`` call (and per forward pass).
         block_rows: rows per block a read task yields (bounds a read task's memory).
-        text_column: the shards' text column (default: ``text``, or the only column).
+        text_column: the shards' text column (default: the project's ``project_column``
+            where the shards have it, else ``text``, else the only column).
+        project_column: the project's ``data.text_column``, if any.
+        with_text: keep the text column in the output.
         max_chars: characters per text, as ``lttw predict --max-chars``.
         truncate: cut longer texts instead of refusing them.
         address: a running Ray cluster's address; None starts (or joins) a local Ray.
@@ -68,6 +71,8 @@ class RayBatchSettings:
     batch_size: int = 256
     block_rows: int = 8192
     text_column: str | None = None
+    project_column: str | None = None
+    with_text: bool = True
     max_chars: int = 10_000
     truncate: bool = False
     address: str | None = None
@@ -142,7 +147,9 @@ def read_shard(path: Path, settings: RayBatchSettings) -> Iterator[pd.DataFrame]
     for frame in _frames(path, settings):
         if column is None:
             names = [str(c) for c in frame.columns]
-            column = pick_text_column(names, settings.text_column, str(path))
+            column = pick_text_column(
+                names, settings.text_column, str(path), settings.project_column
+            )
             taken = sorted(set(ROW_ID_COLUMNS) & set(names))
             if taken:
                 raise DataError(f"{path}: has a column named {taken[0]!r}, which the output uses")
@@ -175,13 +182,16 @@ class _PredictorActor:
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
         if self.column is None:
             names = [c for c in batch.columns if c not in ROW_ID_COLUMNS]
-            self.column = pick_text_column(names, self.settings.text_column, "the shards")
+            self.column = pick_text_column(
+                names, self.settings.text_column, "the shards", self.settings.project_column
+            )
         texts = batch[self.column].tolist()
         probs = self.predictor.predict_proba(texts, self.settings.batch_size)
         answers = prediction_frame(
             texts, probs, self.predictor.classes, with_text=False, rule=self.rule
         )
-        return pd.concat([batch.reset_index(drop=True), answers], axis=1)
+        kept = batch if self.settings.with_text else batch.drop(columns=[self.column])
+        return pd.concat([kept.reset_index(drop=True), answers], axis=1)
 
 
 def _ray(settings: RayBatchSettings):
