@@ -6,7 +6,8 @@ macro F1 the run reached.
     python bench/first_run.py --train-rows 2000 --test-rows 500 --profile quick
 
 The texts are the first ``--train-rows`` / ``--test-rows`` rows of each class of the local AG
-News copy (``../shared/datasets/ag_news``: class names, columns ``text`` and ``label``),
+News folder (``--data DIR``, default the embedded ``datasets/ag_news``; class names,
+columns ``text`` and ``label``),
 written as ``train.csv`` / ``test.csv`` of one folder, which ``lttw init`` reads as the
 splits. The project is made in a temporary folder (``--keep DIR``: there instead, kept);
 the encoder is the embedded MiniLM-L6 the profile names. Writes
@@ -29,23 +30,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS, ROOT  # noqa: E402
 from machine import describe  # noqa: E402
 
-AG_NEWS = ROOT.parent / "shared" / "datasets" / "ag_news"
+AG_NEWS = ROOT / "datasets" / "ag_news"  # the embedded sample; --data for another copy
 
 
-def write_data(folder: Path, train_rows: int, test_rows: int) -> None:
-    """train.csv and test.csv: the first rows of each class, balanced, class names."""
+def write_data(source: Path, folder: Path, train_rows: int, test_rows: int) -> None:
+    """train.csv and test.csv: the first rows of each class of ``source`` (a dataset folder
+    with its manifest.json: splits, classes), balanced, class names."""
     import pandas as pd
 
-    names = json.loads((AG_NEWS / "classes.json").read_text())
+    manifest = json.loads((source / "manifest.json").read_text())
+    names = manifest["classes"]
     folder.mkdir(parents=True)
-    for split, file, rows in (
-        ("train", "train_subset.parquet", train_rows),
-        ("test", "test.parquet", test_rows),
-    ):
-        frame = pd.read_parquet(AG_NEWS / file, columns=["text", "label"])
+    for split, rows in (("train", train_rows), ("test", test_rows)):
+        frame = pd.read_parquet(source / manifest["splits"][split], columns=["text", "label"])
         per_class = rows // len(names)
         frame = frame.groupby("label", group_keys=False).head(per_class)
-        frame = frame.assign(label=frame["label"].map(lambda i: names[str(i)]))
+        frame = frame.assign(label=frame["label"].map(lambda i: names[int(i)]))
         frame.to_csv(folder / f"{split}.csv", index=False)
 
 
@@ -61,6 +61,7 @@ def timed(args: list[str], cwd: Path) -> float:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=AG_NEWS, help="an AG News dataset folder")
     parser.add_argument("--train-rows", type=int, default=4000)
     parser.add_argument("--test-rows", type=int, default=1000)
     parser.add_argument("--profile", default="quick", choices=["quick", "default", "paper"])
@@ -69,7 +70,7 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         base = args.keep or Path(scratch)
         data, project = base / "news", base / "project"
-        write_data(data, args.train_rows, args.test_rows)
+        write_data(args.data, data, args.train_rows, args.test_rows)
         seconds = {
             "init": timed(
                 ["lttw", "init", str(project), "--data", str(data), "--profile", args.profile],

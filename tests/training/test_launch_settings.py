@@ -1,4 +1,4 @@
-"""``train.launcher`` and ``train.checkpoint_dir``: where and how a run trains, not what it
+"""``train.launcher`` and ``train.checkpoint_storage``: where and how a run trains, not what it
 trains (a checkpoint is resumed across them), and where a fold's checkpoints go."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from lttw.training.run_settings import RunSettings
 
 def test_launcher_and_checkpoint_folder_keep_the_fingerprint():
     base = RunSettings.of(settings_from_dict({})).fingerprint(0)
-    moved = {"launcher": "torchrun --nnodes 2 --nproc-per-node 8", "checkpoint_dir": "/mnt/c"}
+    moved = {"launcher": "torchrun --nnodes 2 --nproc-per-node 8", "checkpoint_storage": "/mnt/c"}
     assert RunSettings.of(settings_from_dict({"train": moved})).fingerprint(0) == base
 
 
@@ -29,7 +29,7 @@ def test_the_checkpoint_folder_holds_a_folder_per_fold():
         ({"launcher": "torchrun --nproc-per-node 2; rm -rf ."}, "train.launcher"),
         ({"launcher": 'torchrun "x"'}, "train.launcher"),
         ({"launcher": ""}, "train.launcher"),
-        ({"checkpoint_dir": " "}, "train.checkpoint_dir: a folder, or null"),
+        ({"checkpoint_storage": " "}, "train.checkpoint_storage: a folder, or null"),
     ],
 )
 def test_a_launcher_is_plain_words_and_a_folder_is_not_blank(train, message):

@@ -28,7 +28,7 @@ from support.tiny_project import env, ran, run, set_params
 STEPS = 10
 CRASH_STEP = 7  # mid-epoch 2, after epoch 1's best weights were kept
 AGENT_TIMEOUT_S = 120
-TRAIN = {"epochs": 2, "num_threads": 1, "log_every": 4}
+TRAIN = {"epochs": 2, "max_epochs": 2, "num_threads": 1, "log_every": 4}  # no extension
 
 
 def free_port() -> int:

@@ -263,13 +263,15 @@ def apply_params(path: Path, values: dict[str, Any]) -> None:
     from lttw.experiments.grids import set_param
     from lttw.io import atomic_path
 
-    yaml = YAML()  # round trip: the file's comments and layout stay
-    yaml.width = 100
-    yaml.preserve_quotes = True
-    doc = yaml.load(path.read_text(encoding="utf-8"))
+    # ruamel's round-trip loader: the file's comments and layout stay, and it builds plain
+    # mappings, lists and scalars only (no Python objects from tags)
+    round_trip = YAML()
+    round_trip.width = 100
+    round_trip.preserve_quotes = True
+    doc = round_trip.load(path.read_text(encoding="utf-8"))
     for key, value in values.items():
         set_param(doc, key, value, where=f"{path}:")
     out = io.StringIO()
-    yaml.dump(doc, out)
+    round_trip.dump(doc, out)
     with atomic_path(path) as tmp:
         tmp.write_text(out.getvalue(), encoding="utf-8")

@@ -123,7 +123,7 @@ class TrainSettings(_Group):
         "nodes, e.g. `torchrun --standalone --nproc-per-node 4` "
         "(docs/how-to/at-scale.md). One line of plain words: no shell operators or quotes.",
     )
-    checkpoint_dir: str | None = Field(
+    checkpoint_storage: str | None = Field(
         default=None,
         max_length=1000,
         description="The folder of the `train` stage's resumable checkpoints (a `fold_N` "
@@ -154,7 +154,7 @@ class TrainSettings(_Group):
         "but another model than the paper's.",
     )
 
-    @field_validator("checkpoint_dir")
+    @field_validator("checkpoint_storage")
     @classmethod
     def _folder_not_empty(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():

@@ -45,7 +45,7 @@ def train_fold(settings: RunSettings, fold: int) -> dict:
         )
     inputs = load_fold_inputs(fold)
     check_batch_size(len(inputs.parts["train"]), settings.train.batch_size, fold)
-    paths = RunPaths.of_fold(fold, settings.train.checkpoint_dir)
+    paths = RunPaths.of_fold(fold, settings.train.checkpoint_storage)
     return train_run(settings, fold, inputs, paths)
 
 

@@ -45,7 +45,7 @@ class RunPaths:
     @classmethod
     def of_fold(cls, fold: int, checkpoint_root: str | None = None) -> RunPaths:
         """Fold ``fold``'s folders; its checkpoints under ``checkpoint_root`` where given
-        (``train.checkpoint_dir``), else ``data/checkpoints``."""
+        (``train.checkpoint_storage``), else ``data/checkpoints``."""
         return cls(
             layout.counts_dir(fold),
             layout.nmf_dir(fold),

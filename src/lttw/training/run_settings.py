@@ -69,7 +69,7 @@ class RunSettings:
                 for name in ("data", "folds", "words", "counts", "nmf", "model", "train")
             },
         }
-        for how in ("log_every", "launcher", "checkpoint_dir"):  # where, not what, it trains
+        for how in ("log_every", "launcher", "checkpoint_storage"):  # where, not what, it trains
             relevant["train"].pop(how, None)
         if relevant["train"].get("class_weight") == "none":  # as before the parameter existed
             relevant["train"].pop("class_weight")
