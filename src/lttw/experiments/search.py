@@ -55,11 +55,18 @@ def _storage(url: str):
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the trials are reported here
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     kwargs: dict[str, Any] = {}
+    guard: contextlib.AbstractContextManager = contextlib.nullcontext()
     if url.startswith("sqlite:///"):  # several workers on one file: wait for its lock
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        db = Path(url.removeprefix("sqlite:///"))
+        db.parent.mkdir(parents=True, exist_ok=True)
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
+        # workers that start together would each create the new file's tables: one at a time
+        guard = _locked(db.with_name(db.name + ".lock"))
     try:  # a trial whose worker died is marked failed after the grace period
-        return optuna.storages.RDBStorage(url, heartbeat_interval=30, grace_period=120, **kwargs)
+        with guard:
+            return optuna.storages.RDBStorage(
+                url, heartbeat_interval=30, grace_period=120, **kwargs
+            )
     except Exception as err:  # SQLAlchemy's own errors: a bad URL or an unreachable server
         raise UserError(f"--storage {url}: {str(err).splitlines()[0]}") from None
 
