@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lttw.data.dataset_sources import KNOWN_DATASETS
+
 #: the hub's datasets are read from here unless HF_ENDPOINT names another (a mirror)
 HUB_ENDPOINT = "https://huggingface.co"
 
@@ -45,19 +47,9 @@ class FetchSpec:
         return first.rsplit("/", 1)[0]
 
 
-AG_NEWS_CLASSES = ("World", "Sports", "Business", "Sci/Tech")
-YAHOO_CLASSES = (
-    "Society & Culture",
-    "Science & Mathematics",
-    "Health",
-    "Education & Reference",
-    "Computers & Internet",
-    "Sports",
-    "Business & Finance",
-    "Entertainment & Music",
-    "Family & Relationships",
-    "Politics & Government",
-)
+# the class names the dataset reader knows for its hub copy (one list of each)
+AG_NEWS_CLASSES = KNOWN_DATASETS["ag_news"].classes or ()
+YAHOO_CLASSES = KNOWN_DATASETS["yahoo_answers"].classes or ()
 GOEMOTIONS_CLASSES = (
     "admiration amusement anger annoyance approval caring confusion curiosity desire "
     "disappointment disapproval disgust embarrassment excitement fear gratitude grief joy love "

@@ -147,19 +147,11 @@ def _torch_scores(model, data, rt, batch_size: int, progress: bool, softmax: boo
     probabilities (computed in torch from the fp32 logits), else the logits."""
     import torch
 
-    from lttw.progress import progress as progress_bar
-
     model.eval()
     order = torch.argsort(data.lengths, stable=True)
     out = []
     with torch.no_grad():
-        for start in progress_bar(
-            range(0, len(data), batch_size),
-            desc="predict",
-            unit="batch",
-            disable=not progress,
-            leave=False,
-        ):
+        for start in _batch_starts(len(data), batch_size, progress):
             batch, _ = data.batch(order[start : start + batch_size], rt)
             with rt.autocast():
                 logits = model(**batch)
@@ -170,20 +162,22 @@ def _torch_scores(model, data, rt, batch_size: int, progress: bool, softmax: boo
     return probs.numpy()
 
 
+def _batch_starts(n: int, batch_size: int, progress: bool):
+    """The first row of each batch, with a progress bar of batches (``progress``)."""
+    from lttw.progress import progress as progress_bar
+
+    return progress_bar(
+        range(0, n, batch_size), desc="predict", unit="batch", disable=not progress, leave=False
+    )
+
+
 def _array_logits(model, data: TokenArrays, batch_size: int, progress: bool) -> np.ndarray:
     """``_torch_scores``' batching (shortest rows first, padding trimmed) in numpy, for a
     classifier called as ``model(input_ids=, attention_mask=, factors=)`` -> logits."""
-    from lttw.progress import progress as progress_bar
 
     order = np.argsort(row_lengths(data.attention_mask), kind="stable")
     logits = np.empty((len(data), n_labels(model)), np.float32)
-    for start in progress_bar(
-        range(0, len(data), batch_size),
-        desc="predict",
-        unit="batch",
-        disable=not progress,
-        leave=False,
-    ):
+    for start in _batch_starts(len(data), batch_size, progress):
         rows = order[start : start + batch_size]
         logits[rows] = model(**data.batch(rows))
     return logits
