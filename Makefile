@@ -25,12 +25,15 @@ repro: install
 	. $(BIN)/activate && dvc repro
 
 # the README's test command (CI runs it): lint, types and the docs site first, then pytest,
-# then the tests that compare floats again under another CPU kernel family (tools/other_kernels.py)
+# then the tests that compare floats again under another CPU kernel family (tools/other_kernels.py),
+# a clone of this commit with nothing beside it (tools/standalone_check.sh), and the slim
+# serving install in a fresh venv without torch, as deploy/Dockerfile makes it (deploy/serve_check.py)
 test: install
 	. $(BIN)/activate && ruff check . && ruff format --check . && mypy \
 	 && NO_MKDOCS_2_WARNING=1 mkdocs build --strict \
 	 && HF_HUB_OFFLINE=1 python -m pytest -q -n 2 --dist loadgroup \
-	 && HF_HUB_OFFLINE=1 python tools/other_kernels.py
+	 && HF_HUB_OFFLINE=1 python tools/other_kernels.py \
+	 && bash tools/standalone_check.sh && python deploy/serve_check.py
 
 lint: install
 	. $(BIN)/activate && ruff check . && ruff format --check . && mypy

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from lttw.choices import Device
-from lttw.cli.main import ModelDir, Params, _examples, _load, app
+from lttw.cli.main import ChunkTexts, ModelDir, Params, _examples, _load, app
 from lttw.errors import UserError
 
 #: evaluation.evaluate's N_BOOT and MAX_BOOTSTRAP (not imported: numpy and pandas at start-up)
@@ -75,14 +75,7 @@ def evaluate(
         ),
     ] = N_BOOT,
     seed: Annotated[int, typer.Option(min=0, help="the bootstrap's random seed")] = 0,
-    chunk: Annotated[
-        bool,
-        typer.Option(
-            "--chunk",
-            help="read texts longer than the model's max_len whole, in sliding windows "
-            "(probabilities averaged); without it they are cut to their start",
-        ),
-    ] = False,
+    chunk: ChunkTexts = False,
     max_chars: Annotated[
         int, typer.Option(min=1, help="characters per text; a longer one is an error")
     ] = 100_000,

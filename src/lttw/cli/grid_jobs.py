@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from lttw.cli.main import Params, _examples
+from lttw.cli.main import CellParams, OnlyCells, Params, _examples
 from lttw.cli.reports import Cells, Grids, _grid, exp_app
 
 
@@ -44,13 +44,8 @@ def exp_submit(
     executor: Annotated[
         str, typer.Option("--executor", help="local (processes here) or slurm")
     ] = "local",
-    only: Annotated[
-        list[str] | None, typer.Option("--only", help="only this cell (its key); repeatable")
-    ] = None,
-    assignments: Annotated[
-        list[str] | None,
-        typer.Option("-S", "--set-param", help="another parameter for every cell, as dvc's -S"),
-    ] = None,
+    only: OnlyCells = None,
+    assignments: CellParams = None,
     logs: Annotated[
         Path, typer.Option("--logs", help="submitit's folder (jobs' logs and results)")
     ] = Path("data/grid/jobs"),

@@ -121,6 +121,24 @@ data_app = _typer("Check a dataset, list the known ones.")
 app.add_typer(data_app, name="data")
 
 Params = Annotated[Path, typer.Option("--params", help="parameters file (pipeline settings)")]
+#: a grid's cells to run (``exp run``, ``exp submit``)
+OnlyCells = Annotated[
+    list[str] | None, typer.Option("--only", help="only this cell (its key); repeatable")
+]
+#: more parameters for every cell of a grid, as dvc's -S
+CellParams = Annotated[
+    list[str] | None,
+    typer.Option("-S", "--set-param", help="another parameter for every cell, as dvc's -S"),
+]
+#: ``--chunk`` of ``evaluate`` and ``serve`` (``predict``'s own help says more)
+ChunkTexts = Annotated[
+    bool,
+    typer.Option(
+        "--chunk",
+        help="read texts longer than the model's max_len whole, in sliding windows "
+        "(probabilities averaged); without it they are cut to their start",
+    ),
+]
 ModelDir = Annotated[
     Path | None,
     typer.Option(

@@ -10,6 +10,8 @@ import typer
 
 from lttw import layout
 from lttw.cli.main import (
+    CellParams,
+    OnlyCells,
     Params,
     _examples,
     _typer,
@@ -143,13 +145,8 @@ def exp_list(grids: Grids = Path("experiments"), cells: Cells = Path("evidence/r
 )
 def exp_run(
     name: Annotated[str, typer.Argument(help="a grid (lttw exp list) or a grid file")],
-    only: Annotated[
-        list[str] | None, typer.Option("--only", help="only this cell (its key); repeatable")
-    ] = None,
-    assignments: Annotated[
-        list[str] | None,
-        typer.Option("-S", "--set-param", help="another parameter for every cell, as dvc's -S"),
-    ] = None,
+    only: OnlyCells = None,
+    assignments: CellParams = None,
     frozen: Annotated[
         bool,
         typer.Option(

@@ -11,6 +11,7 @@ import typer
 from lttw.choices import Backend
 from lttw.cli.main import (
     BadInputError,
+    ChunkTexts,
     ModelDir,
     Params,
     _examples,
@@ -130,14 +131,7 @@ def serve(
         ),
     ] = None,
     access_log: Annotated[bool, typer.Option(help="log one line per request")] = False,
-    chunk: Annotated[
-        bool,
-        typer.Option(
-            "--chunk",
-            help="read texts longer than the model's max_len whole, in sliding windows "
-            "(probabilities averaged); without it they are cut to their start",
-        ),
-    ] = False,
+    chunk: ChunkTexts = False,
     params: Params = Path("params.yaml"),
 ) -> None:
     """Serve a model folder over HTTP (FastAPI + uvicorn): POST /predict {"texts": [...]},
