@@ -74,12 +74,39 @@ def reach(predictor) -> int | None:
     return max(1, int(max_len) - 2)
 
 
-def spans(predictor, texts: list[str], backend=None) -> list[list[tuple[int, int]]]:
+def word_rule(predictor):
+    """The ``WordSplitter`` a model on word ids splits texts with: its vocabulary's rule
+    (``words/words.json``, what ``Predictor.model_inputs`` applies), else lttw.json's
+    ``words`` where lttw.json says ``vocab: words``; None for a model on encoder tokens or
+    without a rule of its own (an ensemble)."""
+    if getattr(predictor, "tokenizer", None) is not None:
+        return None
+    vocabulary = getattr(predictor, "words", None)
+    if vocabulary is not None:
+        return vocabulary.splitter
+    meta = getattr(predictor, "meta", {}) or {}
+    record = meta.get("words")
+    if meta.get("vocab") != "words" or record is None:
+        return None
+    from lttw.text.words import WordSplitter
+
+    return WordSplitter.from_record(record, "lttw.json")
+
+
+def spans(predictor, texts: list[str], backend=None, rule=None) -> list[list[tuple[int, int]]]:
     """Each text's token (or word) character spans as the model counts them (``backend``:
-    see ``_tokenizer_offsets``)."""
+    see ``_tokenizer_offsets``; ``rule``: the predictor's ``word_rule``, where the caller
+    keeps it)."""
     tokenizer = getattr(predictor, "tokenizer", None)
-    found = _tokenizer_offsets(tokenizer, texts, backend) if tokenizer is not None else None
-    return found if found is not None else _word_offsets(texts)
+    if tokenizer is not None:
+        found = _tokenizer_offsets(tokenizer, texts, backend)
+        return found if found is not None else _word_offsets(texts)
+    rule = rule if rule is not None else word_rule(predictor)
+    if rule is None:
+        return _word_offsets(texts)
+    from lttw.text.word_spans import word_spans
+
+    return [word_spans(rule, text) for text in texts]
 
 
 def windows(text: str, offsets: list[tuple[int, int]], size: int) -> list[str]:
@@ -108,6 +135,7 @@ class WindowedPredictor:
         self.size = reach(predictor)
         tokenizer = getattr(predictor, "tokenizer", None)
         self._backend = None if self.size is None else untruncated(tokenizer)
+        self._rule = None if self.size is None else word_rule(predictor)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.predictor, name)
@@ -116,7 +144,7 @@ class WindowedPredictor:
         texts = as_texts(texts)
         if self.size is None or not texts:
             return self.predictor.predict_proba(texts, batch_size)
-        offsets = spans(self.predictor, texts, self._backend)
+        offsets = spans(self.predictor, texts, self._backend, self._rule)
         long = [len(o) > self.size for o in offsets]
         self.long += sum(long)
         if not self.chunk or not any(long):
