@@ -7,9 +7,13 @@ the rest is cut. ``WindowedPredictor`` wraps a ``Predictor``: it counts the text
 cut (``long``), and with ``chunk`` it splits each of them into windows of that many tokens
 (words), each window starting half a window after the one before, so every token is read
 and most twice, predicts every window and gives the text the mean of its windows'
-probabilities. A window is a span of the original text (the tokenizer's character offsets),
-so the model reads each window exactly as it reads a text. A model that reads raw text (no
-``max_len``: the tf-idf baselines) cuts nothing and is passed through.
+probabilities. A window is a span of the original text, so the model reads each window
+exactly as it reads a text: for encoder tokens the tokenizer's character offsets; for word
+ids the character spans of the words that the model's own rule finds (``words/words.json``:
+regex, jieba or char, ``text.word_spans``), so a Chinese text without spaces is counted in
+its words. Where a predictor has no rule of its own (an ensemble of folders) words are the
+runs between whitespace. A model that reads raw text (no ``max_len``: the tf-idf baselines)
+cuts nothing and is passed through.
 
 The windows of one text are bounded by the text's length, which the commands cap
 (``--max-chars``, ``--max-text-chars``).
@@ -90,7 +94,7 @@ def word_rule(predictor):
         return None
     from lttw.text.words import WordSplitter
 
-    return WordSplitter.from_record(record, "lttw.json")
+    return WordSplitter.from_record(record, f"{getattr(predictor, 'folder', '.')}/lttw.json")
 
 
 def spans(predictor, texts: list[str], backend=None, rule=None) -> list[list[tuple[int, int]]]:
