@@ -36,7 +36,7 @@ from lttw.evaluation.metrics import (
 from lttw.evaluation.plots import write_report_files
 from lttw.evaluation.temperature import logits_of, scaled_probabilities
 from lttw.inference.predict import checked_meta, predict_cached_parts
-from lttw.io import atomic_dir, read_json, write_csv, write_json, write_parquet
+from lttw.io import atomic_dir, read_json, write_csv, write_json, write_metrics, write_parquet
 from lttw.models.trained import folder_calibration
 from lttw.stage import run_stage
 
@@ -57,14 +57,9 @@ def main(settings, fold: int):
     temperature = 1.0 if calibration is None or multi else calibration.temperature
     training = read_json(layout.train_metrics(fold))
     m = settings.model
-    metrics = {
-        "fold": fold,
-        "dataset": settings.data.dataset,
-        "variant": m.variant,
-        "fusion": m.fusion,
-        "attention": m.attention,
-        "seed": settings.seed,
-    }
+    # numbers only: the dataset and the variant are parameters, the device the model
+    # folder's lttw.json ``trained_on``
+    metrics = {"fold": fold, "seed": settings.seed}
     report, frames = {}, []
     for part in EVAL_PARTS:
         if part == "predict" and not len(inputs.part_labels(part)):
@@ -100,7 +95,7 @@ def main(settings, fold: int):
     # the time per epoch with and without the start-up of the first step (steady_...)
     for key in (
         *("time_per_epoch_s", "steady_time_per_epoch_s", "startup_s", "samples_per_s"),
-        *("epochs_run", "device", "device_name"),
+        "epochs_run",
     ):
         if key in training:
             metrics[key] = training[key]
@@ -129,7 +124,7 @@ def main(settings, fold: int):
         else confusion_long(test_y, predicted_labels(probs["test"]), inputs.classes)
     )
     write_csv(layout.confusion_csv(fold), confusion)
-    write_json(layout.fold_metrics(fold), metrics)
+    write_metrics(layout.fold_metrics(fold), metrics)
 
 
 if __name__ == "__main__":

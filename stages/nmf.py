@@ -2,14 +2,14 @@
 
 from lttw import layout
 from lttw.factors.nmf import factor_counts_folder
-from lttw.io import atomic_dir, write_json
+from lttw.io import atomic_dir, write_metrics
 from lttw.stage import run_stage
 
 
 def main(settings, fold):
     with atomic_dir(layout.nmf_dir(fold)) as tmp:
         metrics = factor_counts_folder(layout.counts_dir(fold), tmp, settings.nmf, settings.seed)
-    write_json(layout.nmf_metrics(fold), metrics)
+    write_metrics(layout.nmf_metrics(fold), metrics)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import logging
 from lttw import layout
 from lttw.errors import UserError
 from lttw.evaluation.metrics import held_out_samples, summarize_folds
-from lttw.io import read_json, write_json
+from lttw.io import read_json, write_metrics
 from lttw.stage import run_stage
 
 log = logging.getLogger("lttw.summary")
@@ -27,22 +27,18 @@ def main(settings):
         if not path.is_file():
             raise UserError(f"{path}: missing; run the evaluate stage for fold {fold}")
         per_fold[fold] = read_json(path)
-    first = per_fold[settings.folds.run[0]]
     summary = {}
     final = read_json(layout.FINAL_METRICS) if layout.FINAL_METRICS.is_file() else {}
     if final:
         summary["final"] = {key: final[key] for key in FINAL_KEYS if key in final}
     summary.update(
         {
-            "dataset": settings.data.dataset,
-            "variant": settings.model.variant,
-            "device": first.get("device", "unknown"),
             "seed": settings.seed,
             **summarize_folds(per_fold),
             "held_out": held_out_samples(read_json(layout.LABELS_JSON)),
         }
     )
-    write_json(layout.SUMMARY_METRICS, summary)
+    write_metrics(layout.SUMMARY_METRICS, summary)
     f1 = summary.get("test/f1_macro", {})
     log.info(
         "study: held-out test macro-F1 of the fold models over %d fold(s): %.4f +- %.4f",

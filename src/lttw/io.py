@@ -161,6 +161,30 @@ def write_json(path: str | Path, obj) -> None:
         )
 
 
+def numbers_only(obj):
+    """``obj`` with what is not a number left out: a DVC metrics file holds numbers only
+    (``dvc metrics show`` / ``dvc exp show`` make a column of every value), so words go to
+    the parameters, the model folder's ``lttw.json`` or a report. True / False become 1 / 0;
+    dicts and lists are kept where something numeric is left in them; numpy scalars become
+    plain numbers; None where nothing is left."""
+    if isinstance(obj, (bool, np.bool_)):
+        return int(obj)
+    if isinstance(obj, (int, float, np.integer, np.floating)):
+        return obj.item() if isinstance(obj, np.generic) else obj
+    if isinstance(obj, dict):
+        kept = {str(k): numbers_only(v) for k, v in obj.items()}
+        return {k: v for k, v in kept.items() if v is not None} or None
+    if isinstance(obj, (list, tuple)):
+        kept = [numbers_only(v) for v in obj]
+        return kept if kept and all(v is not None for v in kept) else None
+    return None
+
+
+def write_metrics(path: str | Path, obj: dict) -> None:
+    """A DVC metrics file: ``obj``'s numbers (``numbers_only``), written atomically."""
+    write_json(path, numbers_only(obj) or {})
+
+
 def read_json(path: str | Path):
     """The JSON document in ``path``; a damaged file raises ``UnreadableFileError`` naming it."""
     try:

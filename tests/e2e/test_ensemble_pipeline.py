@@ -47,8 +47,9 @@ def test_ensemble_trains_evaluates_and_predicts(ensemble_run):
         assert (model / part / "calibration.json").is_file()
     meta = json.loads((model / "lttw.json").read_text())
     assert meta["variant"] == "lttw_tfidf" and "ensemble.json" in meta["sha256"]
+    assert meta["trained_on"]["device"] == "cpu"  # the metrics files hold numbers only
     metrics = json.loads((ensemble_run / layout.fold_metrics(0)).read_text())
-    assert metrics["variant"] == "lttw_tfidf" and 0 <= metrics["test"]["f1_macro"] <= 1
+    assert 0 <= metrics["test"]["f1_macro"] <= 1
     train = json.loads((ensemble_run / layout.train_metrics(0)).read_text())
     assert set(train["weights"]) == {"lttw", "tfidf_linear"}
     answer = lttw(["predict", "--model", model, "--json", "oil prices fall"], ensemble_run)

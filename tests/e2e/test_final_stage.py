@@ -79,15 +79,15 @@ def test_disabled_final_is_fold_0s_model_marked_so(tiny_repro, tmp_path):
     assert summary["final"]["trained_on"] == summary["fold_test/n"]["mean"] * 2  # 4 folds: 2:1:1
     # fold 0's model, measured on the held-out test sample it never saw, with an interval
     estimate = summary["final"]["estimate"]
-    assert estimate["from_folds"] is False and estimate["n"] == summary["test/n"]["mean"]
+    assert estimate["from_folds"] == 0 and estimate["n"] == summary["test/n"]["mean"]
     assert estimate["f1_macro"] == summary["test/f1_macro"]["mean"]
     assert estimate["f1_macro_low"] <= estimate["f1_macro"] <= estimate["f1_macro_high"]
     assert estimate["ece"] == summary["test/ece"]["mean"]
     assert _numbers_only(json.loads((root / layout.FINAL_METRICS).read_text()))
     assert _numbers_only(summary["final"])
     assert summary["held_out"]["test_rows"] == summary["test/n"]["mean"]
-    assert summary["held_out"]["from_test_split"] is True  # a sample of the test split
-    assert summary["held_out"]["whole_test_split"] is False
+    assert summary["held_out"]["from_test_split"] == 1  # a sample of the test split
+    assert summary["held_out"]["whole_test_split"] == 0
     assert "predict_rows" in summary["held_out"]  # the paper profile keeps its predict sample
     assert "label" in lttw(["predict", "--model", final, "oil prices fall"], root).output
     # a fold's folder has no card of its own (written before its evaluation): its export
@@ -153,7 +153,7 @@ def test_enabled_final_trains_on_every_labelled_row(enabled):
     n_train = TRAIN_PER_CLASS * len(CLASSES)
     record = json.loads((enabled / layout.FINAL_METRICS).read_text())
     fold_best = json.loads((enabled / layout.train_metrics(0)).read_text())["best_epoch"] + 1
-    assert record["enabled"] is True and record["trained_on"] == n_train
+    assert record["enabled"] == 1 and record["trained_on"] == n_train
     # measured on the held-out test sample (the whole test split), as `lttw predict` answers
     assert record["test"]["n"] == TEST_PER_CLASS * len(CLASSES)
     assert 0.0 <= record["test"]["f1_macro"] <= 1.0 and "accuracy" in record["test"]
@@ -177,7 +177,7 @@ def test_enabled_final_trains_on_every_labelled_row(enabled):
     assert summary["final"]["test"] == record["test"]  # what a grid's cell keeps of it
     # an official test split stays held out: the estimate is the final model's own there
     estimate = summary["final"]["estimate"]
-    assert estimate["from_folds"] is False and estimate["n"] == record["test"]["n"]
+    assert estimate["from_folds"] == 0 and estimate["n"] == record["test"]["n"]
     assert estimate["f1_macro"] == record["test"]["f1_macro"] and 0 <= estimate["ece"] <= 1
     assert _numbers_only(record) and _numbers_only(summary["final"])
     out_lines = [line for line in out.splitlines() if "lttw." in line]

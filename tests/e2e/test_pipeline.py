@@ -63,6 +63,36 @@ def test_repro_runs_every_stage_then_nothing(tiny_repro, project):
     assert ran(again) == set()
 
 
+def _leaves(doc, path=""):
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield from _leaves(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            yield from _leaves(value, f"{path}[{i}]")
+    else:
+        yield path, doc
+
+
+def test_metrics_files_hold_numbers_only(tiny_repro):
+    """Every value `dvc metrics show` reads is a number (no words, no true / false): the
+    dataset and variant are parameters, the training device the model folder's."""
+    shown = json.loads(run(["dvc", "metrics", "show", "--json"], tiny_repro.root))
+    (workspace,) = shown.values()  # one revision: the workspace
+    files = workspace["data"]
+    assert {"metrics/summary.json", "metrics/final.json", "metrics/folds/fold_0.json"} <= set(files)
+    leaves = [
+        (f"{name}:{key}", value)
+        for name, entry in files.items()
+        for key, value in _leaves(entry.get("data", {}))
+    ]
+    assert len(leaves) > 50
+    words = [(key, v) for key, v in leaves if isinstance(v, (str, bool)) or v is None]
+    assert words == []
+    meta = json.loads((tiny_repro.root / "models/fold_0/lttw.json").read_text())
+    assert meta["trained_on"]["device"] == "cpu" and meta["trained_on"]["device_name"] == "cpu"
+
+
 def test_changing_rank_reruns_nmf_not_counts(project):
     # up to features@0, the first stage after nmf: train@0 and after are then stale (`dvc
     # status`); what a changed factor tensor reruns through training, and going back to a

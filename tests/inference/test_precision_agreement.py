@@ -21,6 +21,9 @@ def test_the_pipeline_and_lttw_predict_give_the_same_labels(tiny_repro, tmp_path
     assert meta["precision"] == "fp32" and "model.safetensors" in meta["sha256"]
     result = CliRunner().invoke(cli.app, ["verify", str(folder)])
     assert result.exit_code == 0, result.output
+    # a fold's folder is evaluated after it is written: verify says what its card would say
+    assert "a fold's model, evaluated after it was written: macro F1" in result.output
+    assert "own predictions on the held-out test sample" in result.output
 
     evaluated = pd.read_parquet(root / "data" / "eval" / "fold_0" / "predictions.parquet")
     test = evaluated[evaluated["part"] == "test"]

@@ -206,7 +206,16 @@ def _say_card(folder: Path) -> None:
 
     card = read_card(folder)
     if card is None:
-        typer.echo(f"{folder}: no model card (README.md, metrics.json)")
+        from lttw.reporting.fold_card import fold_card
+
+        made = fold_card(folder)  # a pipeline fold's folder: the card its project's files make
+        if made is None:
+            typer.echo(f"{folder}: no model card (README.md, metrics.json)")
+        else:
+            typer.echo(
+                f"{folder}: a fold's model, evaluated after it was written: {headline(made[0])} "
+                "(`lttw export` writes its model card into the copy)"
+            )
     elif not (folder / CARD).is_file():
         typer.echo(f"error: {folder / CARD}: missing beside its metrics.json", err=True)
         raise typer.Exit(EXIT_BAD_INPUT)

@@ -1,9 +1,11 @@
 """Reading a run folder, the cells of ``evidence/runs/`` among them (``cells`` writes them):
-``summary.json`` (the summary stage's output, which names the dataset and variant) and
-``folds/fold_<i>.json`` (the evaluate stage's per-fold metrics); ``metrics/`` of the workspace
-is one, and runs copied elsewhere (e.g. from ``dvc exp``) are others. An optional
-``params.yaml`` beside ``summary.json`` names LTTW's ablations (LTTW-M / -L / -Att); a cell's
-``test_predictions.parquet`` holds its held-out test predictions (fold, row, label, pred).
+``summary.json`` (the summary stage's output) and ``folds/fold_<i>.json`` (the evaluate
+stage's per-fold metrics); ``metrics/`` of the workspace is one, and runs copied elsewhere
+(e.g. from ``dvc exp``) are others. The parameters that produced a run (``params.yaml``
+beside ``summary.json``, or the one passed) name its dataset, its variant and LTTW's
+ablations (LTTW-M / -L / -Att): the pipeline's metrics files hold numbers only (a cell's
+folder, and runs written before, may name them too). A cell's ``test_predictions.parquet``
+holds its held-out test predictions (fold, row, label, pred).
 """
 
 from __future__ import annotations
@@ -75,11 +77,46 @@ def variant_label(variant: str, model: dict | None) -> str:
     )
 
 
-def _model_params(path: Path | None) -> dict | None:
+def read_params(path: Path | None) -> dict:
+    """The parameters file ``path`` as a dict ({} where there is none)."""
     if path is None or not path.is_file():
-        return None
+        return {}
     raw = read_yaml(path) or {}
-    return raw.get("model") if isinstance(raw, dict) else None
+    return raw if isinstance(raw, dict) else {}
+
+
+def _section(params: dict | None, name: str) -> dict:
+    block = (params or {}).get(name)
+    return block if isinstance(block, dict) else {}
+
+
+def run_identity(summary: dict, params: dict | None) -> tuple[str, str, dict]:
+    """(dataset, variant, model parameters) of a run: from its parameters, else from what a
+    summary written before named."""
+    data, model = _section(params, "data"), _section(params, "model")
+    dataset = data.get("dataset") or summary.get("dataset") or "unknown"
+    variant = model.get("variant") or summary.get("variant") or "unknown"
+    return str(dataset), str(variant), model
+
+
+def machine_of(model_meta: dict) -> dict:
+    """The device and card a fold's model trained on (its lttw.json ``trained_on``), as the
+    report's device column reads them from a fold's record."""
+    block = model_meta.get("trained_on") if isinstance(model_meta, dict) else None
+    if not isinstance(block, dict):
+        return {}
+    return {key: block[key] for key in ("device", "device_name") if key in block}
+
+
+def with_machines(run: Run, models: Path) -> Run:
+    """``run`` with each fold's device and card (``machine_of``) from the model folders
+    under ``models`` (``models/fold_<i>``) where they exist; the folds' metrics hold numbers
+    only."""
+    for fold, metrics in run.folds.items():
+        meta = models / f"fold_{fold}" / "lttw.json"
+        if meta.is_file():
+            run.folds[fold] = {**metrics, **machine_of(read_json(meta))}
+    return run
 
 
 def read_cell(folder: str | Path, params: str | Path | None = None) -> Run:
@@ -98,7 +135,7 @@ def read_cell(folder: str | Path, params: str | Path | None = None) -> Run:
     run = make_run(
         summary,
         [(p.stem, read_json(p)) for p in fold_files],
-        _model_params(params_path),
+        read_params(params_path),
         str(folder),
     )
     if run is None:
@@ -109,11 +146,11 @@ def read_cell(folder: str | Path, params: str | Path | None = None) -> Run:
 
 
 def make_run(
-    summary: dict, fold_metrics: list[tuple[str, dict]], model: dict | None, source: str
+    summary: dict, fold_metrics: list[tuple[str, dict]], params: dict | None, source: str
 ) -> Run | None:
     """A run from the summary stage's output, the per-fold metrics (``(fold_<i>, metrics)``;
-    only the folds the summary lists are kept) and the ``model`` parameters that produced
-    them; None without any fold."""
+    only the folds the summary lists are kept) and the parameters that produced them
+    (``run_identity``); None without any fold."""
     wanted = summary.get("folds")
     folds = {}
     for stem, metrics in fold_metrics:
@@ -122,8 +159,8 @@ def make_run(
             folds[fold] = metrics
     if not folds:
         return None
-    label = variant_label(summary.get("variant", "unknown"), model)
-    run = Run(summary.get("dataset", "unknown"), label, folds, [source])
+    dataset, variant, model = run_identity(summary, params)
+    run = Run(dataset, variant_label(variant, model), folds, [source])
     run.held_out, run.final = summary.get("held_out"), summary.get("final")
     return run
 

@@ -23,7 +23,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lttw.experiments.cell_folder import PART, PREDICTIONS, Run, make_run, read_cell
+from lttw.experiments.cell_folder import (
+    PART,
+    PREDICTIONS,
+    Run,
+    make_run,
+    read_cell,
+    read_params,
+    with_machines,
+)
 from lttw.io import atomic_dir, atomic_path, read_json, remove_inside, write_json, write_parquet
 
 RUNS_DIR = Path("evidence/runs")
@@ -145,10 +153,14 @@ def read_grid_cell(runs_dir: Path, name: str) -> Run | None:
             trained[fold] = read_json(fold_record(mark.parent, fold))
     if not folds:
         return None
-    first = folds[0][1]  # the evaluate stage's metrics name the dataset, variant, ablation
-    summary = {"dataset": first.get("dataset"), "variant": first.get("variant")}
-    model = {"fusion": first.get("fusion"), "attention": first.get("attention")}
-    partial = make_run(summary, folds, model, str(runs_dir / ".partial" / name))
+    # the saved folds' parameters name the dataset, variant and ablation (folds saved before
+    # they were kept: the evaluate stage's metrics named them)
+    first = folds[0][1]
+    params = read_params(runs_dir / ".partial" / name / PARTIAL_PARAMS) or {
+        "data": {"dataset": first.get("dataset")},
+        "model": {k: first.get(k) for k in ("variant", "fusion", "attention")},
+    }
+    partial = make_run({}, folds, params, str(runs_dir / ".partial" / name))
     if partial is not None:
         partial.partial, partial.trained = True, trained
     return partial
@@ -216,6 +228,8 @@ def write_cell_from_work(target: Path, work: Path, params: dict, meta: dict) -> 
     ``cells/<cell>/``): its summary, the summary's folds' metrics and held-out predictions."""
     summary = read_json(work / "metrics" / "summary.json")
     folds = {f: read_json(work / f"metrics/folds/fold_{f}.json") for f in summary["folds"]}
+    # the cell's fold files also name the device each fold trained on (its model folder's)
+    folds = with_machines(Run("", "", folds), work / "models").folds
     predictions = pd.concat(
         [
             test_predictions(f, pd.read_parquet(work / f"data/eval/fold_{f}/predictions.parquet"))

@@ -22,6 +22,7 @@ from lttw.experiments.cells import write_cell_folder
 from lttw.experiments.dvc_experiments import (
     FOLD_FILE,
     SUMMARY,
+    dvc_machine,
     dvc_predictions,
     exp_rows,
     experiment_name,
@@ -74,6 +75,8 @@ def write_cell(folder: Path, name: str, rev: str, data: dict) -> None:
         if (m := FOLD_FILE.search(path)) and (fold_data := file_data(metrics, path)) is not None
     }
     folds = {f: m for f, m in folds.items() if f in summary.get("folds", folds)}
+    # the metrics hold numbers only: the device each fold trained on from its model folder
+    folds = {f: {**m, **dvc_machine(rev, f)} for f, m in folds.items()}
     write_cell_folder(
         folder,
         summary,

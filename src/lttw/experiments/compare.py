@@ -51,7 +51,7 @@ def compare_rows(doc: list, params: tuple[str, ...] = ()) -> list[list[str]]:
         out.append(
             [
                 experiment_name(row)[:NAME_WIDTH],
-                str(summary.get("variant", "-")),
+                _param(all_params, "model.variant"),
                 f"{rows:,}" if isinstance(rows, int) else "-",
                 _pct(estimate.get("f1_macro")),
                 interval,

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lttw import layout
-from lttw.experiments.cell_folder import PART, Run, make_run
+from lttw.experiments.cell_folder import PART, Run, machine_of, make_run
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +103,7 @@ def runs_from_exp_show(doc: list, skip_workspace: bool = True) -> list[Run]:
             and (fold_data := file_data(metrics, path)) is not None
         ]
         params = file_data(data.get("params"), "params.yaml") or {}
-        model = params.get("model") if isinstance(params.get("model"), dict) else None
-        run = make_run(summary, folds, model, f"dvc {kind} {name}")
+        run = make_run(summary, folds, params, f"dvc {kind} {name}")
         if run is not None:
             run.name, run.rev, run.params = name, str(row.get("rev") or "") or None, params
             runs.append(run)
@@ -134,3 +133,17 @@ def dvc_predictions(run: Run, fold: int):
         return None
     test = frame[frame["part"] == PART]
     return test["label"].to_numpy(), test["pred"].to_numpy()
+
+
+def dvc_machine(rev: str, fold: int) -> dict:
+    """The device and card fold ``fold``'s model trained on (its lttw.json ``trained_on``)
+    from DVC's cache at revision ``rev``; {} where it cannot be read."""
+    try:
+        import dvc.api
+
+        with dvc.api.open(f"models/fold_{fold}/lttw.json", rev=rev) as f:
+            meta = json.load(f)
+    except Exception as err:  # noqa: BLE001  (dvc raises many kinds; the device is then "?")
+        log.warning("%s: the model folder of fold %d not readable: %s", rev[:7], fold, err)
+        return {}
+    return machine_of(meta)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lttw.errors import UserError
-from lttw.experiments.cell_folder import Run, read_cell
+from lttw.experiments.cell_folder import Run, read_cell, with_machines
 
 
 def merge_runs(runs: list[Run]) -> dict[tuple[str, str], Run]:
@@ -37,8 +37,8 @@ def collect_runs(
     (``lttw.experiments.dvc_experiments``), then the extra run folders; a run seen twice (the
     workspace holds the last experiment applied) counts once, see ``distinct_runs``."""
     runs = []
-    if (Path(workspace) / "summary.json").is_file():
-        runs.append(read_cell(workspace, params))
+    if (Path(workspace) / "summary.json").is_file():  # its models beside metrics/
+        runs.append(with_machines(read_cell(workspace, params), Path(workspace).parent / "models"))
     runs += list(experiments or [])
     runs += [read_cell(folder) for folder in extra]
     if not runs:

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from lttw.evaluation.temperature import logits_of
-from lttw.io import atomic_dir, write_json
+from lttw.io import atomic_dir, write_metrics
 from lttw.models.bundle import write_model_folder
 from lttw.models.calibration import load_calibration, save_calibration
 from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS, EnsembleWeights, choose_weights
 from lttw.models.folder_files import record_checksums
 from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
 from lttw.training.calibrating import temperature_calibration
-from lttw.training.run_outputs import borrowed_calibration, borrowed_file
+from lttw.training.run_outputs import borrowed_calibration, borrowed_file, trained_on
 
 if TYPE_CHECKING:
     from lttw.settings import TrainSettings
@@ -101,7 +101,7 @@ def train_ensemble(settings: RunSettings, run, inputs, paths, extra_meta, train_
             counts=settings.counts,
             seed=settings.seed,
             frozen_encoder=settings.train.freeze_encoder,
-            extra_meta=extra_meta,
+            extra_meta={**(extra_meta or {}), "trained_on": trained_on(summaries[parts[0]])},
         )
         weights.save(tmp)
         if mixture is not None:
@@ -121,5 +121,5 @@ def train_ensemble(settings: RunSettings, run, inputs, paths, extra_meta, train_
         "seed": settings.seed,
     }
     if paths.metrics is not None:
-        write_json(paths.metrics, summary)
+        write_metrics(paths.metrics, summary)
     return summary

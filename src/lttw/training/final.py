@@ -45,7 +45,7 @@ from lttw import layout
 from lttw.data.folds import read_fold_parts
 from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.errors import UserError
-from lttw.io import atomic_dir, read_json, write_arrays, write_json
+from lttw.io import atomic_dir, read_json, write_arrays, write_json, write_metrics
 from lttw.settings import check_batch_size
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def write_final_model(
         write_json(tmp / META, {**read_json(tmp / META), "final": {**record, **about}})
         if card is not None:
             card(tmp, record, about)
-    write_json(FINAL_METRICS, record)
+    write_metrics(FINAL_METRICS, record)
     return record
 
 

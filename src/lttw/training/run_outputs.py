@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lttw import layout
-from lttw.io import atomic_dir, read_arrays_metadata, write_json
+from lttw.io import atomic_dir, read_arrays_metadata, write_metrics
 from lttw.models.bundle import write_model_folder
 from lttw.models.calibration import CALIBRATION, Calibration, load_calibration, save_calibration
 from lttw.models.folder_files import record_checksums
@@ -81,6 +81,17 @@ def open_run_live(seed: int, variant: str, fold, key: str, paths: RunPaths):
     )
 
 
+#: what a training summary says of the machine, in words: the model folder's lttw.json
+#: ``trained_on`` (the training metrics file holds numbers only)
+TRAINED_ON = ("device", "device_name", "bf16", "world_size")
+
+
+def trained_on(summary: dict) -> dict:
+    """The device (``cuda:0``, ``cpu``), the card's name, bf16 autocast and the number of
+    processes a training run used, from its summary."""
+    return {key: summary[key] for key in TRAINED_ON if key in summary}
+
+
 def borrowed_file(paths: RunPaths, inputs, name: str) -> Path | None:
     """``paths.calibration_from / name`` where this run has no validation rows to fit its own
     calibration (or choose an ensemble's weights) on and that file exists; else None."""
@@ -115,7 +126,7 @@ def write_run_outputs(
     tuned on ``val_probs``; single-label: the temperature fitted on them), lttw.json with
     ``extra_meta`` and the multi-label / class-weight keys, checksums last."""
     meta, tuned = multi_label_record(run.train.class_weight, inputs, val_probs)
-    extra_meta = {**(extra_meta or {}), **meta} or None
+    extra_meta = {**(extra_meta or {}), **meta, "trained_on": trained_on(summary)}
     calibration = calibration or borrowed_calibration(paths, inputs) or tuned.get("calibration")
     if calibration is None:  # single-label: a temperature fitted on the val part
         calibration = temperature_calibration(val_probs, inputs.part_labels("val"))
@@ -140,9 +151,9 @@ def write_run_outputs(
         )
         record_checksums(tmp)  # last: the sha256 of every file the loader reads
     # timings vary run to run: kept out of the model folder so that its hash (and with it
-    # the evaluate stage) only changes when the weights do
+    # the evaluate stage) only changes when the weights do; the metrics file holds numbers
     if paths.metrics is not None:
-        write_json(paths.metrics, summary)
+        write_metrics(paths.metrics, summary)
     if live is not None:
         for key in ("best_val_f1_macro", "time_per_epoch_s", "samples_per_s"):
             if key in summary:
