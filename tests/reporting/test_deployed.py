@@ -5,11 +5,15 @@ columns people read of every DVC experiment in 100 characters."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from lttw.experiments.compare import WIDTH, compare_rows, render_table
 from lttw.model_card import card_metrics, render_card
 from lttw.reporting.deployed import deployed_doc, deployed_section
 from lttw.reporting.report import render
+from lttw.reporting.study_report import with_study
+
+REPO = Path(__file__).resolve().parents[2]
 
 ESTIMATE = {
     "f1_macro": 0.9,
@@ -33,6 +37,9 @@ def test_the_report_opens_with_the_deployed_model(tmp_path):
     assert "trained on 2,000 labelled texts, 4 classes" in text
     assert "expected calibration error 0.0310" in text
     assert first < text.index("Macro precision / recall / F1")  # before the study's tables
+    # the paired study's section goes after it, not before (experiments/study.yaml's cells)
+    with_cells, _ = with_study(text, REPO / "experiments" / "study.yaml", tmp_path / "runs")
+    assert with_cells.index("## The deployed model") < with_cells.index("(the paired study)")
     assert deployed_doc(tmp_path, {"trained_on": 5}) is None  # an older summary: no section
     assert deployed_section(None) == []
 

@@ -32,6 +32,10 @@ def deployed_doc(root: Path, summary_final: dict | None) -> dict | None:
     }
 
 
+#: the section's title (at the report's ``##`` level)
+DEPLOYED_TITLE = f"## The deployed model (`{layout.FINAL_MODEL_DIR.as_posix()}`)"
+
+
 def deployed_section(doc: dict | None, level: str = "##") -> list[str]:
     """Markdown lines of the section (none where ``doc`` is None)."""
     if doc is None:
@@ -41,7 +45,7 @@ def deployed_section(doc: dict | None, level: str = "##") -> list[str]:
     how = (doc.get("calibration") or {}).get("how")
     lines = [
         "",
-        f"{level} The deployed model (`{layout.FINAL_MODEL_DIR.as_posix()}`)",
+        f"{level} {DEPLOYED_TITLE[3:]}",
         "",
         f"- {headline(doc)}.",
         f"- trained on {doc.get('rows') or 0:,} labelled texts"

@@ -21,6 +21,7 @@ from lttw.experiments.cell_folder import Run, read_cell, read_test_predictions
 from lttw.experiments.cells import RUNS_DIR
 from lttw.experiments.study import Cell, Study, read_study, train_share
 from lttw.io import read_yaml
+from lttw.reporting.deployed import DEPLOYED_TITLE
 from lttw.reporting.report import DATASET_NAMES
 from lttw.reporting.stats import paired_test, pct, pooled_mcnemar
 from lttw.reporting.study_curve import write_curve
@@ -285,12 +286,17 @@ def fill_readme(readme: str, study_file: Path, runs_dir: Path = RUNS_DIR) -> str
 
 
 def with_study(report: str, study_file: Path, runs_dir: Path = RUNS_DIR) -> tuple[str, list[Path]]:
-    """The report with the study's section after its title and introduction (the cells read
-    from ``runs_dir``), and the learning-curve files written beside ``runs_dir``."""
+    """The report with the study's section after its title and introduction, and after the
+    deployed model's section where it leads (the cells read from ``runs_dir``), and the
+    learning-curve files written beside ``runs_dir``."""
     study = read_study(study_file)
     results = load_results(study, runs_dir)
     written = []
     if study.curve_dataset and results:
         written = write_curve(learning_curve(study, results), Path(runs_dir).parent)
-    head, sep, rest = report.partition("\n## ")
-    return head + "\n" + "\n".join(render_study(study, results)) + "\n" + sep + rest, written
+    at = report.find("\n## ")
+    if report.startswith(DEPLOYED_TITLE, at + 1):  # the deployed model stays first
+        at = report.find("\n## ", at + 1)
+    at = len(report) if at < 0 else at
+    head, rest = report[:at], report[at:]
+    return head + "\n" + "\n".join(render_study(study, results)) + "\n" + rest, written
