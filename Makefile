@@ -18,7 +18,7 @@ install: $(BIN)/lttw
 $(BIN)/lttw: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q $(TORCH) -e ".[train,test,bench,cluster,ray]"
+	$(BIN)/python -m pip install -q $(TORCH) -e ".[train,test,bench,tune,cluster,ray]"
 	touch $@
 
 repro: install
