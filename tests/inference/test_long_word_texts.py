@@ -12,7 +12,13 @@ import pandas as pd
 import pytest
 from support.cli_runner import invoke
 
-from lttw.inference.long_texts import WindowedPredictor, spans, windows, word_rule
+from lttw.inference.long_texts import (
+    WindowedPredictor,
+    reading_part,
+    spans,
+    windows,
+    word_rule,
+)
 from lttw.inference.predict import Predictor
 from lttw.text.words import WordSplitter
 
@@ -119,3 +125,28 @@ def test_without_a_vocabulary_the_rule_of_lttw_json_or_whitespace():
     ensemble = stub({"max_len": MAX_LEN})
     assert word_rule(ensemble) is None
     assert spans(ensemble, [ZH, "a b  c"]) == [[(0, len(ZH))], [(0, 1), (2, 3), (5, 6)]]
+
+
+def test_an_ensemble_is_cut_as_its_part_that_reads_the_fewest():
+    """An ensemble (``parts``) counts and windows as the part that reads the fewest words or
+    tokens (LTTW beside tf-idf: the tf-idf part reads whole texts); one whose parts all read
+    whole texts cuts nothing."""
+    long = " ".join(f"w{i}" for i in range(3 * MAX_LEN))
+    word_ids, whole = stub({"max_len": MAX_LEN}), stub({})
+    mixed = SimpleNamespace(
+        meta={"max_len": 4 * MAX_LEN},
+        model_inputs=lambda texts: texts,
+        tokenizer=None,
+        parts=[whole, word_ids],
+        predict_proba=lambda texts, batch_size=64: np.full((len(texts), 2), 0.5, np.float32),
+    )
+    assert reading_part(mixed) is word_ids
+    windowed = WindowedPredictor(mixed)
+    assert windowed.size == MAX_LEN
+    windowed.predict_proba([long, "short text"])
+    assert windowed.long == 1 and f"longer than the model's {MAX_LEN} words" in windowed.note()
+    tfidf_only = SimpleNamespace(**{**vars(mixed), "parts": [whole, whole]})
+    assert reading_part(tfidf_only) is None
+    nothing_cut = WindowedPredictor(tfidf_only)
+    nothing_cut.predict_proba([long])
+    assert nothing_cut.size is None and nothing_cut.long == 0 and nothing_cut.note() is None

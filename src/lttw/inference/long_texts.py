@@ -11,9 +11,10 @@ probabilities. A window is a span of the original text, so the model reads each 
 exactly as it reads a text: for encoder tokens the tokenizer's character offsets; for word
 ids the character spans of the words that the model's own rule finds (``words/words.json``:
 regex, jieba or char, ``text.word_spans``), so a Chinese text without spaces is counted in
-its words. Where a predictor has no rule of its own (an ensemble of folders) words are the
-runs between whitespace. A model that reads raw text (no ``max_len``: the tf-idf baselines)
-cuts nothing and is passed through.
+its words. An ensemble is cut, counted and windowed as its part that reads the fewest
+(``reading_part``: LTTW beside tf-idf), and every part reads the same windows. Where a
+predictor has no rule of its own, words are the runs between whitespace. A model that reads
+raw text (no ``max_len``: the tf-idf baselines) cuts nothing and is passed through.
 
 The windows of one text are bounded by the text's length, which the commands cap
 (``--max-chars``, ``--max-text-chars``).
@@ -128,6 +129,18 @@ def windows(text: str, offsets: list[tuple[int, int]], size: int) -> list[str]:
     return out
 
 
+def reading_part(predictor):
+    """The predictor whose reach cuts texts: ``predictor`` itself, or for an ensemble
+    (``parts``) the part that reads the fewest tokens or words (its LTTW part: the tf-idf
+    part reads whole texts), so that its windows fit every part; None for an ensemble whose
+    parts all read whole texts (nothing is cut)."""
+    parts = getattr(predictor, "parts", None)
+    if not parts:
+        return predictor
+    cutting = [(size, i) for i, part in enumerate(parts) if (size := reach(part)) is not None]
+    return parts[min(cutting)[1]] if cutting else None
+
+
 class WindowedPredictor:
     """A ``Predictor`` that counts the texts it cuts (``long``) and, with ``chunk``, reads
     them whole in sliding windows (see the module docstring). Everything else (classes,
@@ -136,10 +149,13 @@ class WindowedPredictor:
     def __init__(self, predictor, chunk: bool = False):
         self.predictor, self.chunk = predictor, chunk
         self.long = 0
-        self.size = reach(predictor)
-        tokenizer = getattr(predictor, "tokenizer", None)
+        #: who cuts texts: the predictor, or an ensemble's part that reads the fewest
+        reader = reading_part(predictor)
+        self.reader = predictor if reader is None else reader
+        self.size = None if reader is None else reach(reader)
+        tokenizer = getattr(self.reader, "tokenizer", None)
         self._backend = None if self.size is None else untruncated(tokenizer)
-        self._rule = None if self.size is None else word_rule(predictor)
+        self._rule = None if self.size is None else word_rule(self.reader)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.predictor, name)
@@ -148,7 +164,7 @@ class WindowedPredictor:
         texts = as_texts(texts)
         if self.size is None or not texts:
             return self.predictor.predict_proba(texts, batch_size)
-        offsets = spans(self.predictor, texts, self._backend, self._rule)
+        offsets = spans(self.reader, texts, self._backend, self._rule)
         long = [len(o) > self.size for o in offsets]
         self.long += sum(long)
         if not self.chunk or not any(long):
@@ -170,7 +186,7 @@ class WindowedPredictor:
         """The warning about cut texts (None where none was cut)."""
         if not self.long:
             return None
-        unit = "tokens" if getattr(self.predictor, "tokenizer", None) is not None else "words"
+        unit = "tokens" if getattr(self.reader, "tokenizer", None) is not None else "words"
         if self.chunk:
             return (
                 f"{self.long} texts longer than the model's {self.size} {unit}: read in "
