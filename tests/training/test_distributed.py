@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from pathlib import Path
 
 import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
+from support.gloo import free_port, rank_env  # noqa: E402
 from support.training_data import (  # noqa: E402
     CPU,
     TRAIN,
@@ -39,12 +39,6 @@ WORLD = 2
 TOLERANCE = 1e-4
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def head(data: Batchable, n: int) -> Batchable:
     return Batchable(data.input_ids[:n], data.attention_mask[:n], data.factors[:n], data.labels[:n])
 
@@ -52,15 +46,7 @@ def head(data: Batchable, n: int) -> Batchable:
 def _worker(rank: int, port: int, encoder_dir: str, out_dir: str, n_train: int) -> None:
     """One DDP process: the env torchrun would set, then the pipeline's own runtime + loop."""
     os.environ.update(
-        {
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-            "WORLD_SIZE": str(WORLD),
-            "RANK": str(rank),
-            "LOCAL_RANK": str(rank),
-            "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1",
-        }
+        {**rank_env(rank, port, WORLD), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     )
     from lttw.device import make_runtime
 

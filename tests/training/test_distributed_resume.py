@@ -9,12 +9,12 @@ last batch split 3 / 2, so the ranks' dropout draws differ and each needs its ow
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import pytest
 import torch.multiprocessing as mp
 from safetensors.torch import load_file, save_file
+from support.gloo import free_port, rank_env
 from support.training_data import TRAIN, VAL, build_model, train_settings
 from torch import nn
 
@@ -24,22 +24,8 @@ WORLD = 2
 CRASH_STEP = 9  # mid-epoch 2, after epoch 1's checkpoint and best weights
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _worker(rank: int, port: int, encoder_dir: str, out: str, tag: str, swap: bool, crash: bool):
-    os.environ.update(
-        {
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-            "WORLD_SIZE": str(WORLD),
-            "RANK": str(rank),
-            "LOCAL_RANK": str(rank),
-        }
-    )
+    os.environ.update(rank_env(rank, port, WORLD))
     if crash:
         os.environ["LTTW_CRASH_AT_STEP"] = str(CRASH_STEP)
     from lttw.device import make_runtime

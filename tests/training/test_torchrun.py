@@ -16,25 +16,19 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
+from support.gloo import free_port
 from support.tiny_project import env, ran, run, set_params
 
 STEPS = 10
 CRASH_STEP = 7  # mid-epoch 2, after epoch 1's best weights were kept
 AGENT_TIMEOUT_S = 120
 TRAIN = {"epochs": 2, "max_epochs": 2, "num_threads": 1, "log_every": 4}  # no extension
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def weights(project: Path) -> dict[str, torch.Tensor]:
