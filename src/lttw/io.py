@@ -73,6 +73,17 @@ def read_yaml(path: str | Path):
     return load_yaml(path.read_text(encoding="utf-8"))
 
 
+def read_yaml_or_fail(path: str | Path):
+    """``read_yaml``, with a file that cannot be read or is not YAML a one-line
+    ``UserError`` naming it (a grid, a search space, the checkout's params.yaml)."""
+    try:
+        return read_yaml(path)
+    except OSError as err:
+        raise UserError(f"{path}: not readable ({err.strerror})") from None
+    except yaml.YAMLError as err:
+        raise UserError(f"{path}: not YAML ({str(err).splitlines()[0]})") from None
+
+
 class UnreadableFileError(UserError, ValueError):
     """A file that exists but cannot be parsed; the message names it and says why."""
 

@@ -33,7 +33,7 @@ from lttw.errors import UserError
 from lttw.experiments.paper_numbers import PaperTables, paper_tables
 from lttw.experiments.study import PREFIX as STUDY_PREFIX
 from lttw.experiments.study import Study, read_study
-from lttw.io import load_yaml, read_yaml
+from lttw.io import load_yaml, read_yaml_or_fail
 
 GRIDS_DIR = Path("experiments")
 FROZEN_SUFFIX = "-frozen"
@@ -170,10 +170,7 @@ def load_grid(path: str | Path, n_folds: int = 10) -> Grid:
     if not path.is_file():
         raise UserError(f"{path}: no grid file")
     name = path.stem
-    try:
-        raw = read_yaml(path)
-    except yaml.YAMLError as err:
-        raise UserError(f"{path}: not YAML ({str(err).splitlines()[0]})") from None
+    raw = read_yaml_or_fail(path)
     if not isinstance(raw, dict):
         raise UserError(f"{path}: a mapping of description, set, cells, ... expected")
     if "datasets" in raw or "variants" in raw:

@@ -24,7 +24,7 @@ import yaml
 
 from lttw.errors import UserError
 from lttw.experiments.grids import GRIDS_DIR, param_value, set_param
-from lttw.io import read_yaml
+from lttw.io import read_yaml_or_fail
 
 SEARCH_PREFIX = "search-"
 MAX_DIMENSIONS = 32
@@ -106,12 +106,7 @@ def load_space(path: str | Path, base: dict) -> SearchSpace:
     full parameters, ``grids.full_params``): a one-line ``UserError`` otherwise."""
     path = Path(path)
     where = str(path)
-    try:
-        raw = read_yaml(path)
-    except OSError as err:
-        raise UserError(f"{where}: not readable ({err.strerror})") from None
-    except yaml.YAMLError as err:
-        raise UserError(f"{where}: not YAML ({str(err).splitlines()[0]})") from None
+    raw = read_yaml_or_fail(path)
     if not isinstance(raw, dict) or not isinstance(raw.get("space"), dict) or not raw["space"]:
         raise UserError(f"{where}: a mapping with a non-empty `space:` expected")
     unknown = set(raw) - _KEYS

@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from lttw.errors import UserError
-from lttw.io import read_yaml
+from lttw.io import read_yaml_or_fail
 
 _VAR = re.compile(r"\$\{([^}]+)\}")
 
@@ -128,12 +126,7 @@ def stage_keys(stages: list[Stage], params: dict) -> dict[str, str]:
 
 def read_checkout_yaml(path: Path) -> dict:
     """The checkout's params.yaml or dvc.yaml, a mapping, or a ``UserError`` saying why not."""
-    try:
-        raw = read_yaml(path)
-    except OSError as err:
-        raise UserError(f"{path}: not readable ({err.strerror})") from None
-    except yaml.YAMLError as err:
-        raise UserError(f"{path}: not YAML ({str(err).splitlines()[0]})") from None
+    raw = read_yaml_or_fail(path)
     if not isinstance(raw, dict):
         raise UserError(f"{path}: a mapping expected")
     return raw

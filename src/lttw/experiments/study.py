@@ -14,10 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-import yaml
-
 from lttw.errors import UserError
-from lttw.io import read_yaml
+from lttw.io import read_yaml_or_fail
 
 PREFIX = "ev-"
 
@@ -98,10 +96,7 @@ def read_study(path: str | Path) -> Study:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no study file (see experiments/study.yaml)")
-    try:
-        raw = read_yaml(path) or {}
-    except yaml.YAMLError as err:
-        raise UserError(f"{path}: not YAML ({str(err).splitlines()[0]})") from None
+    raw = read_yaml_or_fail(path) or {}
     if not isinstance(raw, dict):
         raise UserError(f"{path}: a mapping of folds, datasets, variants, ... expected")
     folds = raw.get("folds") or [0]
