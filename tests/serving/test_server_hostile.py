@@ -13,7 +13,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from support.live_server import BOUND_S, Gate, assert_json_error, serving, until
+from support.live_server import BOUND_S, Gate, assert_json_error, exchange, serving, until
 
 from lttw.serving.limits import Limits
 from lttw.serving.server import create_app
@@ -22,16 +22,6 @@ POST = (
     b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
     b"content-length: %d\r\nconnection: close\r\n\r\n%s"
 )
-
-
-def ask(port: int, request: bytes) -> bytes:
-    """Send ``request`` at once, then read until the server closes (a reset raises)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) as conn:
-        conn.sendall(request)
-        chunks = []
-        while chunk := conn.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def status_of(response: bytes) -> tuple[int, dict]:
@@ -48,14 +38,16 @@ def test_every_client_past_the_connection_cap_reads_its_503(tmp_path):
     with serving(create_app(Gate(tmp_path), limits), limits) as (http, _, port):
         held = [socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) for _ in range(2)]
         try:
-            until(lambda: ask(port, POST % (2, b"{}")).startswith(b"HTTP/1.1 503"), "the cap")
+            until(lambda: exchange(port, POST % (2, b"{}")).startswith(b"HTTP/1.1 503"), "the cap")
             with ThreadPoolExecutor(50) as pool:
-                answers = list(pool.map(lambda _: ask(port, POST % (len(body), body)), range(100)))
+                answers = list(
+                    pool.map(lambda _: exchange(port, POST % (len(body), body)), range(100))
+                )
             for answer in answers:
                 status, doc = status_of(answer)
                 assert status == 503 and "--max-connections" in doc["error"], answer[:200]
                 assert b"\r\nretry-after: 1\r\n" in answer.lower()
-            live = ask(port, b"GET /live HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            live = exchange(port, b"GET /live HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
             assert status_of(live) == (200, {"status": "alive"})
         finally:
             for conn in held:
@@ -92,9 +84,9 @@ def test_a_body_not_sent_as_json_gets_415(tmp_path, kind):
 )
 def test_ambiguous_requests_get_400(tmp_path, request_head, words):
     with serving(create_app(Gate(tmp_path))) as (http, _, port):
-        status, doc = status_of(ask(port, request_head))
+        status, doc = status_of(exchange(port, request_head))
         assert status == 400 and list(doc) == ["error"] and words in doc["error"], doc
-        http10 = ask(port, b"GET /health HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n")
+        http10 = exchange(port, b"GET /health HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n")
         assert status_of(http10)[0] == 200
 
 

@@ -23,6 +23,7 @@ from support.live_server import (
     BOUND_S,
     Gate,
     assert_json_error,
+    exchange,
     lttw_serve,  # noqa: F401
     serving,
     until,  # noqa: F401
@@ -32,18 +33,6 @@ from support.serving_models import shared_lttw_folder
 from lttw.serving.batcher import MicroBatcher
 from lttw.serving.limits import Limits
 from lttw.serving.server import create_app
-
-
-def exchange(port: int, data: bytes, *, close_after_send: bool = False) -> bytes:
-    """Send raw ``data``, then read until the server closes the connection (bounded)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) as conn:
-        conn.sendall(data)
-        if close_after_send:
-            return b""
-        chunks = []
-        while chunk := conn.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def status_and_error(response: bytes) -> tuple[int, str]:

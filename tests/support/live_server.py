@@ -58,6 +58,18 @@ def serving(app, limits: Limits = Limits()):
         assert not thread.is_alive(), "the server did not stop"
 
 
+def exchange(port: int, data: bytes, *, close_after_send: bool = False) -> bytes:
+    """Send raw ``data``, then read until the server closes the connection (bounded; a reset raises)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) as conn:
+        conn.sendall(data)
+        if close_after_send:
+            return b""
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def assert_json_error(response: httpx.Response, status: int, words: str) -> None:
     assert response.status_code == status, response.text
     doc = response.json()
