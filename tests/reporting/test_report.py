@@ -383,3 +383,32 @@ def test_the_paper_grid_renders_tables_4_and_5_from_written_and_running_cells(
     lttw_row = row(table5, "LTTW")
     assert "| 7.00 (+11.0) | 100.0 | NVIDIA H100 80GB HBM3 (3 cell(s) at once) |" in lttw_row
     assert "| 10.50* |" in row(table5, "LTTW-M")  # no start-up measured apart
+
+
+def test_a_numbers_only_workspace_is_named_by_its_params_and_models(tmp_path):
+    """The pipeline's metrics hold numbers only: the report names the run from params.yaml
+    (dataset, variant, ablation) and each fold's device from its model folder's lttw.json."""
+    from lttw.reporting.runs import collect_runs
+
+    metrics = write_run(tmp_path / "metrics", "ignored", {0: 0.9, 1: 0.8})
+    (metrics / "summary.json").write_text(json.dumps({"folds": [0, 1]}))
+    for fold in (0, 1):
+        path = metrics / "folds" / f"fold_{fold}.json"
+        doc = json.loads(path.read_text())
+        path.write_text(
+            json.dumps({k: v for k, v in doc.items() if k not in ("variant", "device")})
+        )
+        model = tmp_path / "models" / f"fold_{fold}"
+        model.mkdir(parents=True)
+        card = {"device": "cuda:0", "device_name": "NVIDIA H200"} if fold == 0 else {}
+        (model / "lttw.json").write_text(json.dumps({"trained_on": card}))
+    params = tmp_path / "params.yaml"
+    params.write_text(
+        yaml.safe_dump(
+            {"data": {"dataset": "sst2"}, "model": {"variant": "lttw", "fusion": "none"}}
+        )
+    )
+    (run,) = collect_runs(metrics, params, [])
+    assert (run.dataset, run.variant) == ("sst2", "LTTW-M")
+    assert run.folds[0]["device_name"] == "NVIDIA H200" and "device" not in run.folds[1]
+    assert report._device(run) == "?, NVIDIA H200"

@@ -108,15 +108,15 @@ def machine_of(model_meta: dict) -> dict:
     return {key: block[key] for key in ("device", "device_name") if key in block}
 
 
-def with_machines(run: Run, models: Path) -> Run:
-    """``run`` with each fold's device and card (``machine_of``) from the model folders
-    under ``models`` (``models/fold_<i>``) where they exist; the folds' metrics hold numbers
-    only."""
-    for fold, metrics in run.folds.items():
+def with_machines(folds: dict[int, dict], models: Path) -> dict[int, dict]:
+    """Each fold's metrics with the device and card it trained on (``machine_of``) from
+    the model folders under ``models`` (``models/fold_<i>``) where they exist: the folds'
+    metrics files hold numbers only."""
+    out = {}
+    for fold, metrics in folds.items():
         meta = models / f"fold_{fold}" / "lttw.json"
-        if meta.is_file():
-            run.folds[fold] = {**metrics, **machine_of(read_json(meta))}
-    return run
+        out[fold] = {**metrics, **machine_of(read_json(meta))} if meta.is_file() else metrics
+    return out
 
 
 def read_cell(folder: str | Path, params: str | Path | None = None) -> Run:

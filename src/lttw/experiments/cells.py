@@ -229,7 +229,7 @@ def write_cell_from_work(target: Path, work: Path, params: dict, meta: dict) -> 
     summary = read_json(work / "metrics" / "summary.json")
     folds = {f: read_json(work / f"metrics/folds/fold_{f}.json") for f in summary["folds"]}
     # the cell's fold files also name the device each fold trained on (its model folder's)
-    folds = with_machines(Run("", "", folds), work / "models").folds
+    folds = with_machines(folds, work / "models")
     predictions = pd.concat(
         [
             test_predictions(f, pd.read_parquet(work / f"data/eval/fold_{f}/predictions.parquet"))

@@ -37,8 +37,10 @@ def collect_runs(
     (``lttw.experiments.dvc_experiments``), then the extra run folders; a run seen twice (the
     workspace holds the last experiment applied) counts once, see ``distinct_runs``."""
     runs = []
-    if (Path(workspace) / "summary.json").is_file():  # its models beside metrics/
-        runs.append(with_machines(read_cell(workspace, params), Path(workspace).parent / "models"))
+    if (Path(workspace) / "summary.json").is_file():
+        run = read_cell(workspace, params)
+        run.folds = with_machines(run.folds, Path(workspace).parent / "models")  # beside it
+        runs.append(run)
     runs += list(experiments or [])
     runs += [read_cell(folder) for folder in extra]
     if not runs:
