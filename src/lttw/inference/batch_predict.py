@@ -148,6 +148,9 @@ class TextSource:
     total: int | None
     chunks: Callable[[], Iterator[Chunk]]
     kept: list[str] = field(default_factory=list)
+    #: a table's text column and all its columns in the file's order (None, []: a .txt file)
+    column: str | None = None
+    columns: list[str] = field(default_factory=list)
 
 
 def _txt_chunks(path: Path, cap: LineCap) -> Iterator[Chunk]:
@@ -177,13 +180,13 @@ def _count_lines(path: Path) -> int:
 
 
 def _csv_chunks(
-    path: Path, column: str, sep: str, cap: LineCap, kept: list[str]
+    path: Path, column: str, sep: str, cap: LineCap, kept: list[str], rows: int
 ) -> Iterator[Chunk]:
     """The texts of ``column`` and the ``kept`` columns, a chunk of whole records at a time
     (``csv_records.csv_chunks``: bounded memory whatever lines a quoted field spans)."""
     row = 1
     try:
-        for data in csv_chunks(path, sep, cap, CHUNK_ROWS):
+        for data in csv_chunks(path, sep, cap, rows):
             frame = pd.read_csv(
                 io.BytesIO(data),
                 sep=sep,
@@ -206,10 +209,10 @@ def _csv_chunks(
 
 
 def _parquet_chunks(
-    parquet, column: str, path: Path, cap: LineCap, kept: list[str]
+    parquet, column: str, path: Path, cap: LineCap, kept: list[str], rows: int
 ) -> Iterator[Chunk]:
     row = 1
-    for batch in parquet.iter_batches(batch_size=CHUNK_ROWS, columns=[column, *kept]):
+    for batch in parquet.iter_batches(batch_size=rows, columns=[column, *kept]):
         texts = ["" if t is None else str(t) for t in batch.column(column).to_pylist()]
         extra = batch.select(kept).to_pandas() if kept else None
         yield _capped(texts, row, path, cap), extra
@@ -222,12 +225,15 @@ def open_source(
     cap: LineCap | None = None,
     keep: list[str] | None = ALL_COLUMNS,
     project_column: str | None = None,
+    rows: int | None = None,
 ) -> TextSource:
     """Open a text file for chunked reading (see the module docstring for the formats);
     every text held to ``cap`` (default: 10,000 characters, longer ones refused); the
     columns ``keep`` names (``ALL_COLUMNS``: all but the text) read beside the texts.
-    ``project_column``: the project's text column, used where the file has it."""
+    ``project_column``: the project's text column, used where the file has it. A table's
+    chunks hold at most ``rows`` rows (default ``CHUNK_ROWS``)."""
     cap = cap or LineCap()
+    rows = rows or CHUNK_ROWS
     kind = _kind(path, "input")
     if kind == "txt":
         if text_column is not None:
@@ -248,14 +254,18 @@ def open_source(
         return TextSource(
             path,
             parquet.metadata.num_rows,
-            lambda: _parquet_chunks(parquet, column, path, cap, kept),
+            lambda: _parquet_chunks(parquet, column, path, cap, kept, rows),
             kept,
+            column,
+            list(names),
         )
     sep = csv_separator(path)
     names = csv_header(path, sep, cap)
     column = pick_text_column(names, text_column, str(path), project_column)
     kept = kept_columns(names, column, keep, str(path))
-    return TextSource(path, None, lambda: _csv_chunks(path, column, sep, cap, kept), kept)
+    return TextSource(
+        path, None, lambda: _csv_chunks(path, column, sep, cap, kept, rows), kept, column, names
+    )
 
 
 def predict_chunks(

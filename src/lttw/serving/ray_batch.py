@@ -7,9 +7,10 @@ the user already runs (``--ray-address``, or ``RAY_ADDRESS``):
 - **read**: each input shard (``.parquet`` / ``.pq`` / ``.csv`` / ``.tsv``; a file, a folder
   of them or a glob) is one read task, which yields its rows in blocks of ``block_rows`` with
   every column kept, plus ``shard`` (the file's name) and ``row`` (1-based, as
-  ``lttw predict --file`` names rows in its errors). Every text is held to the same
-  ``LineCap`` as ``lttw predict --file`` (refused with its shard and row, or cut), and a CSV
-  record to the same byte bound, before pandas reads it (``inference.csv_records``).
+  ``lttw predict --file`` names rows in its errors). A shard is read as ``lttw predict
+  --file`` reads a file (``inference.batch_predict.open_source``): every text held to the same
+  ``LineCap`` (refused with its shard and row, or cut), a CSV record to the same byte bound
+  before pandas reads it.
 - **predict**: ``map_batches`` over an ``ActorPoolStrategy`` of ``actors`` actors; each loads
   the model once (``lttw.serving.onnx_runtime.load_predictor``: ONNX where the folder holds
   ``model.onnx``) and adds the columns ``lttw predict --file --no-text`` writes (label, prob,
@@ -23,7 +24,6 @@ The rows come back in no fixed order; ``shard`` and ``row`` say which input row 
 from __future__ import annotations
 
 import glob
-import io
 import os
 import shutil
 from collections.abc import Iterator
@@ -32,12 +32,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES, csv_separator
+from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES
 from lttw.errors import DataError, UserError
 from lttw.inference.answers import AnswerRule
-from lttw.inference.batch_predict import pick_text_column
-from lttw.inference.csv_records import csv_chunks
-from lttw.inference.prediction_table import prediction_frame
+from lttw.inference.batch_predict import open_source, pick_text_column
+from lttw.inference.prediction_table import ALL_COLUMNS, prediction_frame
 from lttw.inference.text_lines import LineCap
 
 SHARD_SUFFIXES = tuple(CSV_SUFFIXES) + tuple(PARQUET_SUFFIXES)
@@ -116,46 +115,23 @@ def shard_paths(source: str | Path) -> list[Path]:
     return found
 
 
-def _frames(path: Path, settings: RayBatchSettings) -> Iterator[pd.DataFrame]:
-    """``path``'s rows, ``block_rows`` at a time, every column kept (as strings for CSV)."""
-    if path.suffix.lower() in PARQUET_SUFFIXES:
-        import pyarrow.parquet as pq
-
-        try:
-            parquet = pq.ParquetFile(path)
-        except Exception as err:  # pyarrow raises several types for a damaged file
-            raise DataError(f"{path}: not a readable parquet file ({err})") from None
-        for batch in parquet.iter_batches(batch_size=settings.block_rows):
-            yield batch.to_pandas()
-        return
-    sep = csv_separator(path)
-    try:  # records split in bounded reads (a quoted field may span lines), parsed by chunk
-        for data in csv_chunks(path, sep, LineCap(settings.max_chars, settings.truncate),
-                               settings.block_rows):  # fmt: skip
-            yield pd.read_csv(io.BytesIO(data), sep=sep, dtype=str, keep_default_na=False)
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not valid UTF-8 ({err.reason})") from None
-    except (pd.errors.ParserError, ValueError) as err:
-        raise DataError(f"{path}: not a readable CSV file ({str(err).splitlines()[0]})") from None
-
-
 def read_shard(path: Path, settings: RayBatchSettings) -> Iterator[pd.DataFrame]:
-    """One shard's blocks with ``shard`` / ``row`` and the text column held to the cap."""
+    """One shard's rows, ``block_rows`` at a time, as ``lttw predict --file`` reads a file
+    (``batch_predict.open_source``: every column kept, CSV columns as strings, the text held
+    to the cap), with ``shard`` / ``row`` first and the columns in the file's order."""
     cap = LineCap(settings.max_chars, settings.truncate)
+    source = open_source(
+        path, settings.text_column, cap, ALL_COLUMNS, settings.project_column, settings.block_rows
+    )
+    taken = sorted(set(ROW_ID_COLUMNS) & set(source.columns))
+    if taken:
+        raise DataError(f"{path}: has a column named {taken[0]!r}, which the output uses")
+    column = str(source.column)  # shards are tables (shard_paths): a text column
+    at = source.columns.index(column)
     row = 1
-    column = None
-    for frame in _frames(path, settings):
-        if column is None:
-            names = [str(c) for c in frame.columns]
-            column = pick_text_column(
-                names, settings.text_column, str(path), settings.project_column
-            )
-            taken = sorted(set(ROW_ID_COLUMNS) & set(names))
-            if taken:
-                raise DataError(f"{path}: has a column named {taken[0]!r}, which the output uses")
-        texts = ["" if t is None else str(t) for t in frame[column].tolist()]
-        frame = frame.copy()
-        frame[column] = [cap.apply(t, f"{path} row {row + i}") for i, t in enumerate(texts)]
+    for texts, kept in source.chunks():
+        frame = pd.DataFrame(index=range(len(texts))) if kept is None else kept.copy()
+        frame.insert(at, column, texts)
         frame.insert(0, "row", range(row, row + len(frame)))
         frame.insert(0, "shard", path.name)
         row += len(frame)
