@@ -65,7 +65,7 @@ def test_ray_output_equals_predict_file_row_by_row(local_ray, model_dir, shards,
         assert mine["label"].tolist() == cli["label"].tolist()
         prob_columns = [c for c in cli.columns if c.startswith("prob")]
         np.testing.assert_allclose(mine[prob_columns], cli[prob_columns], rtol=1e-5, atol=1e-5)
-    assert not list(tmp_path.glob(".out.partial*"))
+    assert not list(tmp_path.glob(".out.*"))
 
 
 def test_a_text_over_the_cap_is_refused_naming_its_row(local_ray, model_dir, tmp_path):
@@ -76,7 +76,7 @@ def test_a_text_over_the_cap_is_refused_naming_its_row(local_ray, model_dir, tmp
     out = tmp_path / "out"
     with pytest.raises(DataError, match=r"c\.csv row 2: longer than --max-chars 20"):
         predict_shards(model_dir, folder, out, RayBatchSettings(max_chars=20))
-    assert not out.exists() and not list(tmp_path.glob(".out.partial*"))
+    assert not out.exists() and not list(tmp_path.glob(".out.*"))
     settings = RayBatchSettings(max_chars=20, truncate=True)
     assert predict_shards(model_dir, folder, out, settings) == 3
     assert pd.read_parquet(out)["body"].str.len().max() == 20

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import glob
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +34,10 @@ import pandas as pd
 from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES
 from lttw.errors import DataError, UserError
 from lttw.inference.answers import AnswerRule
-from lttw.inference.batch_predict import open_source, pick_text_column
+from lttw.inference.batch_predict import TextSource, open_source, pick_text_column
 from lttw.inference.prediction_table import ALL_COLUMNS, prediction_frame
 from lttw.inference.text_lines import LineCap
+from lttw.io import atomic_dir
 
 SHARD_SUFFIXES = tuple(CSV_SUFFIXES) + tuple(PARQUET_SUFFIXES)
 #: columns the reader adds to every row; an input column of the same name is refused
@@ -115,10 +115,9 @@ def shard_paths(source: str | Path) -> list[Path]:
     return found
 
 
-def read_shard(path: Path, settings: RayBatchSettings) -> Iterator[pd.DataFrame]:
-    """One shard's rows, ``block_rows`` at a time, as ``lttw predict --file`` reads a file
-    (``batch_predict.open_source``: every column kept, CSV columns as strings, the text held
-    to the cap), with ``shard`` / ``row`` first and the columns in the file's order."""
+def open_shard(path: Path, settings: RayBatchSettings) -> TextSource:
+    """A shard opened for reading (its header read and checked: the text column found, no
+    column named like the row ids), as ``lttw predict --file`` opens a file."""
     cap = LineCap(settings.max_chars, settings.truncate)
     source = open_source(
         path, settings.text_column, cap, ALL_COLUMNS, settings.project_column, settings.block_rows
@@ -126,6 +125,14 @@ def read_shard(path: Path, settings: RayBatchSettings) -> Iterator[pd.DataFrame]
     taken = sorted(set(ROW_ID_COLUMNS) & set(source.columns))
     if taken:
         raise DataError(f"{path}: has a column named {taken[0]!r}, which the output uses")
+    return source
+
+
+def read_shard(path: Path, settings: RayBatchSettings) -> Iterator[pd.DataFrame]:
+    """One shard's rows, ``block_rows`` at a time, as ``lttw predict --file`` reads a file
+    (``batch_predict.open_source``: every column kept, CSV columns as strings, the text held
+    to the cap), with ``shard`` / ``row`` first and the columns in the file's order."""
+    source = open_shard(path, settings)
     column = str(source.column)  # shards are tables (shard_paths): a text column
     at = source.columns.index(column)
     row = 1
@@ -198,11 +205,9 @@ def predict_shards(
         raise UserError(f"{target}: exists; --out names a new folder for the parquet shards")
     if not target.parent.is_dir():
         raise UserError(f"{target}: the folder {target.parent} does not exist; create it first")
-    for shard in shards:  # fail on the first shard's header before any actor starts
-        next(read_shard(shard, settings), None)
+    for shard in shards:  # fail on a shard's header before any actor starts
+        open_shard(shard, settings)
     ray = _ray(settings)
-    partial = target.with_name(f".{target.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
     items = pd.DataFrame({"path": [str(p.resolve()) for p in shards]})
     try:
         dataset = (
@@ -220,11 +225,10 @@ def predict_shards(
                 compute=ray.data.ActorPoolStrategy(size=settings.actors),
             )
         )
-        dataset.write_parquet(str(partial))
-        rows = sum(_parquet_rows(p) for p in partial.glob("*.parquet"))
-        partial.rename(target)
+        with atomic_dir(target) as partial:  # renamed into place once every shard is written
+            dataset.write_parquet(str(partial))
+            rows = sum(_parquet_rows(p) for p in partial.glob("*.parquet"))
     except BaseException as err:
-        shutil.rmtree(partial, ignore_errors=True)
         cause = _user_cause(err)
         if cause is not None:  # a read or predict error inside a Ray task: its own message
             raise cause from None
