@@ -60,12 +60,13 @@ def main(settings, fold: int):
     # numbers only: the dataset and the variant are parameters, the device the model
     # folder's lttw.json ``trained_on``
     metrics = {"fold": fold, "seed": settings.seed}
-    report, frames = {}, []
+    report, frames, preds = {}, [], {}
     for part in EVAL_PARTS:
         if part == "predict" and not len(inputs.part_labels(part)):
             log.info("no predict sample (data.predict_size: 0)")
             continue
-        y, pred = inputs.part_labels(part), decide(probs[part])
+        y = inputs.part_labels(part)
+        pred = preds[part] = decide(probs[part])
         metrics[part] = classification_metrics(y, pred, inputs.n_labels)
         report[part] = {"per_class": per_class_report(y, pred, inputs.classes)}
         if multi:  # per label in the metrics file too, for `dvc metrics diff`
@@ -104,14 +105,14 @@ def main(settings, fold: int):
     if not multi and temperature != 1.0:
         calibrated = scaled_probabilities(logits_of(calibrated), temperature)
     held_out = evaluation_report(
-        test_y, calibrated, decide(probs["test"]), inputs.classes, seed=settings.seed
+        test_y, calibrated, preds["test"], inputs.classes, seed=settings.seed
     )
     with atomic_dir(layout.eval_dir(fold)) as tmp:
         write_parquet(tmp / "predictions.parquet", pd.concat(frames, ignore_index=True))
         write_json(tmp / "report.json", report)
         title = f"Fold {fold}'s {m.variant} model on the held-out test sample"
         pictures = write_report_files(
-            tmp, held_out, test_y, calibrated, decide(probs["test"]), title, every_file=True
+            tmp, held_out, test_y, calibrated, preds["test"], title, every_file=True
         )
         write_json(tmp / "held_out.json", held_out)
         with atomic_dir(layout.held_out_plots(fold)) as plots:
@@ -121,7 +122,7 @@ def main(settings, fold: int):
     confusion = (
         pd.DataFrame(columns=["actual", "predicted"])  # multi-label: no confusion matrix
         if multi
-        else confusion_long(test_y, predicted_labels(probs["test"]), inputs.classes)
+        else confusion_long(test_y, preds["test"], inputs.classes)
     )
     write_csv(layout.confusion_csv(fold), confusion)
     write_metrics(layout.fold_metrics(fold), metrics)

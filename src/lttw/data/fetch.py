@@ -13,7 +13,6 @@ the dataset and the manual alternative (``--from-files``: the same files, downlo
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -29,7 +28,7 @@ from lttw.data.download import download, sha256_of
 from lttw.data.fetch_sources import HUB_ENDPOINT, SOURCES, FetchSpec
 from lttw.errors import DataError, UserError
 from lttw.hub import offline_reason
-from lttw.io import atomic_dir
+from lttw.io import atomic_dir, read_json, write_json
 
 log = logging.getLogger(__name__)
 
@@ -156,9 +155,9 @@ def fetch(name: str, to: Path, from_files: Path | None = None, force: bool = Fal
     target = Path(to) / name
     if target.exists() and not force:
         manifest = target / "manifest.json"
-        if manifest.is_file() and json.loads(manifest.read_text("utf-8")).get("complete"):
-            rows = json.loads(manifest.read_text("utf-8")).get("rows", {})
-            return Fetched(target, rows, present=True)
+        present = read_json(manifest) if manifest.is_file() else {}
+        if isinstance(present, dict) and present.get("complete"):
+            return Fetched(target, present.get("rows", {}), present=True)
         raise UserError(
             f"{target} exists and is not a complete copy (the embedded sample, or another "
             "folder): give --to another folder, or --force to replace it"
@@ -196,7 +195,7 @@ def fetch(name: str, to: Path, from_files: Path | None = None, force: bool = Fal
             checksums[f"{split}.parquet"] = sha256_of(tmp / f"{split}.parquet")
         rows = {split: len(frame) for split, frame in frames.items()}
         record = manifest_of(spec, rows, checksums, commit)
-        (tmp / "manifest.json").write_text(json.dumps(record, indent=2) + "\n", "utf-8")
+        write_json(tmp / "manifest.json", record)
     shutil.rmtree(downloads, ignore_errors=True)
     return Fetched(target, rows)
 

@@ -24,6 +24,7 @@ import pandas as pd
 from lttw.data.label_sets import label_lists
 from lttw.data.labelled_file import read_labelled_file
 from lttw.evaluation.evaluate import N_BOOT, evaluation_report
+from lttw.evaluation.metrics import predicted_labels, top_probability
 from lttw.evaluation.plots import write_report_files
 from lttw.inference.text_lines import LineCap
 from lttw.io import atomic_dir, write_json, write_parquet
@@ -47,7 +48,7 @@ def decisions(predictor, probs: np.ndarray) -> np.ndarray:
     the labels at the folder's thresholds."""
     if getattr(predictor, "multi_label", False):
         return np.asarray(predictor.calibration.decide(probs))
-    return probs.argmax(axis=1).astype(np.int64) if len(probs) else np.zeros(0, np.int64)
+    return predicted_labels(probs)
 
 
 def _names(rows, classes: list[str], multi: bool) -> list:
@@ -79,7 +80,7 @@ def evaluate_file(
     y_pred = decisions(predictor, probs)
     report = evaluation_report(y_true, probs, y_pred, classes, n_boot, seed)
     report.update(file=str(path), model=str(getattr(predictor, "folder", "")))
-    chosen = np.where(y_pred.astype(bool), probs, np.nan) if multi else probs.max(axis=1)
+    chosen = np.where(y_pred.astype(bool), probs, np.nan) if multi else top_probability(probs)
     predictions = pd.DataFrame(
         {
             "row": np.arange(1, len(texts) + 1),

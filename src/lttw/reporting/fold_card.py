@@ -8,15 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from lttw import layout
-from lttw.data.folds import read_fold_parts
-from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.evaluation.estimate import SOURCES, fold_estimate, own_test_estimate
 from lttw.io import read_json, read_yaml
 from lttw.model_card import card_metrics, render_card
-from lttw.training.final import label_counts
+from lttw.training.final import fold_train_counts
 from lttw.training.final_card import GROUPS, META, code_version
 
 
@@ -30,14 +26,11 @@ def fold_card(folder: Path) -> tuple[dict, str] | None:
     if not isinstance(fold, int) or not all((root / path).exists() for path in needed):
         return None
     info = read_json(root / layout.LABELS_JSON)
-    n_labels = len(info["classes"])
-    rows = read_fold_parts(root / layout.FOLDS_PARQUET, fold)["train"]
-    column = pd.read_parquet(root / layout.sample_parquet("train"), columns=["label"])["label"]
-    counts = label_counts(label_targets(column, n_labels, is_multi_label(info))[rows], n_labels)
+    n_rows, n_labels, counts = fold_train_counts(fold, root)
     measured = own_test_estimate(fold, n_labels, root)
     if not measured:  # no held-out test sample: its own fold's test part
         measured = {"estimate": fold_estimate([fold], n_labels, root)}
-    record = {"trained_on": int(rows.size), "classes": n_labels, **measured}
+    record = {"trained_on": n_rows, "classes": n_labels, **measured}
     source = "test" if "test" in measured else "fold_test"
     about = {
         "model": f"{layout.MODELS_DIR.as_posix()}/{folder.resolve().name}",

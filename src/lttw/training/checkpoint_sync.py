@@ -53,7 +53,7 @@ def share(loaded: tuple[Any, dict] | None, src: int, rt: Runtime) -> tuple[dict,
         )
     dist.broadcast_object_list(header, src=src)
     head = json.loads(str(header[0]))
-    device = rt.device if rt.device.type == "cuda" else torch.device("cpu")
+    device = _collective_device(rt)
     shared: dict[str, torch.Tensor] = {}
     for name, (shape, dtype) in head["tensors"].items():
         if rt.rank == src:
@@ -83,7 +83,11 @@ def agreed(flag: bool, rt: Runtime) -> bool:
     """Rank 0's ``flag``, on every process."""
     if not rt.ddp:
         return flag
-    device = rt.device if rt.device.type == "cuda" else torch.device("cpu")
-    tensor = torch.tensor([int(flag)], device=device)
-    dist.broadcast(tensor, src=0)
+    tensor = torch.tensor([int(flag)], device=_collective_device(rt))
+    rt.broadcast(tensor)
     return bool(tensor.item())
+
+
+def _collective_device(rt: Runtime) -> torch.device:
+    """Where the collectives' tensors live: the GPU under NCCL, else the CPU (gloo)."""
+    return rt.device if rt.device.type == "cuda" else torch.device("cpu")

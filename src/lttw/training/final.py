@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from lttw import layout
+from lttw.data import label_sets
 from lttw.data.folds import read_fold_parts
 from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.errors import UserError
@@ -144,20 +145,16 @@ def _copy_first_fold(fold: int) -> tuple[dict, dict]:
     source = layout.model_dir(fold)
     if not (source / META).is_file():
         raise UserError(f"{source}: no model folder; run the train stage for fold {fold}")
-    info = read_json(layout.LABELS_JSON)
-    n_labels = len(info["classes"])
-    rows = read_fold_parts(layout.FOLDS_PARQUET, fold)["train"]
-    column = pd.read_parquet(layout.sample_parquet("train"), columns=["label"])["label"]
-    train_labels = label_targets(column, n_labels, is_multi_label(info))[rows]
+    n_rows, n_labels, counts = fold_train_counts(fold)
     record = {
         "enabled": False,
-        "trained_on": int(rows.size),
+        "trained_on": n_rows,
         "classes": n_labels,
         **own_test_estimate(fold, n_labels),
     }
     about = {
         "model": FINAL_MODEL_DIR.as_posix(),
-        "label_counts": label_counts(train_labels, n_labels),
+        "label_counts": counts,
         "copy_of": f"{source.as_posix()} (final.enabled is false)",
         "rows": f"fold {fold}'s train part",
         "calibration": f"fold {fold}'s own, fitted on its validation part",
@@ -167,11 +164,21 @@ def _copy_first_fold(fold: int) -> tuple[dict, dict]:
     return record, about
 
 
+def fold_train_counts(fold: int, root: Path = Path(".")) -> tuple[int, int, list[int]]:
+    """Rows, classes and texts per class (``label_counts``) of fold ``fold``'s train part,
+    in the project at ``root``."""
+    info = read_json(root / layout.LABELS_JSON)
+    n_labels = len(info["classes"])
+    rows = read_fold_parts(root / layout.FOLDS_PARQUET, fold)["train"]
+    column = pd.read_parquet(root / layout.sample_parquet("train"), columns=["label"])["label"]
+    labels = label_targets(column, n_labels, is_multi_label(info))[rows]
+    return int(rows.size), n_labels, label_counts(labels, n_labels)
+
+
 def label_counts(labels: np.ndarray, n_labels: int) -> list[int]:
-    """Texts per class of the rows a model trained on (multi-label: texts with the class)."""
-    if labels.ndim == 2:
-        return [int(n) for n in labels.sum(axis=0)]
-    return [int(n) for n in np.bincount(labels, minlength=n_labels)]
+    """Texts per class of the rows a model trained on (multi-label: texts with the class),
+    as a card lists them."""
+    return label_sets.label_counts(labels, n_labels).tolist()
 
 
 def _carved(rows: str) -> tuple[str, ...]:

@@ -3,7 +3,6 @@ stage, from its record, the sample's ``labels.json`` and the settings that made 
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,24 +10,22 @@ from lttw import layout
 from lttw.evaluation.estimate import SOURCES
 from lttw.io import read_json, write_json
 from lttw.model_card import CARD, METRICS, card_metrics, render_card, write_card
+from lttw.models.bundle import META
+from lttw.models.folder_files import CHECKSUMS, file_sha256
 
 if TYPE_CHECKING:
     from lttw.training.run_settings import RunSettings
 
-#: the model folder's metadata file and its checksums' key (``models.bundle.META``,
-#: ``models.folder_files.CHECKSUMS``)
-META, CHECKSUMS = "lttw.json", "sha256"
 #: the settings groups a card lists (what the final stage reads; the data come from
 #: labels.json, the folds from ``folds.run``)
 GROUPS = ("model", "train", "words", "counts", "nmf")
 
 
 def code_version() -> dict:
-    """The lttw version and the sha256 of the code a stage runs (``pipeline_files``)."""
-    from lttw import __version__
-    from lttw.pipeline_files import code_digest
+    """The lttw version and the sha256 of the code a stage runs (``pipeline_files.stamp``)."""
+    from lttw.pipeline_files import stamp
 
-    return {"lttw": __version__, "code_sha256": code_digest()}
+    return stamp()
 
 
 def card_params(settings: RunSettings, rows: str | None) -> dict:
@@ -55,16 +52,11 @@ def write_final_card(
 
 def record_card_checksums(folder: Path) -> None:
     """Add the card's files to the sha256 checksums that the folder's ``lttw.json`` records
-    (``models.folder_files``, not imported: the ``lttw.models`` package imports torch, which
-    the copy of ``final.enabled: false`` does not need)."""
+    (``models.folder_files``)."""
     meta = read_json(folder / META)
     sums = meta.get(CHECKSUMS)
     if not isinstance(sums, dict):  # a folder without checksums: none to add to
         return
     for name in (CARD, METRICS):
-        digest = hashlib.sha256()
-        with open(folder / name, "rb") as handle:
-            while block := handle.read(1 << 20):
-                digest.update(block)
-        sums[name] = digest.hexdigest()
+        sums[name] = file_sha256(folder / name)
     write_json(folder / META, meta)
