@@ -221,9 +221,13 @@ def load_grid(path: str | Path, n_folds: int = 10) -> Grid:
     )
 
 
+#: the name of a search space's file (``experiments.search_space``) begins with it
+SEARCH_PREFIX = "search-"
+
+
 def grid_paths(folder: str | Path = GRIDS_DIR) -> list[Path]:
     """The grid files of ``folder``, by name (not the search spaces, ``search-*.yaml``)."""
-    return sorted(p for p in Path(folder).glob("*.yaml") if not p.name.startswith("search-"))
+    return sorted(p for p in Path(folder).glob("*.yaml") if not p.name.startswith(SEARCH_PREFIX))
 
 
 def find_grid(name: str, folder: str | Path = GRIDS_DIR, n_folds: int = 10) -> Grid:

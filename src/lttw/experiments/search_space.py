@@ -20,13 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from lttw.errors import UserError
-from lttw.experiments.grids import GRIDS_DIR, param_value, set_param
-from lttw.io import read_yaml_or_fail
+from lttw.experiments.grids import GRIDS_DIR, SEARCH_PREFIX, param_value, set_param
+from lttw.io import load_yaml, read_yaml_or_fail
 
-SEARCH_PREFIX = "search-"
 MAX_DIMENSIONS = 32
 MAX_CHOICES = 64
 PRUNERS = ("median", "none")
@@ -147,7 +144,7 @@ def _validate(space: SearchSpace, base: dict) -> None:
             params = copy.deepcopy(base)
             where = f"{space.path}:"
             for key, val in space.trial_params({**first, dim.name: value}).items():
-                set_param(params, key, yaml.safe_load(param_value(val)), where=where)
+                set_param(params, key, load_yaml(param_value(val)), where=where)
             # the fold too: folds.run must be in 0..folds.n_folds - 1
             settings_from_dict(params, source=f"{space.path} ({dim.name}={value})")
 
