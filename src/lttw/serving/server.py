@@ -1,15 +1,10 @@
 """``lttw serve``: a model folder behind HTTP (FastAPI on uvicorn).
 
-    POST /predict  {"texts": ["...", ...]} or {"text": "..."}, optional "top_k": k and
-                   "min_prob": p (0..1: below it no label), sent as application/json
-                   -> {"predictions": [{"label": L, "prob": p[, "top": [{"label", "prob"}...]]}]}
-                   one per text, in the order given; "label" is null where the most
-                   probable class is below min_prob; a multi-label model answers
-                   {"labels": [{"label", "prob"}...][, "top": ...]} (``serving.documents``);
-                   {"inputs": "..." | [...]}, optional "top_k", "raw_scores": Text
-                   Embeddings Inference's answer, [{"label", "score"}, ...] most probable
-                   first for a string, a list of those for a list
-    POST /explain  {"text": "..."} -> the text's explanation and highlighted words
+    POST /predict  {"texts": [...]} or {"text": "..."}, optional "top_k" and "min_prob"
+                   -> {"predictions": [...]}, one per text in order; {"inputs": "..." |
+                   [...]} -> Text Embeddings Inference's [{"label", "score"}, ...]
+                   (``serving.documents``)
+    POST /explain  {"text": "..."} -> its explanation and highlighted words
                    (``serving.explaining``); GET /: a page to try the model (``serving.page``)
     GET  /health   {"status": "ok", "backend": ..., "queued_texts": n,
                     "batches": what the micro-batcher did}
@@ -19,15 +14,15 @@
     GET  /info     labels, variant, encoder name, word-splitting rule, backend, the folder's
                    metrics, the limits and who may call (auth, allowed hosts, CORS)
     GET  /metrics  Prometheus text (``serving.metrics``); /openapi.json and /docs: the
-                   OpenAPI schema of these routes (``serving.schema``), its page served
-                   from installed packages
+                   OpenAPI schema of these routes (``serving.schema``) and its page
 
 Concurrent requests share forward passes (``serving.batcher``). Every error is one JSON line
 ``{"error": "..."}``: a body that is not UTF-8 or not JSON, or nested too deep (400), over
 ``max_body_bytes`` (413), not sent as ``application/json`` (415), of the wrong shape or
-types, a repeated key, an empty list, a text empty or only whitespace, more than
-``max_texts`` texts or a text over ``max_text_chars`` characters (422), a body not received within ``body_timeout_s`` (408), a full queue (503
-with ``Retry-After``), no answer within ``request_timeout_s`` (504), a failed forward pass
+types, a repeated key, an empty list, a blank text, more than ``max_texts`` texts or a
+text over ``max_text_chars`` characters (422), a body not received within
+``body_timeout_s`` (408), a full queue (503 with ``Retry-After``), no answer within
+``request_timeout_s`` (504), a failed forward pass
 (500; the service goes on). A request whose client has left is dropped before its forward
 pass. On SIGTERM / Ctrl-C uvicorn stops accepting connections; queued and running requests
 get ``shutdown_timeout_s`` to finish, then a 503, and the batcher stops. Connection-level
