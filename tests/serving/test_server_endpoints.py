@@ -6,15 +6,21 @@ request shape ``{"inputs": ...}``."""
 
 from __future__ import annotations
 
+import json
+import re
 import signal
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support.live_server import BOUND_S, Gate, assert_json_error, lttw_serve, serving, until
 from support.serving_models import shared_lttw_folder
 
+from lttw.serving import explaining
 from lttw.serving.limits import Limits
 from lttw.serving.security import LOOPBACK_HOSTS, Access
 from lttw.serving.server import create_app
@@ -57,17 +63,27 @@ def test_a_failed_warm_up_keeps_the_server_unready(tmp_path):
         assert http.get("/live").status_code == 200
 
 
-def test_inputs_is_accepted_beside_texts(tmp_path):
-    gate = Gate(tmp_path)
+def test_inputs_get_text_embeddings_inference_answers(tmp_path):
+    gate = Gate(tmp_path)  # every text: a 0.25, b 0.75
     gate.open.set()
+    b_first = [{"label": "b", "score": 0.75}, {"label": "a", "score": 0.25}]
     with serving(create_app(gate)) as (http, _, _):
         one = http.post("/predict", json={"inputs": "oil prices fall"})
-        many = http.post("/predict", json={"inputs": ["a", "b"], "top_k": 1})
-        assert one.json() == {"predictions": [{"label": "b", "prob": 0.75}]}
-        assert len(many.json()["predictions"]) == 2 and "top" in many.json()["predictions"][0]
+        many = http.post("/predict", json={"inputs": ["a", ["b"]], "truncate": True})
+        top = http.post("/predict", json={"inputs": ["a"], "top_k": 1})
+        raw = http.post("/predict", json={"inputs": "a", "raw_scores": True})
+        texts = http.post("/predict", json={"texts": ["a"]})
         both = http.post("/predict", json={"inputs": "a", "text": "b"})
-        assert_json_error(both, 422, "'text' and 'inputs' given together")
-    assert gate.seen == [["oil prices fall"], ["a", "b"]]
+    assert one.json() == b_first  # TEI: a string's classes, most probable first
+    assert many.json() == [b_first, b_first]  # a list: one list per text, TEI's [text] too
+    assert top.json() == [[{"label": "b", "score": 0.75}]]
+    assert raw.json() == [
+        {"label": "b", "score": pytest.approx(np.log(0.75))},
+        {"label": "a", "score": pytest.approx(np.log(0.25))},
+    ]
+    assert texts.json() == {"predictions": [{"label": "b", "prob": 0.75}]}  # lttw's shape
+    assert_json_error(both, 422, "'text' and 'inputs' given together")
+    assert gate.seen == [["oil prices fall"], ["a", "b"], ["a"], ["a"], ["a"]]
 
 
 def metric_samples(text: str) -> dict[tuple[str, tuple], float]:
@@ -113,6 +129,54 @@ def test_metrics_count_requests_errors_latency_queue_and_batches(tmp_path):
     assert got[("lttw_batcher_texts_total", ())] == 4
 
 
+def test_metrics_count_predicted_labels_and_confidence(tmp_path):
+    gate = Gate(tmp_path)  # every text: a 0.25, b 0.75
+    gate.open.set()
+    with serving(create_app(gate)) as (http, _, _):
+        http.post("/predict", json={"texts": ["x", "y", "z"]})
+        http.post("/predict", json={"inputs": "x"})
+        http.post("/predict", json={"text": "x", "min_prob": 0.9})  # no label
+        got = metric_samples(http.get("/metrics").text)
+    assert got[("lttw_predicted_labels_total", (("label", "b"),))] == 4
+    assert got[("lttw_predicted_labels_total", (("label", "a"),))] == 0  # every class, at 0
+    assert got[("lttw_texts_without_label_total", ())] == 1
+    assert got[("lttw_prediction_confidence_count", ())] == 5
+    assert got[("lttw_prediction_confidence_bucket", (("le", "0.7"),))] == 0
+    assert got[("lttw_prediction_confidence_bucket", (("le", "0.8"),))] == 5
+
+
+def test_explain_is_bounded_and_refused_where_it_cannot_run(tmp_path, monkeypatch):
+    release = threading.Event()
+
+    def held(predictor, text):  # an explanation that runs until the test releases it
+        assert release.wait(BOUND_S)
+        return {"text": text}
+
+    monkeypatch.setattr(explaining, "explained", held)
+    gate = Gate(tmp_path)
+    gate.open.set()
+    gate.tokenizer = object()  # explainable, as a torch model folder is
+    limits = Limits(request_timeout_s=3)
+    app = create_app(gate, limits)
+    slots = explaining.MAX_EXPLAINS
+    with serving(app, limits) as (http, _, port), ThreadPoolExecutor(slots) as pool:
+        try:
+            waiting = [
+                pool.submit(httpx.post, f"http://127.0.0.1:{port}/explain", json={"text": "t"})
+                for _ in range(slots)
+            ]
+            until(lambda: app.state.explainer.busy == slots, "every slot taken")
+            busy = http.post("/explain", json={"text": "one more"})
+            answered = [w.result() for w in waiting]
+        finally:
+            release.set()
+    assert_json_error(busy, 503, "explanations are waiting")
+    assert busy.headers["retry-after"] == "1"
+    assert {a.status_code for a in answered} == {504}  # held past --request-timeout
+    with serving(create_app(gate, backend="onnx")) as (http, _, _):
+        assert_json_error(http.post("/explain", json={"text": "a"}), 501, "torch backend")
+
+
 def test_openapi_schema_and_page_behind_the_same_access(tmp_path):
     access = Access(allowed_hosts=LOOPBACK_HOSTS, api_key="s3cret")
     with serving(create_app(Gate(tmp_path), access=access)) as (http, _, _):
@@ -125,10 +189,12 @@ def test_openapi_schema_and_page_behind_the_same_access(tmp_path):
     assert {"/predict", "/health", "/info", "/live", "/ready", "/metrics"} <= set(schema["paths"])
     predict = schema["paths"]["/predict"]["post"]
     body = predict["requestBody"]["content"]["application/json"]["schema"]
-    assert {"texts", "text", "inputs", "top_k", "min_prob"} == set(body["properties"])
+    assert {"texts", "text", "inputs", "top_k", "min_prob", "raw_scores", "truncate"} == set(
+        body["properties"]
+    )
     assert {"200", "400", "413", "415", "422", "503"} <= set(predict["responses"])
     answer = predict["responses"]["200"]["content"]["application/json"]["schema"]
-    assert answer["$ref"].endswith("/PredictAnswer")
+    assert {"PredictAnswer", "Score"} <= set(re.findall(r"/(\w+)\"", json.dumps(answer)))
     assert "ErrorAnswer" in schema["components"]["schemas"]
 
 
@@ -148,7 +214,7 @@ def test_lttw_serve_is_ready_after_its_warm_up(model_dir):
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=BOUND_S) as http:
             until(lambda: http.get("/ready").status_code == 200, "ready")
             assert http.get("/live").json() == {"status": "alive"}
-            answer = http.post("/predict", json={"inputs": ["stock market", "team won"]})
+            answer = http.post("/predict", json={"texts": ["stock market", "team won"]})
             assert answer.status_code == 200 and len(answer.json()["predictions"]) == 2
             scraped = metric_samples(http.get("/metrics").text)
             assert http.get("/openapi.json").json()["paths"]["/predict"]

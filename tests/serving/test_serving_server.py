@@ -78,7 +78,7 @@ def client(predictor):
 
 
 def test_predict_answers_in_order(client, predictor):
-    texts = ["stock market oil price", "team won the game", "", "internet computer science"]
+    texts = ["stock market oil price", "team won the game", "a", "internet computer science"]
     response = client.post("/predict", json={"texts": texts, "top_k": 2})
     assert response.status_code == 200, response.text
     answers = response.json()["predictions"]
@@ -104,6 +104,42 @@ def test_health_and_info(client):
     assert info["encoder"] and info["words"]["splitter"] == "regex"
     assert info["latent_factors"] == {"k": 4, "s": 4, "ranking": "count_then_corpus"}
     assert info["limits"]["max_texts"] == LIMITS.max_texts and "metrics" in info
+
+
+def test_inputs_answer_every_class_as_text_embeddings_inference(client, predictor):
+    texts = ["stock market oil price", "team won the game"]
+    probs = predictor.predict_proba(texts)
+    scored = client.post("/predict", json={"inputs": texts}).json()
+    raw = client.post("/predict", json={"inputs": texts[0], "raw_scores": True}).json()
+    for answer, row in zip(scored, probs):
+        assert [a["label"] for a in answer] == [CLASSES[i] for i in np.argsort(-row)]
+        np.testing.assert_allclose([a["score"] for a in answer], np.sort(row)[::-1], atol=1e-5)
+    logits = np.array([a["score"] for a in raw])  # log p: the softmax gives p back
+    np.testing.assert_allclose(
+        np.exp(logits) / np.exp(logits).sum(), np.sort(probs[0])[::-1], atol=1e-5
+    )
+
+
+def test_explain_answers_the_words_to_highlight(client, predictor):
+    text = "Oil prices fall as the MARKET and the bank deal"
+    doc = client.post("/explain", json={"text": text}).json()
+    assert "model" not in doc  # the server's folder is not the client's business
+    assert doc["prediction"]["label"] == CLASSES[int(predictor.predict_proba([text])[0].argmax())]
+    segments = doc["highlights"]["segments"]
+    assert "".join(s["text"] for s in segments) == text  # the text, cut, nothing lost
+    marked = {s["text"] for s in segments if s["weight"] is not None}
+    assert {"Oil", "MARKET", "bank", "deal"} <= marked  # any case, whole words
+    assert all(0 <= s["weight"] <= 1 for s in segments if s["weight"] is not None)
+    for body, words in (
+        (b'{"text": "  "}', "'text' is empty or only whitespace"),
+        (b'{"text": "a", "text": "b"}', "repeats the key 'text'"),
+        (b'{"texts": ["a"]}', 'send {"text": "..."}'),
+        (b'{"text": "' + b"x" * 201 + b'"}', "the limit is 200"),
+    ):
+        response = client.post(
+            "/explain", content=body, headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 422 and words in response.json()["error"], response.text
 
 
 BAD = {  # name: (body bytes, status, words of the error)
@@ -135,6 +171,15 @@ BAD = {  # name: (body bytes, status, words of the error)
     "top_k too large": (b'{"texts": ["a"], "top_k": 5}', 422, "'top_k'"),
     "top_k a boolean": (b'{"texts": ["a"], "top_k": true}', 422, "'top_k'"),
     "a lone surrogate": (b'{"text": "\\ud800"}', 422, "surrogate"),
+    "an empty text": (b'{"texts": ["a", ""]}', 422, "texts[1] is empty or only whitespace"),
+    "a blank text": (b'{"text": " \\n\\t"}', 422, "'text' is empty or only whitespace"),
+    "a blank input": (b'{"inputs": ["a", ["\\u3000"]]}', 422, "inputs[1] is empty"),
+    "a repeated key": (b'{"texts": ["a"], "texts": ["b"]}', 422, "repeats the key 'texts'"),
+    "a repeated inner key": (b'{"texts": [{"a": 1, "a": 2}]}', 422, "repeats the key 'a'"),
+    "a text pair": (b'{"inputs": [["a", "b"]]}', 422, "text pairs are not classified"),
+    "min_prob with inputs": (b'{"inputs": "a", "min_prob": 0.5}', 422, "'min_prob' goes with"),
+    "raw_scores with texts": (b'{"texts": ["a"], "raw_scores": true}', 422, "goes with 'inputs'"),
+    "raw_scores a number": (b'{"inputs": "a", "raw_scores": 1}', 422, "must be true or false"),
 }
 
 

@@ -1,5 +1,6 @@
 """A page as a person sees it: Debian's headless Chromium takes a screenshot of an HTML file
-(no network, no GPU), and the picture is read back as an RGB array for the test to check."""
+or a served page (no GPU), or prints a served page's DOM after its scripts have run; the
+picture is read back as an RGB array for the test to check."""
 
 from __future__ import annotations
 
@@ -22,12 +23,9 @@ def browser() -> str:
     pytest.skip("no Chromium installed (Debian: apt-get install chromium)")
 
 
-def screenshot(page: Path, png: Path, width: int = 1200, height: int = 2400) -> np.ndarray:
-    """``page`` rendered at ``width`` x ``height`` into ``png``; its (height, width, 3) uint8
-    pixels."""
-    import matplotlib.image
-
-    subprocess.run(
+def _chromium(target: str, profile: Path, *options: str) -> str:
+    """Headless Chromium on ``target`` (a URL) with ``options``; its standard output."""
+    done = subprocess.run(
         [
             browser(),
             "--headless",
@@ -35,17 +33,47 @@ def screenshot(page: Path, png: Path, width: int = 1200, height: int = 2400) -> 
             "--disable-gpu",
             "--hide-scrollbars",
             "--no-first-run",
-            f"--user-data-dir={png.parent / '.chromium-profile'}",
-            f"--screenshot={png}",
-            f"--window-size={width},{height}",
-            page.resolve().as_uri(),
+            f"--user-data-dir={profile}",
+            *options,
+            target,
         ],
         check=True,
         capture_output=True,
+        text=True,
         timeout=60,
     )
+    return done.stdout
+
+
+def _pixels(png: Path) -> np.ndarray:
+    import matplotlib.image
+
     pixels = matplotlib.image.imread(png)[..., :3]
     return (pixels * 255).round().astype(np.uint8) if pixels.dtype != np.uint8 else pixels
+
+
+def screenshot(
+    page: Path | str, png: Path, width: int = 1200, height: int = 2400, wait_ms: int = 0
+) -> np.ndarray:
+    """``page`` (an HTML file, or a URL) rendered at ``width`` x ``height`` into ``png``,
+    after ``wait_ms`` ms of the page's virtual time (its scripts and requests); its
+    (height, width, 3) uint8 pixels."""
+    target = page.resolve().as_uri() if isinstance(page, Path) else page
+    waiting = [f"--virtual-time-budget={wait_ms}"] if wait_ms else []
+    _chromium(
+        target,
+        png.parent / ".chromium-profile",
+        f"--screenshot={png}",
+        f"--window-size={width},{height}",
+        *waiting,
+    )
+    return _pixels(png)
+
+
+def page_dom(url: str, profile: Path, wait_ms: int = 10_000) -> str:
+    """The DOM of the page at ``url`` once its scripts and their requests have run (up to
+    ``wait_ms`` ms of the page's virtual time), as HTML."""
+    return _chromium(url, profile, "--dump-dom", f"--virtual-time-budget={wait_ms}")
 
 
 def share_near(pixels: np.ndarray, rgb: tuple[int, int, int], tolerance: int = 12) -> float:

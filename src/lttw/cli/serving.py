@@ -135,8 +135,9 @@ def serve(
     params: Params = Path("params.yaml"),
 ) -> None:
     """Serve a model folder over HTTP (FastAPI + uvicorn): POST /predict {"texts": [...]},
-    {"text": "..."} or {"inputs": ...} as application/json (optional "top_k") answers labels
-    and probabilities in the order given; GET /health; GET /live and /ready (probes); GET
+    {"text": "..."} as application/json (optional "top_k") answers labels and probabilities
+    in the order given ({"inputs": ...}: Text Embeddings Inference's answer); POST /explain;
+    GET / (a page to try the model); GET /health; GET /live and /ready (probes); GET
     /metrics (Prometheus); GET /info (labels, variant, encoder, word splitting, metrics,
     limits, access); GET /docs and /openapi.json (the OpenAPI schema).
     Concurrent requests share forward passes (micro-batching). Every error is one line of

@@ -125,6 +125,14 @@ class MicroBatcher:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._pool, self.predict_proba, list(texts), self.batch_size)
 
+    async def run_alone(self, fn, *args):
+        """``fn(*args)`` on the forward passes' thread, between batches (an explanation);
+        ``ShuttingDown`` once graceful shutdown has begun. Cancelled before it starts, it
+        never runs."""
+        if self._draining:
+            raise ShuttingDown()
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
     def start(self) -> None:
         self._wakeup = asyncio.Event()
         self._worker = asyncio.get_running_loop().create_task(self._run())

@@ -9,24 +9,46 @@ one registry per application.
 - ``lttw_queue_texts``: texts waiting for a forward pass now
 - ``lttw_batch_texts``: a histogram of the texts per micro-batch
 - ``lttw_batcher_*_total``: the micro-batcher's counts (``GET /health``'s ``batches``)
+- ``lttw_predicted_labels_total{label}``: the labels ``POST /predict`` gave, by class (every
+  class from the start; a multi-label text counts once per label), and
+  ``lttw_texts_without_label_total``: texts given none (below ``min_prob``, or no class past
+  its threshold): the drift of what the model says
+- ``lttw_prediction_confidence``: a histogram of each answered text's top probability
 
 A route is one of ``ROUTES`` or ``other``, so a client requesting made-up paths cannot grow
-the number of series.
+the number of series; a label is one of the model's classes.
 """
 
 from __future__ import annotations
 
 import time
 
+import numpy as np
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily
 
+from lttw.serving.page import DOCS_FILES, PAGE_FILES
+
 #: the routes counted by name (anything else is ``other``)
 ROUTES = frozenset(
-    {"/predict", "/health", "/info", "/live", "/ready", "/metrics", "/docs", "/openapi.json"}
+    {
+        "/predict",
+        "/explain",
+        "/health",
+        "/info",
+        "/live",
+        "/ready",
+        "/metrics",
+        "/openapi.json",
+        "/docs",
+        *PAGE_FILES,
+        *DOCS_FILES,
+    }
 )
 #: seconds: the buckets of the latency histogram
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+#: the buckets of the top-probability histogram
+CONFIDENCE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
 #: the batcher's counters exported (``BatchStats`` fields)
 BATCHER_COUNTS = ("requests", "texts", "batches", "failed_batches", "dropped", "refused")
 
@@ -36,7 +58,7 @@ class Metrics:
 
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, batcher, max_batch: int):
+    def __init__(self, batcher, max_batch: int, classes: list[str] | tuple[str, ...] = ()):
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "lttw_http_requests",
@@ -72,11 +94,41 @@ class Metrics:
             registry=self.registry,
         )
         batcher.on_batch = self.batch.observe
+        self.labels = Counter(
+            "lttw_predicted_labels",
+            "labels given by POST /predict, by class",
+            ["label"],
+            registry=self.registry,
+        )
+        self.classes = list(classes)
+        for name in self.classes:
+            self.labels.labels(name)  # every class's series from the start, at 0
+        self.unlabelled = Counter(
+            "lttw_texts_without_label",
+            "texts POST /predict gave no label (below min_prob, or none past its threshold)",
+            registry=self.registry,
+        )
+        self.confidence = Histogram(
+            "lttw_prediction_confidence",
+            "the top class probability of each text POST /predict answered",
+            buckets=CONFIDENCE_BUCKETS,
+            registry=self.registry,
+        )
         self.registry.register(_BatcherCounts(batcher))
 
     def refusal(self, status: int) -> None:
         """A connection-level answer (``serving.connection``)."""
         self.refused.labels(str(status)).inc()
+
+    def predicted(self, probs: np.ndarray, chosen: list[list[int]]) -> None:
+        """The answers of one request: each text's chosen class ids (``inference.answers``'
+        ``chosen_ids``) and its probabilities."""
+        for row, ids in zip(probs, chosen):
+            self.confidence.observe(float(np.max(row)))
+            for i in ids:
+                self.labels.labels(self.classes[i]).inc()
+            if not ids:
+                self.unlabelled.inc()
 
     def render(self) -> bytes:
         from prometheus_client import generate_latest

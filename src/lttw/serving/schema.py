@@ -16,17 +16,36 @@ class PredictBody(BaseModel):
             "examples": [
                 {"texts": ["Stocks rally as oil prices fall"], "top_k": 2},
                 {"inputs": "Late goal wins the final"},
+                {"inputs": ["Late goal wins the final", "Chip maker beats forecasts"], "top_k": 2},
             ]
         },
     )
     texts: list[str] | None = Field(None, description="the texts (at most --max-texts)")
     text: str | None = Field(None, description="one text")
-    inputs: str | list[str] | None = Field(
-        None, description="one text or a list (the Hugging Face / TEI request shape)"
+    inputs: str | list[str | list[str]] | None = Field(
+        None,
+        description="one text or a list (each a string, or TEI's [string]): answered in Text "
+        "Embeddings Inference's shape, a list of {label, score} per text",
     )
-    top_k: int | None = Field(None, ge=1, description="also list the k most probable classes")
+    top_k: int | None = Field(
+        None,
+        ge=1,
+        description="texts / text: also list the k most probable classes; inputs: list only "
+        "the k most probable (default: every class)",
+    )
     min_prob: float | None = Field(
-        None, ge=0, le=1, description="no label where the most probable class is below it"
+        None,
+        ge=0,
+        le=1,
+        description="texts / text: no label where the most probable class is below it",
+    )
+    raw_scores: bool | None = Field(
+        None,
+        description="inputs: scores before the softmax (log p) or sigmoid (log odds) instead "
+        "of probabilities",
+    )
+    truncate: bool | None = Field(
+        None, description="inputs: accepted for TEI clients; a text is read as --chunk says"
     )
 
 
@@ -47,6 +66,40 @@ class Prediction(BaseModel):
 
 class PredictAnswer(BaseModel):
     predictions: list[Prediction] = Field(description="one per text, in the order given")
+
+
+class Score(BaseModel):
+    """One class of a TEI answer."""
+
+    label: str
+    score: float
+
+
+#: ``{"inputs": ...}``'s answer: a string's classes, or a list of them per text
+TeiAnswer = list[Score] | list[list[Score]]
+
+
+class ExplainBody(BaseModel):
+    """``POST /explain``: one text."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"text": "Stocks rally as oil prices fall"}]},
+    )
+    text: str = Field(description="the text to explain (at most --max-text-chars characters)")
+
+
+class ExplainAnswer(BaseModel):
+    """What ``lttw explain --json`` prints (less the folder) and the page's highlights."""
+
+    model_config = ConfigDict(extra="allow")
+    text: str
+    variant: str
+    classes: list[str]
+    prediction: dict[str, object]
+    factors: dict[str, object] | None = None
+    attention: dict[str, object]
+    highlights: dict[str, object]
 
 
 class ErrorAnswer(BaseModel):
@@ -89,6 +142,12 @@ PREDICT_ERRORS = {
     500: "the forward pass failed",
     503: "the queue is full (Retry-After), or the server is shutting down",
     504: "no answer within --request-timeout",
+}
+#: the error statuses of ``POST /explain``
+EXPLAIN_ERRORS = {
+    **PREDICT_ERRORS,
+    501: "this server cannot explain (the onnx backend, or an ensemble)",
+    503: "explanations are waiting already (Retry-After), or the server is shutting down",
 }
 
 

@@ -10,6 +10,8 @@ import json
 import logging
 from dataclasses import dataclass
 
+from lttw.serving.page import PAGE_FILES
+
 log = logging.getLogger("lttw.serving")
 
 #: the names a server bound to a loopback address answers to unless told otherwise
@@ -17,8 +19,9 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 #: the probes (``GET /live``, ``GET /ready``): answered whatever the Host header and without a
 #: token (an orchestrator's probe sends the pod's address as Host); they tell nothing else
 PROBE_PATHS = frozenset({"/live", "/ready"})
-#: what needs no token: the probes and ``GET /health``
-OPEN_PATHS = frozenset({"/health", *PROBE_PATHS})
+#: what needs no token: the probes, ``GET /health`` and the page at ``GET /`` with its files
+#: (``serving.page``: no data; it asks for the key and sends it with its requests)
+OPEN_PATHS = frozenset({"/health", *PROBE_PATHS, *PAGE_FILES})
 #: the environment variable ``lttw serve`` reads the token from when ``--api-key`` is not given
 API_KEY_ENV = "LTTW_API_KEY"
 

@@ -1,12 +1,11 @@
 """``lttw serve``: a model folder behind HTTP (FastAPI on uvicorn).
 
-    POST /predict  {"texts": ["...", ...]}, {"text": "..."} or {"inputs": "..." | [...]},
-                   optional "top_k": k and "min_prob": p (0..1: below it no label), sent as
-                   application/json
-                   -> {"predictions": [{"label": L, "prob": p[, "top": [{"label", "prob"}...]]}]}
-                   one per text, in the order given; "label" is null where the most
-                   probable class is below min_prob; a multi-label model answers
-                   {"labels": [{"label", "prob"}...][, "top": ...]} (``serving.documents``)
+    POST /predict  {"texts": [...]} or {"text": "..."}, optional "top_k" and "min_prob"
+                   -> {"predictions": [...]}, one per text in order; {"inputs": "..." |
+                   [...]} -> Text Embeddings Inference's [{"label", "score"}, ...]
+                   (``serving.documents``)
+    POST /explain  {"text": "..."} -> its explanation and highlighted words
+                   (``serving.explaining``); GET /: a page to try the model (``serving.page``)
     GET  /health   {"status": "ok", "backend": ..., "queued_texts": n,
                     "batches": what the micro-batcher did}
     GET  /live     200 while the process serves (no token, any Host, also past
@@ -15,14 +14,15 @@
     GET  /info     labels, variant, encoder name, word-splitting rule, backend, the folder's
                    metrics, the limits and who may call (auth, allowed hosts, CORS)
     GET  /metrics  Prometheus text (``serving.metrics``); /openapi.json and /docs: the
-                   OpenAPI schema of these routes (``serving.schema``)
+                   OpenAPI schema of these routes (``serving.schema``) and its page
 
 Concurrent requests share forward passes (``serving.batcher``). Every error is one JSON line
 ``{"error": "..."}``: a body that is not UTF-8 or not JSON, or nested too deep (400), over
 ``max_body_bytes`` (413), not sent as ``application/json`` (415), of the wrong shape or
-types, an empty list, more than ``max_texts`` texts or a text over ``max_text_chars``
-characters (422), a body not received within ``body_timeout_s`` (408), a full queue (503
-with ``Retry-After``), no answer within ``request_timeout_s`` (504), a failed forward pass
+types, a repeated key, an empty list, a blank text, more than ``max_texts`` texts or a
+text over ``max_text_chars`` characters (422), a body not received within
+``body_timeout_s`` (408), a full queue (503 with ``Retry-After``), no answer within
+``request_timeout_s`` (504), a failed forward pass
 (500; the service goes on). A request whose client has left is dropped before its forward
 pass. On SIGTERM / Ctrl-C uvicorn stops accepting connections; queued and running requests
 get ``shutdown_timeout_s`` to finish, then a 503, and the batcher stops. Connection-level
@@ -42,6 +42,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException
 
+from lttw.inference.answers import chosen_ids
 from lttw.models.calibration import Calibration
 from lttw.serving import schema
 from lttw.serving.batcher import MicroBatcher, QueueFull, ShuttingDown
@@ -49,14 +50,16 @@ from lttw.serving.connection import LIVE
 from lttw.serving.documents import (
     CLIENT_GONE,
     ApiError,
+    answer,
     check_json,
     parse_request,
-    predictions,
     read_body,
 )
+from lttw.serving.explaining import Explainer
 from lttw.serving.guard import ErrorGuard
 from lttw.serving.limits import Limits
 from lttw.serving.metrics import Metrics, MetricsMiddleware
+from lttw.serving.page import add_page_routes
 from lttw.serving.security import Access, AccessMiddleware
 
 log = logging.getLogger("lttw.serving")
@@ -101,8 +104,9 @@ def create_app(
     info = {**model_info(predictor, backend), "access": access.describe()}
     classes = list(predictor.classes)
     calibration = getattr(predictor, "calibration", Calibration())  # a stand-in may have none
-    metrics = Metrics(batcher, limits.max_batch)
+    metrics = Metrics(batcher, limits.max_batch, classes)
     readiness: dict = {"warm": not warm_up, "failed": None}
+    explainer = Explainer(predictor, backend, batcher, limits)
 
     async def warm() -> None:
         try:
@@ -136,11 +140,12 @@ def create_app(
         title="lttw",
         summary="A text classifier over HTTP (lttw serve)",
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # serving.page: Swagger UI from an installed package, not a CDN
         redoc_url=None,
         openapi_url="/openapi.json",
     )
     app.state.batcher, app.state.metrics = batcher, metrics
+    app.state.explainer = explainer
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, err: ApiError):
@@ -193,16 +198,18 @@ def create_app(
 
     @app.post(
         "/predict",
-        responses={200: {"model": schema.PredictAnswer}}
+        responses={200: {"model": schema.PredictAnswer | schema.TeiAnswer}}
         | schema.error_responses(schema.PREDICT_ERRORS),
         openapi_extra=schema.request_body(schema.PredictBody),
     )
     async def predict(request: Request):
-        """Labels and probabilities of the texts, in the order given."""
+        """Labels and probabilities of the texts, in the order given (``inputs``: each
+        text's classes with their scores, most probable first)."""
         arrived = time.monotonic()
         check_json(request)
         body = await read_body(request, limits)
-        texts, top_k, min_prob = parse_request(body, limits, len(classes))
+        asked = parse_request(body, limits, len(classes))
+        texts = asked.texts
         try:
             job = batcher.submit(texts)
         except QueueFull as err:
@@ -232,8 +239,22 @@ def create_app(
             from lttw.stage import one_line
 
             return _error(500, f"prediction failed: {one_line(failure)}")
-        answers = predictions(job.future.result(), classes, top_k, calibration, min_prob)
-        return JSONResponse({"predictions": answers})
+        probs = job.future.result()
+        metrics.predicted(probs, chosen_ids(calibration, probs, asked.min_prob))
+        return JSONResponse(answer(asked, probs, classes, calibration))
+
+    @app.post(
+        "/explain",
+        responses={200: {"model": schema.ExplainAnswer}}
+        | schema.error_responses(schema.EXPLAIN_ERRORS),
+        openapi_extra=schema.request_body(schema.ExplainBody),
+    )
+    async def explain(request: Request):
+        """Why the model predicts what it does for one text: the words its latent factors
+        were built from, the probabilities, [CLS]'s attention, the words to highlight."""
+        return JSONResponse(await explainer.answer(request))
+
+    add_page_routes(app)
 
     if access.cors_origins:
         from starlette.middleware.cors import CORSMiddleware
