@@ -201,8 +201,9 @@ def verify(
 
 
 def _say_card(folder: Path) -> None:
-    """The model card's headline (``lttw.model_card``), where the folder has one."""
-    from lttw.model_card import CARD, headline, read_card
+    """The model card's headline (``lttw.model_card``), where the folder has one; its
+    README.md's model-index must hold metrics.json's numbers (``card_problems``)."""
+    from lttw.model_card import CARD, card_problems, headline, read_card
 
     card = read_card(folder)
     if card is None:
@@ -218,6 +219,10 @@ def _say_card(folder: Path) -> None:
             )
     elif not (folder / CARD).is_file():
         typer.echo(f"error: {folder / CARD}: missing beside its metrics.json", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    elif problems := card_problems(folder, card):
+        for problem in problems:
+            typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT)
     else:
         typer.echo(
