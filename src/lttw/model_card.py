@@ -19,7 +19,8 @@ METRICS = "metrics.json"
 CARD_VERSION = 1
 
 
-def _pct(value) -> str:
+def percent(value) -> str:
+    """``value`` (a share) as a percentage with one decimal; ``n/a`` where it is no number."""
     return f"{100 * value:.1f}" if isinstance(value, (int, float)) else "n/a"
 
 
@@ -28,13 +29,7 @@ def _interval(block: dict) -> str:
     if not isinstance(low, (int, float)) or not isinstance(high, (int, float)):
         return ""
     level = int(round(100 * block.get("level", 0.95)))
-    return f" ({level}% interval {_pct(low)} to {_pct(high)})"
-
-
-def _hub_name(encoder) -> bool:
-    """Whether ``encoder`` names a hub model (``org/name``), not a local folder."""
-    text = str(encoder or "")
-    return text.count("/") == 1 and not text.startswith((".", "/", "~"))
+    return f" ({level}% interval {percent(low)} to {percent(high)})"
 
 
 def headline(doc: dict) -> str:
@@ -44,7 +39,7 @@ def headline(doc: dict) -> str:
     if "f1_macro" not in estimate:
         return "no quality estimate recorded"
     return (
-        f"macro F1 {_pct(estimate['f1_macro'])}%{_interval(estimate)} on "
+        f"macro F1 {percent(estimate['f1_macro'])}%{_interval(estimate)} on "
         f"{estimate.get('n', 0):,} texts, from {doc.get('estimate_source', '?')}"
     )
 

@@ -12,7 +12,7 @@ import json
 import re
 import unicodedata
 
-from lttw.model_card import _hub_name, _pct, card_results, headline
+from lttw.model_card import card_results, headline, percent
 
 #: characters that Markdown or HTML would read as markup, written as numeric character
 #: references in the card's text (``md_text``)
@@ -53,6 +53,12 @@ def _one_line(value) -> str:
     )
 
 
+def hub_name(encoder) -> bool:
+    """Whether ``encoder`` names a hub model (``org/name``), not a local folder."""
+    text = str(encoder or "")
+    return text.count("/") == 1 and not text.startswith((".", "/", "~"))
+
+
 def card_license(license: str | None, manifest: dict) -> tuple[str, str | None]:
     """The card's ``license`` and the licence text where it is free text: the parameter
     ``license`` (``final.license``) where given, else the manifest's ``license`` (or
@@ -66,21 +72,33 @@ def card_license(license: str | None, manifest: dict) -> tuple[str, str | None]:
 
 
 def trained_params(params: dict) -> dict:
-    """The groups of ``params`` (``{group: {name: value}}`` and single values) a card lists,
-    ``model`` cut to what its variant reads (``settings.variants.MODEL_PARAMS``)."""
-    from lttw.settings.variants import FACTOR_VARIANTS, MODEL_PARAMS
+    """The groups of ``params`` (``{group: {name: value}}`` and single values) a card lists:
+    ``model`` cut to what its variant reads (``settings.variants.MODEL_PARAMS``), ``nmf``
+    where latent factors are fused, ``counts`` and ``words`` where they or a TF-IDF model
+    are, or the model embeds the counts' words."""
+    from lttw.settings.variants import (
+        ENSEMBLE_VARIANTS,
+        FACTOR_VARIANTS,
+        MODEL_PARAMS,
+        NON_NEURAL_VARIANTS,
+        WORD_VOCAB_VARIANTS,
+    )
 
     model = params.get("model")
     if not isinstance(model, dict):
         return params
     variant = model.get("variant", "lttw")
     keep = MODEL_PARAMS.get(variant, tuple(model))
-    shown = {**params, "model": {k: v for k, v in model.items() if k in keep}}
-    if variant not in FACTOR_VARIANTS | {"lttw_tfidf"}:
-        shown.pop("nmf", None)
-    if variant not in FACTOR_VARIANTS | {"tfidf_linear", "lttw_tfidf"}:
-        shown.pop("counts", None)
-    return shown
+    factors = variant in FACTOR_VARIANTS and model.get("fusion") != "none"
+    tfidf = variant in NON_NEURAL_VARIANTS | ENSEMBLE_VARIANTS
+    words = variant in WORD_VOCAB_VARIANTS and model.get("vocab") == "words"
+    drop = {
+        "nmf": not factors,
+        "counts": not (factors or tfidf),
+        "words": not (factors or tfidf or words),
+    }
+    shown = {k: v for k, v in params.items() if not drop.get(k, False)}
+    return {**shown, "model": {k: v for k, v in model.items() if k in keep}}
 
 
 def card_data(doc: dict, meta: dict, labels_info: dict, source: dict):
@@ -100,7 +118,7 @@ def card_data(doc: dict, meta: dict, labels_info: dict, source: dict):
         language=_one_line(language) if isinstance(language, str) else None,
         datasets=[dataset],
         metrics=list(dict.fromkeys(r.metric_type for r in results)) or None,
-        base_model=encoder if _hub_name(encoder) else None,
+        base_model=encoder if hub_name(encoder) else None,
         library_name="lttw",
         pipeline_tag="text-classification",
         tags=list(dict.fromkeys(["lttw", "text-classification", _one_line(variant)])),
@@ -227,8 +245,8 @@ def _evaluation(doc: dict) -> list[str]:
     if test and "f1_macro" in test:
         lines.append(
             f"- held-out test sample ({test.get('n', 0):,} texts): macro P / R / F1 "
-            f"{_pct(test.get('precision_macro'))} / {_pct(test.get('recall_macro'))} / "
-            f"{_pct(test.get('f1_macro'))}%"
+            f"{percent(test.get('precision_macro'))} / {percent(test.get('recall_macro'))} / "
+            f"{percent(test.get('f1_macro'))}%"
         )
     calibration = doc.get("calibration", {})
     ece = calibration.get("ece")

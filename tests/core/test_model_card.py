@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from lttw import cli
 from lttw.model_card import card_metrics, write_card
-from lttw.model_card_text import card_source, render_card
+from lttw.model_card_text import VARIANT_NAMES, card_source, render_card, trained_params
+from lttw.settings.variants import MODEL_PARAMS, VARIANTS
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -84,6 +85,9 @@ def test_the_hub_library_reads_the_card_back_whole(tmp_path):
     # only the trained variant's settings: no leam / encoder_cnn / tfidf_linear ones
     assert '"k": 3' in body and "leam_r" not in body and "cnn_channels" not in body
     assert "linear_model" not in body and '"nmf"' in body
+    assert set(VARIANT_NAMES) == set(MODEL_PARAMS) == set(VARIANTS)  # every variant named
+    tfidf = trained_params({"model": {"variant": "tfidf_linear", "k": 3}, "nmf": {}, "counts": {}})
+    assert tfidf == {"model": {"variant": "tfidf_linear"}, "counts": {}}
 
 
 def test_the_licence_comes_from_the_parameter_the_manifest_or_is_unknown():
