@@ -149,3 +149,16 @@ def test_verify_holds_the_cards_model_index_to_metrics_json(carded, tmp_path):
     errors = failed.stderr.strip().splitlines()
     assert len(errors) == 1 and errors[0].startswith("error: ")
     assert "'macro F1, 95% interval high' is 0.99, metrics.json says 0.94" in errors[0]
+
+
+def test_verify_refuses_a_card_whose_front_matter_is_no_model_cards(carded, tmp_path):
+    from lttw.models.folder_files import record_checksums
+
+    folder = tmp_path / "model"
+    shutil.copytree(carded, folder)
+    (folder / "README.md").write_text("---\nlicense: &a [mit]\ntags: *a\n---\n# card\n")
+    record_checksums(folder)
+    failed = CliRunner().invoke(cli.app, ["verify", str(folder)])
+    assert failed.exit_code == 3 and "Traceback" not in failed.output
+    errors = failed.stderr.strip().splitlines()
+    assert len(errors) == 1 and "README.md: its front matter is not a model card's" in errors[0]

@@ -170,7 +170,8 @@ def verify(
     """Check a model folder's files against the sha256 checksums recorded in its lttw.json
     when it was written (by the train stage or `lttw export`), and print its model card's
     estimate (README.md, metrics.json) where it has one. Exit 0: every file matches;
-    3: a file is missing, changed or unrecorded (one `error:` line each); 1: no checksums
+    3: a file is missing, changed or unrecorded, or a number of the card's model-index
+    differs from metrics.json (one `error:` line each); 1: no checksums
     recorded (a folder written before lttw recorded them; `lttw export` writes a copy that
     has them)."""
     from lttw.models.bundle import META, read_model_meta
