@@ -162,3 +162,17 @@ def test_verify_refuses_a_card_whose_front_matter_is_no_model_cards(carded, tmp_
     assert failed.exit_code == 3 and "Traceback" not in failed.output
     errors = failed.stderr.strip().splitlines()
     assert len(errors) == 1 and "README.md: its front matter is not a model card's" in errors[0]
+
+
+def test_the_dataset_manifest_a_card_reads_is_bounded(tmp_path):
+    from lttw.errors import UserError
+    from lttw.training.final_card import MANIFEST_MAX_BYTES, dataset_manifest
+
+    folder = tmp_path / "datasets" / "reviews"
+    folder.mkdir(parents=True)
+    assert dataset_manifest("datasets", "reviews", tmp_path) == {}  # none: nothing to say
+    (folder / "manifest.json").write_text('{"license": "mit"}')
+    assert dataset_manifest("datasets", "reviews", tmp_path) == {"license": "mit"}
+    (folder / "manifest.json").write_text('{"notes": "' + "x" * MANIFEST_MAX_BYTES + '"}')
+    with pytest.raises(UserError, match="a manifest is read up to 1,048,576"):
+        dataset_manifest("datasets", "reviews", tmp_path)
