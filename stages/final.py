@@ -27,7 +27,7 @@ def main(settings):
         batch_size=settings.train.eval_batch_size,
         seed=settings.seed,
     )
-    card = partial(write_final_card, settings=run, rows=rows)
+    card = partial(write_final_card, settings=run, rows=rows, license=final.license)
     record = write_final_model(run, final, measure, card)
     estimate = record["estimate"]
     log.info(

@@ -1,18 +1,17 @@
-"""A model folder's card: ``README.md`` for people (a Hugging Face style card: YAML front
-matter, then the data, the labels and their counts, the metrics with their intervals, the
-calibration, known limits, the parameters and the code version that made the model) and
-``metrics.json`` for programs (``GET /info``'s ``metrics``, ``lttw verify``).
+"""A model folder's card: ``README.md`` for people and the Hugging Face hub (a model card
+made by ``huggingface_hub``: ``lttw.model_card_text``) and ``metrics.json`` for programs
+(``GET /info``'s ``metrics``, ``lttw verify``). The README's model-index holds the estimate of
+``metrics.json`` (``card_results``); ``lttw verify`` checks that they agree (``card_problems``).
 
 The final stage writes both into ``models/final`` (``training.final_card``); ``lttw
-export`` carries them, or writes them for a folder that has none (``card_of_metrics``).
+export`` carries them, or writes them for a fold's folder that has none (``reporting.fold_card``).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from lttw.io import atomic_path, read_json, write_json
+from lttw.io import atomic_path, load_yaml, read_json, write_json
 
 CARD = "README.md"
 METRICS = "metrics.json"
@@ -20,7 +19,8 @@ METRICS = "metrics.json"
 CARD_VERSION = 1
 
 
-def _pct(value) -> str:
+def percent(value) -> str:
+    """``value`` (a share) as a percentage with one decimal; ``n/a`` where it is no number."""
     return f"{100 * value:.1f}" if isinstance(value, (int, float)) else "n/a"
 
 
@@ -29,13 +29,7 @@ def _interval(block: dict) -> str:
     if not isinstance(low, (int, float)) or not isinstance(high, (int, float)):
         return ""
     level = int(round(100 * block.get("level", 0.95)))
-    return f" ({level}% interval {_pct(low)} to {_pct(high)})"
-
-
-def _hub_name(encoder) -> bool:
-    """Whether ``encoder`` names a hub model (``org/name``), not a local folder."""
-    text = str(encoder or "")
-    return text.count("/") == 1 and not text.startswith((".", "/", "~"))
+    return f" ({level}% interval {percent(low)} to {percent(high)})"
 
 
 def headline(doc: dict) -> str:
@@ -45,9 +39,41 @@ def headline(doc: dict) -> str:
     if "f1_macro" not in estimate:
         return "no quality estimate recorded"
     return (
-        f"macro F1 {_pct(estimate['f1_macro'])}%{_interval(estimate)} on "
+        f"macro F1 {percent(estimate['f1_macro'])}%{_interval(estimate)} on "
         f"{estimate.get('n', 0):,} texts, from {doc.get('estimate_source', '?')}"
     )
+
+
+#: the estimate's numbers in the card's model-index: (metrics.json key, metric type, name)
+_INDEX = (
+    ("f1_macro", "f1", "macro F1"),
+    ("f1_macro_low", "f1", "macro F1, {level}% interval low"),
+    ("f1_macro_high", "f1", "macro F1, {level}% interval high"),
+    ("accuracy", "accuracy", "accuracy"),
+)
+
+
+def card_results(doc: dict, dataset: str, dataset_name: str) -> list:
+    """The model-index entries (``huggingface_hub.EvalResult``) of the card ``doc``'s
+    estimate: macro F1, its interval's bounds and accuracy, where recorded."""
+    from huggingface_hub import EvalResult
+
+    estimate = doc.get("estimate") or {}
+    level = int(round(100 * estimate.get("level", 0.95)))
+    return [
+        EvalResult(
+            task_type="text-classification",
+            dataset_type=dataset,
+            dataset_name=dataset_name,
+            dataset_split="test" if doc.get("estimate_source") == "test" else None,
+            metric_type=kind,
+            metric_name=name.format(level=level),
+            metric_value=float(estimate[key]),
+            metric_config="macro" if kind == "f1" else None,
+        )
+        for key, kind, name in _INDEX
+        if isinstance(estimate.get(key), (int, float))
+    ]
 
 
 def card_metrics(record: dict, about: dict, labels_info: dict, code: dict) -> dict:
@@ -74,79 +100,6 @@ def card_metrics(record: dict, about: dict, labels_info: dict, code: dict) -> di
     }
 
 
-def render_card(doc: dict, about: dict, meta: dict, labels_info: dict, params: dict) -> str:
-    """``README.md`` of the card ``doc`` (``card_metrics``)."""
-    variant, encoder = meta.get("variant", "?"), meta.get("encoder")
-    counts = doc.get("label_counts", {})
-    lines = [
-        "---",
-        "library_name: lttw",
-        "pipeline_tag: text-classification",
-        "tags: [" + ", ".join(dict.fromkeys(["lttw", "text-classification", variant])) + "]",
-        *([f"base_model: {encoder}"] if _hub_name(encoder) else []),
-        "---",
-        "",
-        f"# {about.get('model', 'model')}: a `{variant}` text classifier",
-        "",
-        f"Load it with `lttw predict --model DIR`, `lttw serve --model DIR` or "
-        f"`lttw.load_model(DIR)`. {headline(doc)}.",
-        "",
-        "## Data",
-        "",
-        f"- dataset: `{labels_info.get('dataset', '?')}`; trained on {doc.get('rows') or 0:,} "
-        f"labelled texts: {about.get('rows', '?')}",
-        f"- {doc.get('classes', 0)} classes"
-        + ("; several labels per text (multi-label)" if meta.get("multi_label") else ""),
-        "",
-        "| label | training texts |",
-        "| --- | --- |",
-        *(f"| {label} | {n:,} |" for label, n in counts.items()),
-        "",
-        "## Metrics",
-        "",
-        f"- estimate: {headline(doc).split(', from ')[0]}; it comes from "
-        f"{doc.get('estimate_source', '?')}",
-    ]
-    test = doc.get("test")
-    if test and "f1_macro" in test:
-        lines.append(
-            f"- held-out test sample ({test.get('n', 0):,} texts): macro P / R / F1 "
-            f"{_pct(test.get('precision_macro'))} / {_pct(test.get('recall_macro'))} / "
-            f"{_pct(test.get('f1_macro'))}%"
-        )
-    calibration = doc.get("calibration", {})
-    ece = calibration.get("ece")
-    lines += [
-        "",
-        "## Calibration",
-        "",
-        f"- {calibration.get('how') or 'none recorded'}",
-        "- expected calibration error on the estimate's texts: "
-        + (f"{ece:.4f}" if isinstance(ece, float) else "n/a (multi-label, or not measured)"),
-        "",
-        "## Known limits",
-        "",
-        f"- texts are cut at {meta.get('max_len', '?')} tokens (`model.max_len`): words "
-        "beyond do not count",
-        "- it only knows the labels above; every text gets one of them (multi-label: a set)",
-        "- the estimate holds for texts like the training data; other sources, languages or "
-        "periods can score lower",
-        "",
-        "## Parameters",
-        "",
-        "```json",
-        json.dumps(params, indent=1, sort_keys=True, default=str),
-        "```",
-        "",
-        "## Code version",
-        "",
-        f"lttw {doc.get('code', {}).get('lttw', '?')}, code sha256 "
-        f"`{doc.get('code', {}).get('code_sha256', '?')}`.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
 def write_card(folder: Path, doc: dict, readme: str) -> None:
     """Write ``metrics.json`` and ``README.md`` into ``folder``."""
     write_json(folder / METRICS, doc)
@@ -161,3 +114,40 @@ def read_card(folder: str | Path) -> dict | None:
         return None
     doc = read_json(path)
     return doc if isinstance(doc, dict) and "card_version" in doc else None
+
+
+def card_problems(folder: str | Path, doc: dict) -> list[str]:
+    """Where the model-index of ``folder``'s README.md (its front matter, read by
+    ``huggingface_hub.ModelCardData``) differs from the card ``doc`` (its metrics.json):
+    one line per number missing, extra or different; a front matter that cannot be read is
+    one line too."""
+    import yaml
+    from huggingface_hub import ModelCardData
+    from huggingface_hub.repocard import REGEX_YAML_BLOCK
+
+    path = Path(folder) / CARD
+    try:
+        match = REGEX_YAML_BLOCK.search(path.read_text(encoding="utf-8"))
+        front = load_yaml(match.group(2)) if match else None
+        if not isinstance(front, dict):
+            return [f"{path}: no front matter (a YAML mapping between --- lines)"]
+        found = ModelCardData(**front).eval_results or []
+    except (UnicodeDecodeError, yaml.YAMLError, ValueError, TypeError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return [f"{path}: its front matter is not a model card's ({reason})"]
+    card = {r.metric_name: r.metric_value for r in found}
+    wanted = {r.metric_name: r.metric_value for r in card_results(doc, "", "")}
+    problems = []
+    for name in dict.fromkeys([*wanted, *card]):
+        value = card.get(name)
+        if name not in wanted:
+            problems.append(f"{path}: model-index {name!r} is {value!r}; {METRICS} has none")
+        elif name not in card:
+            problems.append(f"{path}: model-index has no {name!r} ({METRICS}: {wanted[name]})")
+        elif (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or value != wanted[name]
+        ):
+            problems.append(
+                f"{path}: model-index {name!r} is {value!r}, {METRICS} says {wanted[name]}"
+            )
+    return problems

@@ -219,7 +219,7 @@ def test_the_model_card_is_written_verified_exported_and_served(enabled, tmp_pat
     assert card["estimate"]["f1_macro_low"] <= card["estimate"]["f1_macro_high"]
     assert "first fold" in card["calibration"]["how"] and card["code"]["code_sha256"]
     readme = (folder / "README.md").read_text()
-    for heading in ("## Data", "## Metrics", "## Calibration", "## Known limits"):
+    for heading in ("## Training data", "## Evaluation", "## Limitations", "## How to use"):
         assert heading in readme
     assert "cut at 32 tokens" in readme and "95% interval" in readme
     verified = lttw(["verify", folder], enabled).stdout

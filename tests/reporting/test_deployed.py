@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from lttw.experiments.compare import WIDTH, compare_rows, render_table
-from lttw.model_card import card_metrics, render_card
+from lttw.model_card import card_metrics
+from lttw.model_card_text import render_card
 from lttw.reporting.deployed import deployed_doc, deployed_section
 from lttw.reporting.report import render
 from lttw.reporting.study_report import with_study
@@ -59,9 +60,9 @@ def test_the_card_names_its_rows_labels_limits_and_code(tmp_path):
     assert doc["label_counts"] == {"bad": 1200, "good": 800} and doc["rows"] == 2000
     meta = {"variant": "lttw", "encoder": "org/encoder", "max_len": 64}
     readme = render_card(doc, about, meta, labels, {"model": {"max_len": 64}})
-    assert readme.startswith("---\nlibrary_name: lttw\n") and "base_model: org/encoder" in readme
+    assert readme.startswith("---\nbase_model: org/encoder\n") and "library_name: lttw" in readme
     assert "| bad | 1,200 |" in readme and "cut at 64 tokens" in readme
-    assert "code sha256 `ab`" in readme and '"max_len": 64' in readme
+    assert "code sha256 ab" in readme and '"max_len": 64' in readme
     local = render_card(doc, about, {**meta, "encoder": "/tmp/enc"}, labels, {})
     assert "base_model" not in local  # a local folder is no hub model
 

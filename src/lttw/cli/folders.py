@@ -170,7 +170,8 @@ def verify(
     """Check a model folder's files against the sha256 checksums recorded in its lttw.json
     when it was written (by the train stage or `lttw export`), and print its model card's
     estimate (README.md, metrics.json) where it has one. Exit 0: every file matches;
-    3: a file is missing, changed or unrecorded (one `error:` line each); 1: no checksums
+    3: a file is missing, changed or unrecorded, or a number of the card's model-index
+    differs from metrics.json (one `error:` line each); 1: no checksums
     recorded (a folder written before lttw recorded them; `lttw export` writes a copy that
     has them)."""
     from lttw.models.bundle import META, read_model_meta
@@ -201,8 +202,9 @@ def verify(
 
 
 def _say_card(folder: Path) -> None:
-    """The model card's headline (``lttw.model_card``), where the folder has one."""
-    from lttw.model_card import CARD, headline, read_card
+    """The model card's headline (``lttw.model_card``), where the folder has one; its
+    README.md's model-index must hold metrics.json's numbers (``card_problems``)."""
+    from lttw.model_card import CARD, card_problems, headline, read_card
 
     card = read_card(folder)
     if card is None:
@@ -218,6 +220,10 @@ def _say_card(folder: Path) -> None:
             )
     elif not (folder / CARD).is_file():
         typer.echo(f"error: {folder / CARD}: missing beside its metrics.json", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    elif problems := card_problems(folder, card):
+        for problem in problems:
+            typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(EXIT_BAD_INPUT)
     else:
         typer.echo(

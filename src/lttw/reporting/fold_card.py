@@ -11,9 +11,11 @@ from pathlib import Path
 from lttw import layout
 from lttw.evaluation.estimate import SOURCES, fold_estimate, own_test_estimate
 from lttw.io import read_json, read_yaml
-from lttw.model_card import card_metrics, render_card
+from lttw.model_card import card_metrics
+from lttw.model_card_text import card_source, render_card
+from lttw.settings import DataSettings
 from lttw.training.final import fold_train_counts
-from lttw.training.final_card import GROUPS, META, code_version
+from lttw.training.final_card import GROUPS, META, code_version, dataset_manifest
 
 
 def fold_card(folder: Path) -> tuple[dict, str] | None:
@@ -44,5 +46,17 @@ def fold_card(folder: Path) -> tuple[dict, str] | None:
     doc = card_metrics(record, about, info, code_version())
     params = root / "params.yaml"
     settings = read_yaml(params) if params.is_file() else {}
-    shown = {k: v for k, v in (settings or {}).items() if k in ("seed", *GROUPS)}
-    return doc, render_card(doc, about, meta, info, shown)
+    settings = settings if isinstance(settings, dict) else {}
+    shown = {k: v for k, v in settings.items() if k in ("seed", *GROUPS)}
+    return doc, render_card(doc, about, meta, info, shown, _source(settings, root))
+
+
+def _source(settings: dict, root: Path) -> dict:
+    """``card_source`` of the project at ``root`` with parameters ``settings``
+    (``params.yaml``: ``data.root``, ``data.dataset``, ``final.license``)."""
+    data, final = settings.get("data") or {}, settings.get("final") or {}
+    license = final.get("license") if isinstance(final, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("dataset"), str):
+        return card_source(None, license if isinstance(license, str) else None)
+    manifest = dataset_manifest(str(data.get("root", DataSettings().root)), data["dataset"], root)
+    return card_source(manifest, license if isinstance(license, str) else None)

@@ -191,3 +191,12 @@ class FinalSettings(_Group):
         "`train_sample`: the train sample only; the carved test sample stays held out and "
         "measures the deployed model itself, at the cost of leaving its labels out.",
     )
+    license: str | None = Field(
+        default=None,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9.+-]*$",
+        description="The licence the model card states (its front matter's `license`, a "
+        "Hugging Face licence id such as `apache-2.0`, `mit` or `cc-by-4.0`). null: the "
+        "dataset's `manifest.json` `license` (or `licence`) where it has one (free text "
+        "there: `other`, the text quoted in the card), else `unknown`.",
+    )

@@ -25,3 +25,23 @@ NON_NEURAL_VARIANTS = {"tfidf_linear"}
 ENSEMBLE_VARIANTS = {"lttw_tfidf"}
 #: every variant but LTTW: the comparators of the paper's Table 4 (``make baselines``)
 BASELINES = tuple(v for v in VARIANTS if v not in FACTOR_VARIANTS | ENSEMBLE_VARIANTS)
+
+#: the ``model`` parameters each variant reads (a model card lists these, not the settings
+#: of variants that were not trained); an ensemble reads those of its parts
+_TOKENS = ("variant", "encoder", "max_len", "extend_vocab", "dropout")
+_EMBEDDED = (*_TOKENS, "hidden", "vocab", "word_vectors")
+_LTTW = (
+    *_TOKENS,
+    *("k", "s", "ranking", "train_factors", "factor_splits", "fusion", "attention"),
+    *("linformer_k", "share_kv", "depth", "heads", "ffn_mult"),
+)
+MODEL_PARAMS: dict[str, tuple[str, ...]] = {
+    "lttw": _LTTW,
+    "encoder": _TOKENS,
+    "encoder_cnn": (*_TOKENS, "cnn_widths", "cnn_channels"),
+    "transformer": (*_EMBEDDED, "heads", "ffn_mult", "layers", "pooling"),
+    "bilstm_attention": (*_EMBEDDED, "layers", "pretrained_embeddings"),
+    "leam": (*_EMBEDDED, "leam_r", "pretrained_embeddings"),
+    "tfidf_linear": ("variant", "linear_model"),
+    "lttw_tfidf": (*_LTTW, "linear_model"),
+}

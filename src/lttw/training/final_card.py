@@ -1,5 +1,6 @@
 """The final model's card (``lttw.model_card``): written into ``models/final`` by the final
-stage, from its record, the sample's ``labels.json`` and the settings that made it."""
+stage, from its record, the sample's ``labels.json``, the dataset's ``manifest.json`` (its hub
+id, language and licence) and the settings that made it."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lttw import layout
+from lttw.errors import UserError
 from lttw.evaluation.estimate import SOURCES
 from lttw.io import read_json, write_json
-from lttw.model_card import CARD, METRICS, card_metrics, render_card, write_card
+from lttw.model_card import CARD, METRICS, card_metrics, write_card
+from lttw.model_card_text import card_source, render_card
 from lttw.models.bundle import META
 from lttw.models.folder_files import CHECKSUMS, file_sha256
 
@@ -19,6 +22,8 @@ if TYPE_CHECKING:
 #: the settings groups a card lists (what the final stage reads; the data come from
 #: labels.json, the folds from ``folds.run``)
 GROUPS = ("model", "train", "words", "counts", "nmf")
+#: the largest dataset manifest.json a card reads
+MANIFEST_MAX_BYTES = 1 << 20
 
 
 def code_version() -> dict:
@@ -37,15 +42,35 @@ def card_params(settings: RunSettings, rows: str | None) -> dict:
     return params
 
 
+def dataset_manifest(data_root: str | Path, dataset: str, root: Path = Path(".")) -> dict:
+    """The ``manifest.json`` of the dataset folder ``data_root/dataset`` (in the project at
+    ``root``); empty where there is none (a dataset file, or a folder without one)."""
+    path = root / data_root / dataset / "manifest.json"
+    if not path.is_file():
+        return {}
+    size = path.stat().st_size
+    if size > MANIFEST_MAX_BYTES:
+        raise UserError(f"{path}: {size:,} bytes; a manifest is read up to {MANIFEST_MAX_BYTES:,}")
+    manifest = read_json(path)
+    return manifest if isinstance(manifest, dict) else {}
+
+
 def write_final_card(
-    folder: Path, record: dict, about: dict, settings: RunSettings, rows: str | None
+    folder: Path,
+    record: dict,
+    about: dict,
+    settings: RunSettings,
+    rows: str | None,
+    license: str | None = None,
 ) -> None:
-    """``README.md`` and ``metrics.json`` of the final model in ``folder``."""
+    """``README.md`` and ``metrics.json`` of the final model in ``folder``; ``license``: the
+    card's licence (``final.license``; None: the dataset manifest's)."""
     labels_info = read_json(layout.LABELS_JSON)
     about = {**about, "estimate_source": SOURCES[about["estimate_source"]]}
     doc = card_metrics(record, about, labels_info, code_version())
     meta = read_json(folder / META)
-    readme = render_card(doc, about, meta, labels_info, card_params(settings, rows))
+    source = card_source(dataset_manifest(settings.data.root, settings.data.dataset), license)
+    readme = render_card(doc, about, meta, labels_info, card_params(settings, rows), source)
     write_card(folder, doc, readme)
     record_card_checksums(folder)
 
