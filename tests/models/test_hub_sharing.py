@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from support.cli_runner import assert_user_error, invoke
 from support.serving_models import shared_lttw_folder
-from support.stand_in_hub import set_offline, stand_in_hub  # noqa: F401  (fixture)
+from support.stand_in_hub import set_offline
 
 import lttw
 from lttw.errors import UserError
