@@ -31,10 +31,15 @@ class Repo:
     commits: dict[str, dict[str, bytes]] = field(default_factory=dict)  # commit -> files
     private: bool = False
 
-    def commit(self, branch: str, files: dict[str, bytes], replace: bool = False) -> str:
+    def commit(
+        self, branch: str, files: dict[str, bytes], replace: bool = False, sha: str | None = None
+    ) -> str:
         base = {} if replace else dict(self.commits.get(self.branches.get(branch, ""), {}))
         base.update(files)
-        sha = hashlib.sha1(repr((branch, len(self.commits), sorted(base))).encode()).hexdigest()
+        sha = (
+            sha
+            or hashlib.sha1(repr((branch, len(self.commits), sorted(base))).encode()).hexdigest()
+        )
         self.commits[sha] = base
         self.branches[branch] = sha
         return sha
@@ -53,9 +58,17 @@ class StandInHub(http.server.ThreadingHTTPServer):
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
 
-    def files(self, repo_id: str, files: dict[str, bytes], kind: str = "model", branch="main"):
-        """Commit ``files`` to ``repo_id`` (made where missing) on ``branch``; the commit."""
-        return self.repos.setdefault((kind, repo_id), Repo()).commit(branch, files)
+    def files(
+        self,
+        repo_id: str,
+        files: dict[str, bytes],
+        kind: str = "model",
+        branch: str = "main",
+        sha: str | None = None,
+    ) -> str:
+        """Commit ``files`` to ``repo_id`` (made where missing) on ``branch`` (as commit
+        ``sha`` where given: a pinned revision); the commit."""
+        return self.repos.setdefault((kind, repo_id), Repo()).commit(branch, files, sha=sha)
 
     def stored(self, repo_id: str, kind: str = "model", branch: str = "main") -> dict[str, bytes]:
         repo = self.repos[(kind, repo_id)]

@@ -10,23 +10,16 @@ like a local one: ``Predictor.load`` checks every file against the sha256 map in
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
-from lttw.errors import UserError, one_line
+from lttw.errors import UserError
+from lttw.hub import download_snapshot, endpoint, hub_failure, progress_bars
 
 #: ``org/name`` (the hub's own rule: letters, digits, ``-``, ``_``, ``.``; 96 characters)
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
 #: a revision: a branch, tag or commit (no spaces, no ``..``)
 REVISION = re.compile(r"[\w./-]{1,200}")
-
-
-def endpoint() -> str:
-    """The hub's address: ``HF_ENDPOINT`` as set now (huggingface_hub reads it once)."""
-    from huggingface_hub import constants
-
-    return os.environ.get("HF_ENDPOINT", constants.ENDPOINT).rstrip("/")
 
 
 def is_hub_id(text: str) -> bool:
@@ -50,58 +43,7 @@ def resolve_model_location(name_or_path: str | Path, revision: str | None = None
             raise UserError(f"--revision {revision}: only for a hub id (org/name), not {text}")
         return path
     check_revision(revision)
-    return Path(_download(text, revision, repo_type="model"))
-
-
-def hub_failure(repo_id: str, revision: str | None, err: Exception, kind: str = "model") -> str:
-    """One line saying why ``repo_id`` could not be had from the hub (or its cache)."""
-    from huggingface_hub.errors import (
-        GatedRepoError,
-        LocalEntryNotFoundError,
-        OfflineModeIsEnabled,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
-
-    where = f"{kind} {repo_id}" + (f" at revision {revision}" if revision else "")
-    if isinstance(err, RevisionNotFoundError):
-        return f"{where}: the hub ({endpoint()}) has no such revision"
-    if isinstance(err, GatedRepoError):
-        return f"{where}: gated on the hub; accept its terms and log in (`hf auth login`)"
-    if isinstance(err, RepositoryNotFoundError):
-        return (
-            f"{where}: no such {kind} on the hub ({endpoint()}), or it is private (log in with "
-            "`hf auth login`); a local folder of that name does not exist either"
-        )
-    if isinstance(err, (LocalEntryNotFoundError, OfflineModeIsEnabled)):
-        from lttw.hub import offline_reason
-
-        reason = offline_reason() or "the hub could not be reached"
-        return f"{where}: not in the local hub cache and not downloaded ({reason})"
-    return f"{where}: the hub download failed ({one_line(err, lines=1, limit=300)})"
-
-
-def progress_bars():
-    """huggingface_hub's progress bars on a terminal; none where stderr is a file or a
-    pipe (a log, a test), where they would be a line per update."""
-    import contextlib
-    import sys
-
-    from huggingface_hub.utils import disable_progress_bars
-
-    return contextlib.nullcontext() if sys.stderr.isatty() else disable_progress_bars()
-
-
-def _download(repo_id: str, revision: str | None, repo_type: str, **kw) -> str:
-    from huggingface_hub import snapshot_download
-
-    try:
-        with progress_bars():
-            return snapshot_download(
-                repo_id, revision=revision, repo_type=repo_type, endpoint=endpoint(), **kw
-            )
-    except (OSError, ValueError) as err:  # huggingface_hub's errors, httpx's, a full disk
-        raise UserError(hub_failure(repo_id, revision, err, repo_type)) from None
+    return Path(download_snapshot(text, revision, repo_type="model"))
 
 
 def push_folder(
