@@ -6,8 +6,10 @@ one line (``hub_failure``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import sys
 from urllib.parse import urlparse
 
 from lttw.errors import UserError, one_line
@@ -70,15 +72,24 @@ def endpoint() -> str:
     return os.environ.get("HF_ENDPOINT", constants.ENDPOINT).rstrip("/")
 
 
+@contextlib.contextmanager
 def progress_bars():
     """huggingface_hub's progress bars on a terminal; none where stderr is a file or a
     pipe (a log, a test), where they would be a line per update."""
-    import contextlib
-    import sys
+    from huggingface_hub.utils import (
+        are_progress_bars_disabled,
+        disable_progress_bars,
+        enable_progress_bars,
+    )
 
-    from huggingface_hub.utils import disable_progress_bars
-
-    return contextlib.nullcontext() if sys.stderr.isatty() else disable_progress_bars()
+    quiet = not sys.stderr.isatty() and not are_progress_bars_disabled()
+    if quiet:
+        disable_progress_bars()
+    try:
+        yield
+    finally:
+        if quiet:
+            enable_progress_bars()
 
 
 def download_snapshot(repo_id: str, revision: str | None, repo_type: str, **kw) -> str:

@@ -1,5 +1,5 @@
 """`lttw data fetch` and `lttw data list`, offline: the hub is the stand-in hub
-(tests/support/stand_in_hub, HF_ENDPOINT) holding tiny copies of the pinned files, or of a
+(tests/support/stand_in_hub.py, HF_ENDPOINT) holding tiny copies of the pinned files, or of a
 hub dataset of any id; THUCNews's published files come from the same server by URL. Bad
 downloads (an HTML body, label ids out of range, a trickling server) and a hand-written
 manifest are refused in one line. No test reaches the internet."""

@@ -1,6 +1,6 @@
 """Share and load a model folder by hub id (issue 64, item 3): `lttw push`, then
 `lttw.load_model("org/name")` and `lttw predict --model org/name` through
-``snapshot_download`` and its cache, against the stand-in hub (tests/support/stand_in_hub).
+``snapshot_download`` and its cache, against the stand-in hub (tests/support/stand_in_hub.py).
 Offline with a warm cache works; everything else that fails is one line, exit 3."""
 
 from __future__ import annotations
