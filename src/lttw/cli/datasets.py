@@ -92,7 +92,7 @@ def data_list(
     params: Params = Path("params.yaml"),
 ) -> None:
     """The known datasets: local copy under data.root (present / missing, rows per split,
-    complete or partial) and the Hugging Face dataset read when online."""
+    complete or partial) and the Hugging Face dataset `lttw data fetch` reads."""
     from lttw.checks.dataset_list import list_datasets, render_list
     from lttw.settings import read_settings
 

@@ -177,7 +177,7 @@ def fetch(
         raise UserError(f"--from-files is for the known names ({', '.join(SOURCES)})")
     target = Path(to) / (spec.name if spec else name.rsplit("/", 1)[-1])
     if target.exists() and not force:
-        return _present(target, name)
+        return _present(target, spec.hub if spec else name)
     if spec is None:
         spec, local = _any_hub_dataset(name, revision, splits, text_column, label_column)
     elif from_files is not None:
@@ -203,11 +203,15 @@ def fetch(
     return Fetched(target, rows)
 
 
-def _present(target: Path, name: str) -> Fetched:
-    """A folder already there: a complete copy (checked against its manifest's sha256)."""
+def _present(target: Path, hub: str | None) -> Fetched:
+    """A folder already there: a complete copy of ``hub`` (checked against its manifest's
+    sha256)."""
     manifest = target / "manifest.json"
     present = read_json(manifest) if manifest.is_file() else {}
     if isinstance(present, dict) and present.get("complete"):
+        if hub and present.get("hub_dataset") not in (None, hub):
+            raise UserError(f"{target} holds {present.get('hub_dataset')}, not {hub}: give "
+                            "--to another folder, or --force to replace it")  # fmt: skip
         verify_manifest(target, present)
         return Fetched(target, present.get("rows", {}), present=True)
     raise UserError(
