@@ -6,6 +6,7 @@ folder classifies texts in Python::
     from lttw import load_model
 
     model = load_model("models/final")        # any model folder; device "auto" | "cpu" | "cuda"
+    model = load_model("org/name", revision="v1")  # a folder shared with `lttw push`
     model.predict(["Stocks rally as oil prices fall"])        # ['Business']
     model.predict_proba(["Stocks rally as oil prices fall"])  # (1, n_labels), model.classes
 
@@ -22,9 +23,16 @@ __version__ = "0.1.0"
 __all__ = ["Predictor", "__version__", "load_model"]
 
 
-def load_model(folder: str | Path = "models/final", device: str = "auto", backend: str = "auto"):
+def load_model(
+    folder: str | Path = "models/final",
+    device: str = "auto",
+    backend: str = "auto",
+    revision: str | None = None,
+):
     """The ``lttw.Predictor`` of the trained model in ``folder`` (made by the pipeline's
-    ``train`` / ``final`` stage or ``lttw export``), ready to classify raw texts:
+    ``train`` / ``final`` stage or ``lttw export``; or a Hugging Face hub id ``org/name``
+    pushed by ``lttw push``, downloaded at ``revision`` into the hub cache and checked
+    like a local folder), ready to classify raw texts:
     ``predict(texts)`` gives the labels, ``predict_proba(texts)`` a (len(texts), n_labels)
     array over ``classes``. ``backend`` auto: onnxruntime where the folder holds
     ``model.onnx`` (on the CPU, whatever ``device`` says unless it names another device),
@@ -32,8 +40,9 @@ def load_model(folder: str | Path = "models/final", device: str = "auto", backen
     ``lttw.errors.UserError`` naming the file and what is wrong."""
     from importlib import import_module
 
+    location = import_module("lttw.models.hub_snapshot").resolve_model_location(folder, revision)
     runtime = import_module("lttw.serving.onnx_runtime")
-    return runtime.load_predictor(folder, device=device, backend=backend)
+    return runtime.load_predictor(location, device=device, backend=backend)
 
 
 def __getattr__(name: str):

@@ -33,6 +33,7 @@ EXTRA_OF = {
     "ruamel": "train",
     "jieba": "jieba",
     "pyarrow": "parquet",
+    "huggingface_hub": "hub",
 }
 
 

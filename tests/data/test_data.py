@@ -15,8 +15,8 @@ import yaml
 from support.datasets import EMBEDDED, full_root, needs_full
 from support.stage_scripts import run_stage_script
 
-from lttw.data.dataset_sources import hub_split_files
 from lttw.data.datasets import load_dataset
+from lttw.data.hub_fetch import hub_split_files
 from lttw.data.sampling import draw_samples
 from lttw.data.tables import encode_labels
 from lttw.errors import DataError

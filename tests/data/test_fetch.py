@@ -1,135 +1,77 @@
-"""`lttw data fetch` and `lttw data list`, offline: the hub is a loopback HTTP mirror (HF_ENDPOINT)
-that serves tiny copies of the pinned files the way the Hugging Face hub does (a redirect that
-states the file's sha256 and the commit, then the bytes, with range requests), and can break a
-transfer off half-way or serve bytes that do not match. No test reaches the internet."""
+"""`lttw data fetch` and `lttw data list`, offline: the hub is the stand-in hub
+(tests/support/stand_in_hub.py, HF_ENDPOINT) holding tiny copies of the pinned files, or of a
+hub dataset of any id; THUCNews's published files come from the same server by URL. Bad
+downloads (an HTML body, label ids out of range, a trickling server) and a hand-written
+manifest are refused in one line. No test reaches the internet."""
 
 from __future__ import annotations
 
 import hashlib
-import http.server
+import io
 import json
-import threading
+import time
+from dataclasses import replace
 from pathlib import Path
-from urllib.parse import unquote
 
 import pandas as pd
 import pytest
 from support.cli_runner import assert_user_error, invoke
+from support.stand_in_hub import set_offline
 
+from lttw.data import download
 from lttw.data.datasets import load_dataset
 from lttw.data.fetch_sources import SOURCES
+from lttw.errors import DataError
 from lttw.settings import DataSettings
 
 AG = SOURCES["ag_news"]
 REPO = Path(__file__).resolve().parents[2]
 
 
-class Mirror(http.server.ThreadingHTTPServer):
-    """Files by hub path; ``break_next``: that many transfers stop half-way; ``corrupt``:
-    paths whose bytes differ from the sha256 stated for them."""
+def _parquet(frame: pd.DataFrame, class_names: dict | None = None) -> bytes:
+    """A parquet file; ``class_names``: column -> names, as the datasets library stores
+    ClassLabel names in the schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    def __init__(self, files: dict[str, bytes]):
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.files = files
-        self.break_next = 0
-        self.corrupt: set[str] = set()
-        self.ranges: list[str] = []
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    server: Mirror
-
-    def log_message(self, *args):  # quiet
-        pass
-
-    def do_GET(self):
-        path = unquote(self.path)
-        if path.startswith("/cdn/"):
-            return self._bytes(path[len("/cdn/") :])
-        # /datasets/<owner>/<name>/resolve/<revision>/<file path>
-        parts = path.split("/")
-        if len(parts) < 7 or parts[1] != "datasets" or parts[4] != "resolve":
-            return self.send_error(404)
-        repo, revision, file = "/".join(parts[2:4]), parts[5], "/".join(parts[6:])
-        key = f"{repo}/{file}"
-        if key not in self.server.files or revision != SOURCES_BY_REPO[repo].revision:
-            return self.send_error(404)
-        self.send_response(302)
-        self.send_header("Location", f"/cdn/{key}")
-        self.send_header("X-Linked-Etag", f'"{hashlib.sha256(self.server.files[key]).hexdigest()}"')
-        self.send_header("X-Repo-Commit", revision)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def _bytes(self, key: str):
-        data = self.server.files[key]
-        if key in self.server.corrupt:
-            data = data[::-1]
-        start = 0
-        if "Range" in self.headers:
-            self.server.ranges.append(self.headers["Range"])
-            start = int(self.headers["Range"].removeprefix("bytes=").split("-")[0])
-        body = data[start:]
-        self.send_response(206 if start else 200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.server.break_next:
-            self.server.break_next -= 1
-            self.wfile.write(body[: len(body) // 2])
-            self.wfile.flush()
-            self.close_connection = True
-            self.connection.shutdown(2)
-            return
-        self.wfile.write(body)
-
-
-SOURCES_BY_REPO = {spec.hub: spec for spec in SOURCES.values() if spec.hub}
-
-
-def _parquet(frame: pd.DataFrame) -> bytes:
-    import io
-
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    if class_names:
+        features = {c: {"names": n, "_type": "ClassLabel"} for c, n in class_names.items()}
+        meta = json.dumps({"info": {"features": features}}).encode()
+        table = table.replace_schema_metadata(
+            {**(table.schema.metadata or {}), b"huggingface": meta}
+        )
     buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
+    pq.write_table(table, buffer)
     return buffer.getvalue()
 
 
-def tiny_ag_news(per_class: int = 30) -> dict[str, bytes]:
+def tiny_ag_news(per_class: int = 30, label_shift: int = 0) -> dict[str, bytes]:
     """The pinned AG News files as the hub holds them (columns text, label), tiny."""
     files = {}
     for split, paths in AG.files.items():
-        rows = [(f"{split} news {i} about {c}", c) for c in range(4) for i in range(per_class)]
-        frame = pd.DataFrame(rows, columns=["text", "label"])
-        files[f"{AG.hub}/{paths[0]}"] = _parquet(frame)
+        rows = [
+            (f"{split} news {i} about {c}", c + label_shift)
+            for c in range(4)
+            for i in range(per_class)
+        ]
+        files[paths[0]] = _parquet(pd.DataFrame(rows, columns=["text", "label"]))
     return files
 
 
 @pytest.fixture
-def mirror(monkeypatch):
-    server = Mirror(tiny_ag_news())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_TOKEN"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HF_TOKEN_PATH", "/nonexistent/token")  # anonymous, whoever runs it
-    for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)  # the loopback mirror directly, never a proxy
-    yield server
-    server.shutdown()
-    server.server_close()
+def mirror(stand_in_hub):
+    """The stand-in hub holding the pinned AG News files at their pinned commit."""
+    stand_in_hub.files(AG.hub, tiny_ag_news(), kind="dataset", sha=AG.revision)
+    return stand_in_hub
 
 
 def test_fetch_writes_the_project_format_from_the_pinned_revision(mirror, tmp_path):
-    done = invoke("data", "fetch", "ag_news", "--to", tmp_path)
+    done = invoke("data", "fetch", "ag_news", "--to", tmp_path / "sets")
     assert done.exit_code == 0, done.output
     assert "train 120, test 120" in done.stdout
-    folder = tmp_path / "ag_news"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ag_news"]  # no download leftovers
+    folder = tmp_path / "sets" / "ag_news"
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["ag_news"]  # no leftovers
     assert sorted(p.name for p in folder.iterdir()) == [
         "manifest.json",
         "test.parquet",
@@ -141,43 +83,122 @@ def test_fetch_writes_the_project_format_from_the_pinned_revision(mirror, tmp_pa
     assert "licence" in manifest
     for name, sha in manifest["sha256"].items():
         assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == sha
-    dataset = load_dataset(DataSettings(dataset="ag_news", root=str(tmp_path)))
+    dataset = load_dataset(DataSettings(dataset="ag_news", root=str(folder.parent)))
     assert dataset.classes == list(AG.classes) and len(dataset.texts) == 240
-    again = invoke("data", "fetch", "ag_news", "--to", tmp_path)
+    again = invoke("data", "fetch", "ag_news", "--to", folder.parent)
     assert again.exit_code == 0 and "already there" in again.stdout
 
 
-def test_a_broken_download_leaves_nothing_half_written_and_a_rerun_resumes(mirror, tmp_path):
-    mirror.break_next = 1
-    broken = invoke("data", "fetch", "ag_news", "--to", tmp_path)
-    assert_user_error(broken, "broke off", "rerun", code=3)
-    assert not (tmp_path / "ag_news").exists()
-    (part,) = (tmp_path / ".ag_news.download").glob("*.part")
-    size = part.stat().st_size
-    assert 0 < size
-    done = invoke("data", "fetch", "ag_news", "--to", tmp_path)
+def test_an_html_body_is_removed_and_reported_and_a_rerun_fetches_again(mirror, tmp_path):
+    """A 200 answer holding an HTML page instead of the parquet file."""
+    train = AG.files["train"][0]
+    good = mirror.stored(AG.hub, "dataset")[train]
+    mirror.repos[("dataset", AG.hub)].commits[AG.revision][train] = b"<html>rate limited</html>"
+    result = invoke("data", "fetch", "ag_news", "--to", tmp_path / "sets")
+    assert_user_error(result, "not the expected parquet file", "removed", "rerun", code=3)
+    assert not (tmp_path / "sets" / "ag_news").exists()
+    cached = list((tmp_path / "hf-cache").rglob("train-00000-of-00001.parquet"))
+    assert not [p for p in cached if p.exists()]  # not kept for the next run
+    mirror.repos[("dataset", AG.hub)].commits[AG.revision][train] = good
+    done = invoke("data", "fetch", "ag_news", "--to", tmp_path / "sets")
     assert done.exit_code == 0, done.output
-    assert mirror.ranges == [f"bytes={size}-"]  # continued, not started again
-    assert not (tmp_path / ".ag_news.download").exists()
-    assert len(pd.read_parquet(tmp_path / "ag_news" / "train.parquet")) == 120
 
 
-def test_bytes_that_differ_from_the_stated_sha256_are_refused(mirror, tmp_path):
-    mirror.corrupt.add(f"{AG.hub}/{AG.files['train'][0]}")
-    result = invoke("data", "fetch", "ag_news", "--to", tmp_path)
-    assert_user_error(result, "sha256", code=3)
-    assert not (tmp_path / "ag_news").exists()
-    assert not list((tmp_path / ".ag_news.download").glob("train*"))
+def test_label_ids_out_of_range_are_removed_and_reported(stand_in_hub, tmp_path):
+    stand_in_hub.files(AG.hub, tiny_ag_news(label_shift=3), kind="dataset", sha=AG.revision)
+    result = invoke("data", "fetch", "ag_news", "--to", tmp_path / "sets")
+    assert_user_error(result, "a label outside the 4 classes", "removed", code=3)
+    assert not (tmp_path / "sets" / "ag_news").exists()
+    assert not [p for p in (tmp_path / "hf-cache").rglob("*.parquet") if p.exists()]
 
 
-def test_offline_fails_in_one_line_naming_the_dataset_and_the_manual_way(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    result = invoke("data", "fetch", "sst2", "--to", tmp_path)
+def test_a_hand_written_complete_manifest_is_refused(mirror, tmp_path):
+    root = tmp_path / "sets"
+    done = invoke("data", "fetch", "ag_news", "--to", root)
+    assert done.exit_code == 0, done.output
+    fake = root / "fake"
+    fake.mkdir()
+    pd.DataFrame({"text": ["a", "b"], "label": [0, 1]}).to_parquet(fake / "train.parquet")
+    manifest = {"complete": True, "splits": {"train": "train.parquet"}, "classes": ["x", "y"]}
+    (fake / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError, match="says complete but records no sha256 for train.parquet"):
+        load_dataset(DataSettings(dataset="fake", root=str(root)))
+    (root / "ag_news" / "test.parquet").write_bytes((fake / "train.parquet").read_bytes())
+    with pytest.raises(DataError, match="test.parquet: changed since it was fetched"):
+        load_dataset(DataSettings(dataset="ag_news", root=str(root)))
+    again = invoke("data", "fetch", "ag_news", "--to", root)
+    assert_user_error(again, "test.parquet: changed since it was fetched", "--force", code=3)
+
+
+def test_any_hub_dataset_id_becomes_a_dataset_folder_that_data_check_accepts(
+    stand_in_hub, tmp_path
+):
+    texts = [f"review number {i} says {w}" for i in range(40) for w in ("good", "poor")]
+    frame = pd.DataFrame({"review": texts, "stars": [w[-4:] for w in texts], "id": range(80)})
+    stand_in_hub.files(
+        "org/reviews",
+        {
+            "README.md": b"---\nlicense: cc-by-4.0\n---\n# reviews\n",
+            "data/train-00000-of-00001.parquet": _parquet(frame.iloc[:60]),
+            "data/test-00000-of-00001.parquet": _parquet(frame.iloc[60:]),
+            "other/unrelated.parquet": b"not fetched",
+        },
+        kind="dataset",
+    )
+    to = tmp_path / "sets"
+    args = ["data", "fetch", "org/reviews", "--to", to, "--text-column", "review"]
+    missing = invoke(*args)
+    assert_user_error(missing, "org/reviews", "--label-column", code=3)
+    done = invoke(*args, "--label-column", "stars")
+    assert done.exit_code == 0, done.output
+    assert "train 60, test 20" in done.stdout and "data.dataset=reviews" in done.stdout
+    manifest = json.loads((to / "reviews" / "manifest.json").read_text())
+    assert manifest["hub_dataset"] == "org/reviews" and manifest["licence"] == "cc-by-4.0"
+    assert manifest["classes"] == ["good", "poor"]
+    check = invoke("data", "check", to / "reviews", "--sampling", "all")
+    assert check.exit_code == 0, check.output
+    gone = invoke("data", "fetch", "org/nothing", "--to", to)
+    assert_user_error(gone, "dataset org/nothing", "no such dataset", code=3)
+    bad_rev = invoke("data", "fetch", "org/reviews", "--revision", "v9", "--to", to, "--force")
+    assert_user_error(bad_rev, "revision v9", code=3)
+
+
+def test_class_label_names_of_a_hub_dataset_are_its_classes(stand_in_hub, tmp_path):
+    frame = pd.DataFrame({"text": [f"t {i}" for i in range(12)], "label": [0, 1, 2] * 4})
+    names = {"label": ["neg", "neu", "pos"]}
+    stand_in_hub.files("org/senti", {"train.parquet": _parquet(frame, names)}, kind="dataset")
+    done = invoke("data", "fetch", "org/senti", "--split", "train", "--to", tmp_path / "s")
+    assert done.exit_code == 0, done.output
+    manifest = json.loads((tmp_path / "s" / "senti" / "manifest.json").read_text())
+    assert manifest["classes"] == ["neg", "neu", "pos"] and manifest["rows"] == {"train": 12}
+
+
+def test_a_trickling_server_is_dropped_at_the_download_bound(stand_in_hub, tmp_path, monkeypatch):
+    """THUCNews's published files from a server that sends one byte at a time: dropped once
+    a window of TIMEOUT_S brings under MIN_BYTES (60 s and 64 KiB; here 0.5 s and 1 KB)."""
+    stand_in_hub.files("x/thuc", {"train.txt": "标题\t1\n".encode() * 4000}, kind="dataset")
+    url = f"{stand_in_hub.endpoint}/datasets/x/thuc/resolve/main/train.txt"
+    monkeypatch.setitem(SOURCES, "thucnews", replace(SOURCES["thucnews"], files={"train": (url,)}))
+    monkeypatch.setattr(download, "TIMEOUT_S", 0.5)
+    monkeypatch.setattr(download, "MIN_BYTES", 1000)
+    stand_in_hub.trickle_s = 0.02
+    start = time.monotonic()
+    result = invoke("data", "fetch", "thucnews", "--to", tmp_path)
+    assert_user_error(result, "train.txt", "under 1,000 bytes in 0.5 s", "rerun", code=3)
+    assert time.monotonic() - start < 5
+    assert not (tmp_path / "thucnews").exists()
+
+
+def test_offline_fails_in_one_line_naming_the_dataset_and_the_manual_way(
+    stand_in_hub, tmp_path, monkeypatch
+):
+    set_offline(monkeypatch, True)
+    result = invoke("data", "fetch", "sst2", "--to", tmp_path / "sets")
     line = assert_user_error(
         result, "lttw data fetch sst2", "HF_HUB_OFFLINE", "--from-files", code=3
     )
     assert SOURCES["sst2"].revision in line
-    assert list(tmp_path.iterdir()) == []
+    assert not (tmp_path / "sets").exists() and not stand_in_hub.requests
 
 
 def test_from_files_reads_a_manual_download_without_network(tmp_path, monkeypatch):
@@ -207,7 +228,8 @@ def test_fetch_refuses_to_replace_the_embedded_sample_without_force(tmp_path, mo
     (embedded / "manifest.json").write_text(json.dumps({"complete": False, "splits": {}}))
     result = invoke("data", "fetch", "ag_news", "--to", tmp_path)
     assert_user_error(result, "--to another folder", "--force")
-    assert_user_error(invoke("data", "fetch", "imdb"), "unknown dataset 'imdb'", "ag_news, sst2")
+    unknown = invoke("data", "fetch", "not a name")
+    assert_user_error(unknown, "unknown dataset 'not a name'", "ag_news, sst2", "org/name")
 
 
 def test_list_says_what_is_present_and_how_to_get_the_rest(tmp_path):

@@ -1,5 +1,5 @@
 """``lttw data list``: which datasets are available locally (present / partial / missing, rows
-per split), the Hugging Face dataset each is read from when online, and how to get the ones
+per split), the Hugging Face dataset `lttw data fetch` reads each from, and how to get the ones
 that are missing or partial (``lttw data fetch``)."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def describe_local(folder: Path) -> dict:
 
 def list_datasets(root: str | Path) -> list[dict]:
     """The known datasets (and any other folder under ``root``), where each is found locally
-    and the Hugging Face dataset it is read from when online."""
+    and the Hugging Face dataset `lttw data fetch` reads it from."""
     root = Path(root)
     names = list(SOURCES) + [n for n in KNOWN_DATASETS if n not in SOURCES]
     if root.is_dir():

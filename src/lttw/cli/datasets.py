@@ -92,7 +92,7 @@ def data_list(
     params: Params = Path("params.yaml"),
 ) -> None:
     """The known datasets: local copy under data.root (present / missing, rows per split,
-    complete or partial) and the Hugging Face dataset read when online."""
+    complete or partial) and the Hugging Face dataset `lttw data fetch` reads."""
     from lttw.checks.dataset_list import list_datasets, render_list
     from lttw.settings import read_settings
 
@@ -110,23 +110,49 @@ def data_list(
     epilog=_examples(
         "lttw data fetch sst2",
         "lttw data fetch ag_news --to ~/lttw-datasets",
+        "lttw data fetch stanfordnlp/imdb --split train --split test",
+        "lttw data fetch org/reviews --revision v2 --text-column review --label-column stars",
         "lttw data fetch thucnews --from-files ~/Downloads/thucnews",
     ),
 )
 def data_fetch(
     name: Annotated[
         str,
-        typer.Argument(metavar="NAME", help="ag_news, sst2, yahoo_answers, goemotions or thucnews"),
+        typer.Argument(
+            metavar="NAME",
+            help="ag_news, sst2, yahoo_answers, goemotions or thucnews, or any Hugging Face "
+            "dataset id with parquet files (org/name)",
+        ),
     ],
     to: Annotated[
         Path | None,
         typer.Option("--to", help="the datasets folder [default: data.root in --params]"),
     ] = None,
+    revision: Annotated[
+        str | None,
+        typer.Option(
+            help="the hub branch, tag or commit [default: a known name's pinned one, else main]"
+        ),
+    ] = None,  # fmt: skip
+    split: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--split",
+            help="a split to fetch, NAME or NAME=GLOB (its files' hub paths); repeatable "
+            "[default: train, validation and test, those the dataset has]",
+        ),
+    ] = None,
+    text_column: Annotated[
+        str | None, typer.Option(help="the text column of a hub dataset [default: text]")
+    ] = None,
+    label_column: Annotated[
+        str | None, typer.Option(help="the label column of a hub dataset [default: label]")
+    ] = None,
     from_files: Annotated[
         Path | None,
         typer.Option(
             "--from-files",
-            help="a folder holding the source's files, downloaded elsewhere: no network",
+            help="a folder holding a known name's source files, downloaded elsewhere: no network",
         ),
     ] = None,
     force: Annotated[
@@ -134,10 +160,11 @@ def data_fetch(
     ] = False,
     params: Params = Path("params.yaml"),
 ) -> None:
-    """Download a dataset from its public source (the Hugging Face hub at a pinned revision,
-    or its published location) into DIR/NAME as parquet + manifest.json with checksums.
-    Resumable (a rerun continues a broken download) and atomic (DIR/NAME appears whole or not
-    at all). Offline it fails at once, naming the manual alternative (--from-files)."""
+    """Download a dataset into DIR/NAME (a hub id: DIR/ its last part) as parquet +
+    manifest.json with checksums, checked whenever the dataset is read. Hub datasets come
+    through huggingface_hub's cache (retries, resumed downloads; HF_HUB_OFFLINE=1 serves the
+    cache); a download that fails its checks is removed. Atomic (DIR/NAME appears whole or
+    not at all). Unreachable, it fails at once naming the manual alternative (--from-files)."""
     from lttw.data.fetch import fetch
 
     hint = f", data.root={Path(to).resolve()}" if to is not None else ""
@@ -145,10 +172,12 @@ def data_fetch(
         from lttw.settings import read_settings
 
         to = Path(params).parent / read_settings(params).data.root
-    done = fetch(name, to, from_files, force)
-    rows = ", ".join(f"{split} {n:,}" for split, n in done.rows.items())
+    done = fetch(name, to, from_files, force, revision, split, text_column, label_column)
+    rows = ", ".join(f"{s} {n:,}" for s, n in done.rows.items())
     state = "already there" if done.present else "written"
-    typer.echo(f"{done.folder}: {state} ({rows}); use it with data.dataset={name}{hint}")
+    typer.echo(
+        f"{done.folder}: {state} ({rows}); use it with data.dataset={done.folder.name}{hint}"
+    )
 
 
 @app.command(

@@ -144,9 +144,15 @@ ModelDir = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="model folder [default: models/final, else models/fold_N, N = the first of "
-        "folds.run in --params]",
+        help="model folder, or a Hugging Face hub id (org/name, downloaded into the hub "
+        "cache) [default: models/final, else models/fold_N, N = the first of folds.run in "
+        "--params]",
     ),
+]
+#: the branch, tag or commit of a --model given as a hub id
+Revision = Annotated[
+    str | None,
+    typer.Option(help="with --model org/name: the hub branch, tag or commit [default: main]"),
 ]
 
 
@@ -163,9 +169,16 @@ NO_PROJECT = (
 )
 
 
-def _model_dir(model: Path | None, params: Path) -> Path:
+def _model_dir(model: Path | None, params: Path, revision: str | None = None) -> Path:
     if model is not None:
-        return model
+        from lttw.models.hub_snapshot import resolve_model_location
+
+        try:
+            return resolve_model_location(model, revision)
+        except UserError as err:
+            raise BadInputError(str(err)) from None
+    if revision is not None:
+        raise UserError("--revision goes with --model org/name (a hub id)")
     if FINAL_MODEL_DIR.is_dir():
         return FINAL_MODEL_DIR
     if not params.is_file():
@@ -175,11 +188,17 @@ def _model_dir(model: Path | None, params: Path) -> Path:
     return layout.model_dir(read_settings(params).folds.run[0])
 
 
-def _load(model: Path | None, params: Path, device: str = "cpu", onnx: bool = False):
-    """The model folder's ``Predictor``; with ``onnx``, run by onnxruntime where the folder
-    holds ``model.onnx`` (``lttw export --onnx``). A folder that does not load is bad input
-    (``BadInputError``, exit code 3)."""
-    folder = _model_dir(model, params)
+def _load(
+    model: Path | None,
+    params: Path,
+    device: str = "cpu",
+    onnx: bool = False,
+    revision: str | None = None,
+):
+    """The model folder's ``Predictor`` (``model``: a folder or a hub id at ``revision``);
+    with ``onnx``, run by onnxruntime where the folder holds ``model.onnx`` (``lttw export
+    --onnx``). A folder that does not load is bad input (``BadInputError``, exit code 3)."""
+    folder = _model_dir(model, params, revision)
     try:
         if onnx:
             from lttw.serving.onnx_runtime import load_predictor

@@ -13,6 +13,7 @@ from lttw.cli.main import (
     BadInputError,
     ModelDir,
     Params,
+    Revision,
     _examples,
     _load,
     _model_dir,
@@ -74,6 +75,7 @@ def predict(
         ),
     ] = False,
     model: ModelDir = None,
+    revision: Revision = None,
     out: Annotated[
         str | None,
         typer.Option(
@@ -165,7 +167,7 @@ def predict(
             raise UserError("--engine ray takes --file and --out only (no TEXT, --keep, "
                             "--chunk, --json or --force): it keeps every column")  # fmt: skip
         predict_on_ray(
-            _model_dir(model, params), file, out, actors=actors, ray_address=ray_address,
+            _model_dir(model, params, revision), file, out, actors=actors, ray_address=ray_address,
             project_column=project_columns(params)[0], text_column=text_column,
             with_text=not no_text, max_chars=max_chars, truncate=truncate,
             batch_size=batch_size, min_prob=min_prob, top_k=top_k,
@@ -185,7 +187,7 @@ def predict(
         texts = [cap.apply(t, f"TEXT {i}") for i, t in enumerate(texts, 1)]
     if out is None:  # texts to the terminal: no tables library needed (start-up time)
         assert texts is not None  # no --file (checked above): TEXT arguments
-        predictor = WindowedPredictor(_load(model, params, device, onnx=True), chunk)
+        predictor = WindowedPredictor(_load(model, params, device, True, revision), chunk)
         rule = _rule(predictor, min_prob, top_k)
         probs = predictor.predict_proba(list(texts), batch_size)
         records = rule.records(probs, predictor.classes)
@@ -203,7 +205,7 @@ def predict(
 
         columns = None if keep is None else [c.strip() for c in keep.split(",") if c.strip()]
         source = bp.open_source(file, text_column, cap, columns, project_columns(params)[0])
-    predictor = WindowedPredictor(_load(model, params, device, onnx=True), chunk)
+    predictor = WindowedPredictor(_load(model, params, device, True, revision), chunk)
     rule = _rule(predictor, min_prob, top_k)
     if file is not None:
         frames = bp.predict_chunks(predictor, source, batch_size, not no_text, rule=rule)

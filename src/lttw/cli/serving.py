@@ -14,6 +14,7 @@ from lttw.cli.main import (
     ChunkTexts,
     ModelDir,
     Params,
+    Revision,
     _examples,
     _model_dir,
     app,
@@ -31,6 +32,7 @@ from lttw.errors import UserError
 )
 def serve(
     model: ModelDir = None,
+    revision: Revision = None,
     host: Annotated[
         str,
         typer.Option(
@@ -177,7 +179,7 @@ def serve(
             f"cannot listen on {host}:{port}: {err.strerror or err} (choose another --port "
             "or --host, or stop what uses it)"
         ) from None
-    folder = _model_dir(model, params)
+    folder = _model_dir(model, params, revision)
     try:
         predictor = load_predictor(folder, threads=threads, backend=backend)
     except UserError as err:

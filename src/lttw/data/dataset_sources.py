@@ -6,31 +6,29 @@
 * a folder of parquet / CSV / TSV / JSON Lines files (split = "train"/"test" from the file name, else pooled);
 * a single parquet / CSV / TSV / JSON Lines file.
 
-A known name (``KNOWN_DATASETS``) whose folder is missing, or a manifest whose files are
-missing, is read from its Hugging Face dataset (``hf://datasets/<name>``) when online; offline
-this fails at once with a one-line ``DataError`` naming both the local path and the hub name.
+A folder's ``manifest.json`` that records the sha256 of its files (``lttw data fetch``)
+has them checked on every read (``dataset_manifest``). A name whose folder is missing (a known
+name, a hub dataset id) is one ``DataError`` line naming the path and the command that
+fetches it (``lttw data fetch NAME``): the hub is read by ``lttw data fetch`` only.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from lttw.data.dataset_manifest import verify_manifest
 from lttw.data.tables import TABLE_SUFFIXES, read_table
 from lttw.errors import DataError
-from lttw.hub import offline_reason
 from lttw.settings import DataSettings
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class HubSpec:
-    """Where and how the full copy of a dataset is read from the Hugging Face hub."""
+    """A known dataset's Hugging Face hub copy (``lttw data fetch`` and ``lttw data list``)."""
 
     name: str  # owner/name
     text_columns: tuple[str, ...] = ("text",)  # joined with one space when several
@@ -89,56 +87,6 @@ def _read_manifest(path: Path) -> dict:
     return manifest
 
 
-def hub_split_files(paths: list[str], split: str) -> list[str]:
-    """The parquet files of one split among a hub repository's files (sorted)."""
-
-    def matches(path: str) -> bool:
-        parts = path.split("/")
-        return (
-            parts[-1].startswith(f"{split}-")
-            or parts[-1] == f"{split}.parquet"
-            or (len(parts) > 1 and parts[-2] == split)
-        )
-
-    return sorted(p for p in paths if p.endswith(".parquet") and matches(p))
-
-
-def _read_hub(spec: HubSpec, local: Path) -> list[tuple[str, pd.DataFrame, str]]:
-    hint = (
-        f"put the dataset folder (manifest.json + parquet files) at {local}, or go online "
-        f"to read hf://datasets/{spec.name}"
-    )
-    reason = offline_reason()
-    if reason:
-        raise DataError(
-            f"no local copy at {local} and the hub dataset {spec.name} cannot be "
-            f"read ({reason}); {hint}"
-        )
-    try:
-        from huggingface_hub import HfFileSystem
-
-        fs = HfFileSystem()
-        paths = fs.glob(f"datasets/{spec.name}/**/*.parquet")
-        out = []
-        for split, hub_split in spec.splits.items():
-            files = hub_split_files(paths, hub_split)
-            if not files:
-                raise DataError(
-                    f"hf://datasets/{spec.name}: no parquet files for split {hub_split!r}; {hint}"
-                )
-            for path in files:
-                log.info("reading hf://%s", path)
-                out.append((split, pd.read_parquet(f"hf://{path}"), f"hf://{path}"))
-        return out
-    except DataError:
-        raise
-    except Exception as err:
-        raise DataError(
-            f"reading hub dataset {spec.name} failed ({type(err).__name__}: "
-            f"{str(err).splitlines()[0] if str(err) else ''}); {hint}"
-        ) from None
-
-
 @dataclass(frozen=True)
 class Resolved:
     """The files of a dataset as read, before validation: its tables and where its text and
@@ -154,18 +102,17 @@ class Resolved:
     multi_label: bool = False  # the manifest's "multi_label"
 
 
-def _from_hub(spec: HubSpec, local: Path) -> Resolved:
-    return Resolved(
-        _read_hub(spec, local),
-        spec.text_columns,
-        spec.label_column,
-        list(spec.classes) if spec.classes else None,
-        f"hf://datasets/{spec.name}",
+def _fetch_hint(name: str, local: Path) -> DataError:
+    hub = KNOWN_DATASETS[name].name if name in KNOWN_DATASETS else name
+    return DataError(
+        f"data.dataset {name!r}: no local copy at {local}; fetch it from the hub ({hub}) with "
+        f"`lttw data fetch {name} --to {local.parent}`"
     )
 
 
 def _from_manifest(name: str, folder: Path) -> Resolved:
     manifest = _read_manifest(folder / "manifest.json")
+    verify_manifest(folder, manifest)
     files = [(split, folder / f) for split, f in manifest["splits"].items()]
     present = [path.is_file() for _, path in files]
     text_column = manifest.get("text_column", "text")
@@ -185,20 +132,7 @@ def _from_manifest(name: str, folder: Path) -> Resolved:
             bool(manifest.get("multi_label", False)),
         )
     if not any(present) and (name in KNOWN_DATASETS or manifest.get("hub_dataset")):
-        spec = KNOWN_DATASETS.get(name) or HubSpec(
-            manifest["hub_dataset"], (text_column,), label_column
-        )
-        resolved = _from_hub(spec, folder)
-        return Resolved(
-            resolved.tables,
-            resolved.text_columns,
-            resolved.label_column,
-            manifest.get("classes") or resolved.classes,
-            resolved.source,
-            language,
-            vectors,
-            bool(manifest.get("multi_label", False)),
-        )
+        raise _fetch_hint(name if name in KNOWN_DATASETS else manifest["hub_dataset"], folder)
     missing = next(path for (_, path), ok in zip(files, present) if not ok)
     raise DataError(f"{missing}: file not found (listed in {folder / 'manifest.json'})")
 
@@ -217,7 +151,7 @@ def resolve(settings: DataSettings) -> Resolved:
             [("all", read_table(target), str(target))], ("text",), "label", None, str(target)
         )
     if name in KNOWN_DATASETS or name.count("/") == 1:  # a known name or a hub owner/name
-        return _from_hub(KNOWN_DATASETS.get(name) or HubSpec(name), target)
+        raise _fetch_hint(name, target)
     known = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
     raise DataError(
         f"data.dataset {name!r}: {target} not found (data.root {root}"

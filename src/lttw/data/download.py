@@ -1,6 +1,9 @@
-"""Downloading one file, resumably and checked: ``FILE.part`` grows (an HTTP range request
-continues it after a break) and becomes ``FILE`` only when whole and, where the server states
-the file's sha256 (the Hugging Face hub does, for its large files), equal to it."""
+"""Downloading one file from a published address that is not the Hugging Face hub (THUCNews's
+GitHub files; hub datasets go through ``huggingface_hub``, ``data.hub_fetch``), resumably and
+checked: ``FILE.part`` grows (an HTTP range request continues it after a break) and becomes
+``FILE`` only when whole and, where the server states the file's sha256, equal to it. Bounded
+in time: each read waits at most ``TIMEOUT_S``, every ``TIMEOUT_S`` must bring at least
+``MIN_BYTES`` (a server trickling a byte at a time is dropped), and a file gets ``TOTAL_S``."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import hashlib
 import http.client
 import os
 import re
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -19,6 +23,9 @@ from lttw.errors import DataError
 MAX_FILE_BYTES = 4 << 30
 #: seconds to wait for a connection or the next block of a download
 TIMEOUT_S = 60
+#: the least that must arrive in every TIMEOUT_S (a block), and the most one file may take
+MIN_BYTES = 64 << 10
+TOTAL_S = 3600
 BLOCK = 1 << 20
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -80,9 +87,10 @@ def download(url: str, dest: Path, token: str | None = None) -> dict:
     try:
         return _receive(response, redirects.seen, url, part, dest, have)
     except (OSError, http.client.HTTPException) as err:
-        raise DataError(
-            f"{url}: the download broke off ({type(err).__name__}); rerun to continue it"
-        ) from None
+        why = (
+            f"{type(err).__name__}: {err}" if isinstance(err, TimeoutError) else type(err).__name__
+        )
+        raise DataError(f"{url}: the download broke off ({why}); rerun to continue it") from None
 
 
 def _receive(response, redirected: list, url: str, part: Path, dest: Path, have: int) -> dict:
@@ -93,12 +101,22 @@ def _receive(response, redirected: list, url: str, part: Path, dest: Path, have:
         if total > MAX_FILE_BYTES:
             raise DataError(f"{url}: {total:,} bytes; at most {MAX_FILE_BYTES:,} are fetched")
         written = have if resumed else 0
+        start = window = time.monotonic()
+        in_window = 0
         with part.open("ab" if resumed else "wb") as out:
-            while block := response.read(BLOCK):
+            while block := response.read1(BLOCK):  # what one read brings, not a whole BLOCK
                 written += len(block)
+                in_window += len(block)
                 if written > MAX_FILE_BYTES:
                     raise DataError(f"{url}: more than {MAX_FILE_BYTES:,} bytes")
                 out.write(block)
+                now = time.monotonic()
+                if now - start > TOTAL_S:
+                    raise TimeoutError(f"more than {TOTAL_S} s")
+                if now - window > TIMEOUT_S:
+                    if in_window < MIN_BYTES:
+                        raise TimeoutError(f"under {MIN_BYTES:,} bytes in {TIMEOUT_S} s")
+                    window, in_window = now, 0
     if total and written != total:
         raise DataError(
             f"{url}: the download broke off at {written:,} of {total:,} bytes; rerun to continue it"

@@ -1,6 +1,8 @@
-"""Where ``lttw data fetch`` gets each dataset the docs use: its public source (a Hugging Face
-hub dataset at a pinned revision, or a published file location), the files of each split, and
-how their rows become this project's dataset format (``lttw.data.fetch`` downloads and writes).
+"""Where ``lttw data fetch`` gets each dataset the docs use, by its short name: its public
+source (a Hugging Face hub dataset at a pinned revision, or a published file location), the
+files of each split, and how their rows become this project's dataset format
+(``lttw.data.fetch`` downloads and writes). Any other hub dataset id is read as
+``lttw.data.hub_fetch`` finds it; ``FetchSpec`` describes both.
 
 The output of every dataset is a folder ``NAME/`` with one parquet file per split (columns
 ``text`` and ``label``; GoEmotions: ``labels``, a list of class names), ``manifest.json``
@@ -65,7 +67,7 @@ THUCNEWS_BASE = (
 )
 
 
-def _hub_manual(hub: str, revision: str | None, files: dict[str, tuple[str, ...]]) -> str:
+def hub_manual(hub: str, revision: str | None, files: dict[str, tuple[str, ...]]) -> str:
     names = ", ".join(f for paths in files.values() for f in paths)
     at = f"/tree/{revision}" if revision else ""
     return (
@@ -80,7 +82,7 @@ def _hub(name: str, hub: str, revision: str, files: dict[str, tuple[str, ...]], 
         hub=hub,
         revision=revision,
         files=files,
-        manual=_hub_manual(hub, revision, files).replace("NAME", name),
+        manual=hub_manual(hub, revision, files).replace("NAME", name),
         **kw,
     )
 
