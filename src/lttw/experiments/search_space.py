@@ -91,6 +91,12 @@ def _dimension(name: str, spec: Any, where: str) -> Dimension:
     low: Any = spec.get("low")
     high: Any = spec.get("high")
     log = spec.get("log", False)
+    for key, value in (("low", low), ("high", high)):
+        if isinstance(value, str):  # YAML reads 1e-5 (no dot) as text
+            raise UserError(
+                f"{where}: {name}: {key}: {value!r} is text, not a number "
+                "(YAML reads 1e-5 as text: write 1.0e-5)"
+            )
     if not (_number(low) and _number(high)) or not low < high:
         raise UserError(f"{where}: {name}: low and high: two numbers, low < high")
     if not isinstance(log, bool) or (log and low <= 0):
