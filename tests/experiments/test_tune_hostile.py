@@ -6,6 +6,7 @@ cannot be written named as itself)."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
@@ -122,3 +123,54 @@ def test_a_bound_read_as_text_says_how_to_write_it(tmp_path):
     path.write_text("space:\n  train.lr: {low: 1e-5, high: 1.0e-3}\n")
     with pytest.raises(UserError, match=r"low: '1e-5' is text.*write 1\.0e-5"):
         load_space(path, full_params(REPO / "params.yaml"))
+
+
+TRIAL_THAT_TRAINS = """
+import os, sys
+from pathlib import Path
+from lttw.experiments import search
+from lttw.experiments.stage_process import Clock, run_stage
+
+CHILD = "import os, time; open('stage.pid', 'w').write(str(os.getpid())); time.sleep(120)"
+
+def trial(trial, space, runner, study):  # a stage as a trial runs it: its own process group
+    run_stage([sys.executable, "-c", CHILD], Path.cwd(), dict(os.environ), Clock(None),
+              None, runner._running)
+    return 0.0
+
+search.run_trial = trial
+search.tune("t", 1, repo=Path.cwd(), log=lambda line: None)
+"""
+
+
+def test_sigterm_stops_the_trials_stage_too(project):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from support.tiny_project import env
+
+    shutil.copy(REPO / "dvc.yaml", project / "dvc.yaml")
+    tune = subprocess.Popen(
+        [sys.executable, "-c", TRIAL_THAT_TRAINS], cwd=project, env=env(), start_new_session=True
+    )
+    pid_file = project / "stage.pid"
+    stage = None
+    try:
+        end = time.monotonic() + 60
+        while not pid_file.is_file() or not pid_file.read_text():
+            assert time.monotonic() < end and tune.poll() is None, "no stage started"
+            time.sleep(0.1)
+        stage = int(pid_file.read_text())
+        tune.send_signal(signal.SIGTERM)  # to lttw tune alone, as `timeout` sends it
+        tune.wait(timeout=30)
+        time.sleep(0.2)
+        with pytest.raises(ProcessLookupError):  # reaped by lttw tune: gone, not orphaned
+            os.kill(stage, 0)
+    finally:
+        for pgid in (tune.pid, stage):
+            if pgid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pgid, signal.SIGKILL)

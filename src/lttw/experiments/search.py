@@ -26,7 +26,7 @@ from lttw.errors import DataError, UserError, one_line
 from lttw.experiments.direct_runner import DirectRunner
 from lttw.experiments.grids import GridCell, check_cell_name, full_params
 from lttw.experiments.search_space import SearchSpace, load_space
-from lttw.experiments.stage_process import Clock, stop_stage
+from lttw.experiments.stage_process import Clock, sigterm_stops, stop_stage
 from lttw.io import read_json, remove_inside
 
 TUNE_DIR = Path("data/tune")
@@ -251,13 +251,19 @@ def tune(
             raise
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # no traceback of a failed trial
-    study.optimize(
-        objective,
-        n_trials=trials,
-        timeout=timeout,
-        catch=(UserError,),
-        callbacks=[MaxTrialsCallback(trials, states=finished), report],
-    )
+    try:  # SIGTERM (``timeout``, a batch system) as Ctrl-C: the trial's stage is stopped
+        with sigterm_stops():
+            study.optimize(
+                objective,
+                n_trials=trials,
+                timeout=timeout,
+                catch=(UserError,),
+                callbacks=[MaxTrialsCallback(trials, states=finished), report],
+            )
+    except KeyboardInterrupt:
+        for proc in list(runner._running):  # in its own process group: not signalled with us
+            stop_stage(proc)
+        raise
     return study
 
 
