@@ -56,6 +56,12 @@ def test_a_study_name_that_climbs_out_of_the_work_folder_is_refused(project, tmp
     assert_user_error(result, "--study", escaped)
     assert not (tmp_path / "outside").exists() and not (project / "outside").exists()
     assert not (project / "data").exists()  # no storage, no work folder
+    # a space's name is checked the same way: experiments/search-../../../x.yaml is x.yaml
+    (project / "experiments" / "search-..").mkdir()
+    (project / "x.yaml").write_text(yaml.safe_dump(SPACE))
+    climbing = lttw(["tune", "../../../x", "--trials", "1"], project, check=False)
+    assert_user_error(climbing, "search space", "'../../../x' must be one folder name")
+    assert not (project / "data").exists()
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from lttw.errors import UserError
-from lttw.experiments.grids import GRIDS_DIR, SEARCH_PREFIX, param_value, set_param
+from lttw.experiments.grids import (
+    GRIDS_DIR,
+    SEARCH_PREFIX,
+    check_cell_name,
+    param_value,
+    set_param,
+)
 from lttw.io import load_yaml, read_yaml_or_fail
 
 MAX_DIMENSIONS = 32
@@ -160,6 +166,7 @@ def find_space(name: str, folder: str | Path = GRIDS_DIR) -> Path:
     path = Path(name)
     if path.suffix in (".yaml", ".yml") and path.is_file():
         return path
+    check_cell_name(name, "search space")  # its study's trials are folders named by it
     path = Path(folder) / f"{SEARCH_PREFIX}{name}.yaml"
     if not path.is_file():
         known = ", ".join(p.stem.removeprefix(SEARCH_PREFIX) for p in space_paths(folder))
