@@ -59,7 +59,9 @@ def _storage(url: str, create: bool = True):
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     kwargs: dict[str, Any] = {}
     guard: contextlib.AbstractContextManager = contextlib.nullcontext()
-    made: list[Path] = []  # what this call creates, removed again where it fails
+    made: list[Path] = []  # the lock and folders this call creates, removed where it fails
+    db: Path | None = None
+    existed = True
     if url.startswith("sqlite:///"):  # several workers on one file: wait for its lock
         db = Path(url.removeprefix("sqlite:///"))
         if not db.name or db.is_dir():
@@ -69,19 +71,29 @@ def _storage(url: str, create: bool = True):
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
         if create:
             lock = db.with_name(db.name + ".lock")
-            made = [p for p in (db, lock, *db.parents) if not p.exists()]
+            made = [p for p in (lock, *db.parents) if not p.exists()]
+            existed = db.exists()
             db.parent.mkdir(parents=True, exist_ok=True)
             # workers that start together would each create the new file's tables: in turn
             guard = _locked(lock)
     try:  # a trial whose worker died is marked failed after the grace period
         with guard:
-            return optuna.storages.RDBStorage(
-                url, heartbeat_interval=30, grace_period=120, **kwargs
-            )
+            fresh = db is not None and not db.exists()  # under the lock: no one else's file
+            try:
+                return optuna.storages.RDBStorage(
+                    url, heartbeat_interval=30, grace_period=120, **kwargs
+                )
+            except Exception:
+                if fresh and db is not None:
+                    db.unlink(missing_ok=True)
+                raise
     except Exception as err:  # SQLAlchemy's own errors: a bad URL or an unreachable server
-        for path in made:  # the files first, then the folders, innermost first
-            with contextlib.suppress(OSError):
-                path.rmdir() if path.is_dir() else path.unlink()
+        # the lock, then the folders (only empty ones); not where a worker beside this one
+        # has made the database meanwhile
+        if db is None or existed or not db.exists():
+            for path in made:
+                with contextlib.suppress(OSError):
+                    path.rmdir() if path.is_dir() else path.unlink()
         raise DataError(f"--storage {url}: {one_line(err, lines=1)}") from None
 
 
