@@ -58,6 +58,9 @@ def user_cause(err: BaseException) -> UserError | None:
         # the package's own error, not Ray's copy of it (a class of Ray's deriving from it,
         # its message Ray's whole task report)
         if isinstance(current, UserError) and type(current).__module__.startswith("lttw."):
-            return current
+            # Ray adds lines (its retry advice) to the error's message: the package's own
+            # messages are one line, its first
+            first = (str(current).splitlines() or [""])[0]
+            return current if str(current) == first else type(current)(first)
         stack += [current.__cause__, current.__context__, getattr(current, "cause", None)]
     return None
