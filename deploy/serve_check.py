@@ -39,6 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 DOCKERIGNORE = ROOT / "deploy" / "Dockerfile.dockerignore"
+#: the versions the image installs (``pip install -c``), relative to the build context
+CONSTRAINTS = "deploy/constraints.txt"
 #: what the slim install leaves out (import names)
 LEFT_OUT = ("torch", "transformers", "dvc", "dvclive", "matplotlib", "jieba", "sklearn", "scipy")
 #: texts of several lengths, one empty: batches of mixed lengths
@@ -102,7 +104,7 @@ def copy_context(target: Path) -> Path:
         if source.is_dir():
             shutil.copytree(source, target / name, ignore=ignore)
         else:
-            target.mkdir(parents=True, exist_ok=True)
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
     return target
 
@@ -268,7 +270,7 @@ def main() -> int:
         ref_labels = reference.predict(TEXTS)
 
         venv, context = args.venv or work / "slim", copy_context(work / "context")
-        install_s = fresh_env(venv, str(context))
+        install_s = fresh_env(venv, "-c", str(context / CONSTRAINTS), str(context))
         python = venv / "bin" / "python"
         code = f"import importlib.util as u, json; print(json.dumps([m for m in {LEFT_OUT!r} if u.find_spec(m)]))"
         found = run([str(python), "-c", code], cwd=work, env=slim_environ()).stdout
@@ -376,7 +378,9 @@ def main() -> int:
         )
         if args.full:
             torch = os.environ.get("TORCH", "torch==2.13.0").split()
-            full_s = fresh_env(work / "full", *torch, f"{context}[train]")
+            full_s = fresh_env(
+                work / "full", *torch, "-c", str(context / CONSTRAINTS), f"{context}[train]"
+            )
             print(
                 f"site-packages of the full install (pip install {shlex.join(torch)} "
                 f"'.[train]'): {site_packages_mb(work / 'full' / 'bin' / 'python'):.0f} MB, "

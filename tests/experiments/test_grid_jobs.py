@@ -55,7 +55,7 @@ def test_a_grid_runs_one_cell_per_submitit_job(tmp_path, tiny_encoder_dir):
         ["exp", "submit", "jobs", "--executor", "local", "--logs", tmp_path / "logs", "--wait"],
         project,
     ).stdout
-    assert "submitted 1 job(s); 1 cell(s) written" in out and "jobs-svm: done" in out
+    assert "submitted 1 job(s); 1 cell(s) written already" in out and "jobs-svm: done" in out
     for cell in CELLS:
         assert {p.name for p in (runs / cell).iterdir()} == {
             "summary.json",

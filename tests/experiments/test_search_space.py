@@ -11,8 +11,8 @@ import yaml
 
 from lttw.errors import UserError
 from lttw.experiments.grids import full_params, grid_paths
-from lttw.experiments.search import apply_params
 from lttw.experiments.search_space import find_space, load_space, space_paths
+from lttw.experiments.tuned_params import apply_params
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = full_params(REPO / "params.yaml")

@@ -8,6 +8,7 @@ at it. deploy/serve_check.py (CI) runs the same install and command for real."""
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -47,7 +48,8 @@ def test_the_image_installs_the_package_and_serves_as_a_non_root_user():
     found = check.instructions()
     assert found["FROM"].startswith("python:3.")
     assert found["USER"] not in ("root", "0")
-    assert "pip install /tmp/lttw-src" in found["RUN"]  # `pip install .`: base requirements
+    # `pip install .`: the base requirements, at the pinned versions
+    assert re.search(r"pip install (-c \S+ )?/tmp/lttw-src( |$)", found["RUN"]), found["RUN"]
     argv = check.exec_form(found["ENTRYPOINT"]) + check.exec_form(found["CMD"])
     assert argv[:2] == ["lttw", "serve"]
     params = serve_params(argv[2:])
@@ -76,7 +78,7 @@ def _manifests() -> dict[str, dict]:
 
 def test_kubernetes_probes_pass_the_host_allow_list():
     docs = _manifests()
-    assert set(docs) == {"Deployment", "Service", "HorizontalPodAutoscaler"}
+    assert set(docs) == {"Deployment", "Service", "NetworkPolicy", "HorizontalPodAutoscaler"}
     pod = docs["Deployment"]["spec"]["template"]
     (container,) = pod["spec"]["containers"]
     params = serve_params(container["args"])
@@ -94,8 +96,49 @@ def test_kubernetes_probes_pass_the_host_allow_list():
     assert host_allowed("lttw-serve", allowed)  # the Service's name, as clients call it
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
-    # SIGTERM: the grace period covers the server's drain
-    assert pod["spec"]["terminationGracePeriodSeconds"] > params["shutdown_timeout"]
+    # SIGTERM: the grace period covers the preStop pause and the server's drain
+    pause = container["lifecycle"]["preStop"]["exec"]["command"]
+    assert pause[0] == "sleep" and int(pause[1]) > 0
+    assert pod["spec"]["terminationGracePeriodSeconds"] > int(pause[1]) + params["shutdown_timeout"]
+    (key,) = [e for e in container["env"] if e["name"] == "LTTW_API_KEY"]  # --api-key's envvar
+    assert set(key["valueFrom"]["secretKeyRef"]) == {"name", "key"}
+    policy = docs["NetworkPolicy"]["spec"]
+    assert policy["podSelector"]["matchLabels"] == pod["metadata"]["labels"]
+    assert policy["policyTypes"] == ["Ingress", "Egress"] and policy["egress"] == []
+    assert [p["port"] for rule in policy["ingress"] for p in rule["ports"]] == ["http"]
+
+
+def _images() -> list[str]:
+    jobs = yaml.safe_load((DEPLOY / "jobs" / "k8s-indexed-job.yaml").read_text(encoding="utf-8"))
+    serve = _manifests()["Deployment"]
+    return [
+        check.instructions()["FROM"],
+        *(c["image"] for c in serve["spec"]["template"]["spec"]["containers"]),
+        *(c["image"] for c in jobs["spec"]["template"]["spec"]["containers"]),
+    ]
+
+
+def test_images_and_installs_are_pinned():
+    for image in _images():  # a full version tag (a digest cannot be checked offline)
+        name, _, tag = image.rpartition(":")
+        assert name and tag != "latest" and re.match(r"\d+\.\d+\.\d+", tag), image
+    pins = (DEPLOY / "constraints.txt").read_text(encoding="utf-8").splitlines()
+    pinned = {line.split("==")[0] for line in pins if "==" in line}
+    assert {"onnxruntime", "fastapi", "numpy", "torch", "submitit"} <= pinned
+    assert "-c /tmp/lttw-src/deploy/constraints.txt" in check.instructions()["RUN"]
+    assert check.CONSTRAINTS in check.context_names()  # in the image's build context
+    sky = yaml.safe_load((DEPLOY / "jobs" / "skypilot-cell.yaml").read_text(encoding="utf-8"))
+    assert "pip install -c deploy/constraints.txt '.[train,cluster]'" in sky["setup"]
+
+
+def test_the_grid_job_runs_as_a_non_root_user():
+    jobs = yaml.safe_load((DEPLOY / "jobs" / "k8s-indexed-job.yaml").read_text(encoding="utf-8"))
+    pod = jobs["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (container,) = pod["containers"]
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
 
 
 def test_service_and_autoscaler_point_at_the_deployment():

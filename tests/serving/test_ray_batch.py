@@ -107,3 +107,42 @@ def test_lttw_predict_engine_ray(local_ray, model_dir, shards, tmp_path):
     assert "body" not in got.columns and {"shard", "row", "id", "label"} <= set(got.columns)
     refused = invoke(*args[:-2], "--model", model_dir, "--json")
     assert refused.exit_code == 2 and "--engine ray takes --file and --out only" in refused.stderr
+
+
+def test_shards_with_other_columns_and_too_many_actors_fail_before_ray_starts(
+    model_dir, shards, tmp_path
+):
+    from support.cli_runner import assert_user_error
+
+    from lttw.serving.ray_batch import local_cpus
+
+    args = ["predict", "--engine", "ray", "--file", shards, "--model", model_dir, "--no-text"]
+    too_many = invoke(*args, "--out", tmp_path / "o1", "--actors", str(local_cpus() + 1))
+    assert_user_error(too_many, f"--actors {local_cpus() + 1}", "CPUs", code=2)
+    texts, _ = labelled_texts(2)
+    pd.DataFrame({"body": texts, "lang": "en"}).to_parquet(shards / "c.parquet")
+    other = invoke(*args, "--out", tmp_path / "o2", "--text-column", "body")
+    assert_user_error(other, "c.parquet", "not the columns of a.parquet", "'lang'", code=3)
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+
+
+def test_a_damaged_page_is_one_line_naming_the_shard(local_ray, model_dir, tmp_path, capfd):
+    """Through the command: exit 3, one line, and no traceback of Ray's on the process's
+    stderr (Ray Data's console handler writes there, past the CLI runner)."""
+    from support.cli_runner import assert_user_error
+
+    texts, _ = labelled_texts(40)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pd.DataFrame({"body": texts[:10]}).to_parquet(folder / "a.parquet")
+    damaged = folder / "b.parquet"
+    pd.DataFrame({"body": texts * 20}).to_parquet(damaged, compression="snappy")
+    data = bytearray(damaged.read_bytes())
+    data[100:1100] = b"\xff" * 1000  # inside the first data page; the footer kept
+    damaged.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    args = ["predict", "--engine", "ray", "--file", folder, "--out", out, "--model", model_dir]
+    result = invoke(*args, "--actors", "1", "--text-column", "body")
+    assert_user_error(result, "b.parquet: cannot be read", code=3)
+    assert "Traceback" not in capfd.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".out.*"))

@@ -63,11 +63,18 @@ def exp_submit(
 ) -> None:
     """Submit one job per cell not written yet (submitit), each `lttw exp run --cell`: into
     the shared --cells folder, resumable (submit again after a stopped job)."""
-    from lttw.experiments.submit import CellJob, make_executor, submit_cells
+    from lttw.experiments.submit import (
+        CellJob,
+        cancel_hint,
+        cancelled_when_stopped,
+        make_executor,
+        submit_cells,
+    )
 
     extra = tuple(assignments or [])
     grid = _grid(name, grids, params, extra=extra)
-    todo = [c for c in grid.select(only) if not (cells / c.name / "summary.json").is_file()]
+    chosen_cells = grid.select(only)
+    todo = [c for c in chosen_cells if not (cells / c.name / "summary.json").is_file()]
     slurm = {"partition": partition, "gpus_per_node": gpus, "cpus_per_task": cpus}
     chosen = make_executor(executor, logs, timeout_min, slurm)
     jobs = [
@@ -84,9 +91,14 @@ def exp_submit(
     futures = submit_cells(chosen, jobs)
     for job, future in zip(jobs, futures):
         typer.echo(f"{future.job_id}\t{job.cell}")
-    typer.echo(f"submitted {len(futures)} job(s); {len(grid.cells) - len(todo)} cell(s) written")
-    if wait:
-        failed = 0
+    written = len(chosen_cells) - len(todo)
+    typer.echo(f"submitted {len(futures)} job(s); {written} cell(s) written already")
+    if not wait:
+        if futures:
+            typer.echo(f"cancel a job: {cancel_hint(executor)}")
+        return
+    failed = 0
+    with cancelled_when_stopped(futures):
         for job, future in zip(jobs, futures):
             try:
                 result = future.result()
@@ -94,5 +106,5 @@ def exp_submit(
                 result = {"state": f"failed ({str(err).strip().splitlines()[-1][:200]})"}
             failed += result["state"] != "done"
             typer.echo(f"{job.cell}: {result['state']}")
-        if failed:
-            raise typer.Exit(1)
+    if failed:
+        raise typer.Exit(1)

@@ -58,10 +58,14 @@ def tune(
     url = storage or search.default_storage(Path("."))
     if apply:
         from lttw.experiments.grids import full_params
+        from lttw.experiments.tuned_params import apply_params, checked_values
 
-        space = load_space(find_space(name, spaces), full_params(params))
-        values, value = search.best_params(url, study or space.name)
-        search.apply_params(params, values)
+        base = full_params(params)
+        space = load_space(find_space(name, spaces), base)
+        study_name = study or space.name
+        values, value = search.best_params(url, study_name)
+        checked_values(space, values, base, f"study {study_name!r}'s best trial")
+        apply_params(params, values)
         shown = ", ".join(f"{k}={v}" for k, v in values.items())
         typer.echo(f"wrote {params}: {shown} (validation macro F1 {value:.4f})")
         return

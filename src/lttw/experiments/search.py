@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lttw.errors import UserError, one_line
+from lttw.errors import DataError, UserError, one_line
 from lttw.experiments.direct_runner import DirectRunner
-from lttw.experiments.grids import GridCell, full_params
+from lttw.experiments.grids import GridCell, check_cell_name, full_params
 from lttw.experiments.search_space import SearchSpace, load_space
-from lttw.experiments.stage_process import Clock, stop_stage
+from lttw.experiments.stage_process import Clock, sigterm_stops, stop_stage
 from lttw.io import read_json, remove_inside
 
 TUNE_DIR = Path("data/tune")
@@ -47,7 +47,10 @@ def default_storage(repo: Path) -> str:
     return f"sqlite:///{(repo / STUDIES_DB).resolve()}"
 
 
-def _storage(url: str):
+def _storage(url: str, create: bool = True):
+    """The Optuna storage at ``url``. ``create``: an SQLite file (and its folder) is made
+    where missing; otherwise a missing file is an error. A storage that cannot be opened is
+    one line, and leaves no file or folder it made behind."""
     import warnings
 
     optuna = _optuna()
@@ -56,19 +59,42 @@ def _storage(url: str):
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     kwargs: dict[str, Any] = {}
     guard: contextlib.AbstractContextManager = contextlib.nullcontext()
+    made: list[Path] = []  # the lock and folders this call creates, removed where it fails
+    db: Path | None = None
+    existed = True
     if url.startswith("sqlite:///"):  # several workers on one file: wait for its lock
         db = Path(url.removeprefix("sqlite:///"))
-        db.parent.mkdir(parents=True, exist_ok=True)
+        if not db.name or db.is_dir():
+            raise DataError(f"--storage {url}: names no database file (sqlite:///PATH/FILE.db)")
+        if not create and not db.is_file():
+            raise DataError(f"--storage {url}: no such database file")
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
-        # workers that start together would each create the new file's tables: one at a time
-        guard = _locked(db.with_name(db.name + ".lock"))
+        if create:
+            lock = db.with_name(db.name + ".lock")
+            made = [p for p in (lock, *db.parents) if not p.exists()]
+            existed = db.exists()
+            db.parent.mkdir(parents=True, exist_ok=True)
+            # workers that start together would each create the new file's tables: in turn
+            guard = _locked(lock)
     try:  # a trial whose worker died is marked failed after the grace period
         with guard:
-            return optuna.storages.RDBStorage(
-                url, heartbeat_interval=30, grace_period=120, **kwargs
-            )
+            fresh = db is not None and not db.exists()  # under the lock: no one else's file
+            try:
+                return optuna.storages.RDBStorage(
+                    url, heartbeat_interval=30, grace_period=120, **kwargs
+                )
+            except Exception:
+                if fresh and db is not None:
+                    db.unlink(missing_ok=True)
+                raise
     except Exception as err:  # SQLAlchemy's own errors: a bad URL or an unreachable server
-        raise UserError(f"--storage {url}: {str(err).splitlines()[0]}") from None
+        # the lock, then the folders (only empty ones); not where a worker beside this one
+        # has made the database meanwhile
+        if db is None or existed or not db.exists():
+            for path in made:
+                with contextlib.suppress(OSError):
+                    path.rmdir() if path.is_dir() else path.unlink()
+        raise DataError(f"--storage {url}: {one_line(err, lines=1)}") from None
 
 
 def open_study(space: SearchSpace, storage: str, name: str | None = None, pruner=None):
@@ -160,7 +186,7 @@ def run_trial(trial, space: SearchSpace, runner: DirectRunner, study: str) -> fl
 
     values = {dim.name: dim.suggest(trial) for dim in space.dimensions}
     params = space.trial_params(values)
-    name = f"tune-{study}-{trial.number}"
+    name = check_cell_name(f"tune-{study}-{trial.number}", "--study")
     cell = GridCell(name=name, key=str(trial.number), label=name, params=params)
     trial.set_user_attr("params", {k: v for k, v in params.items() if k != "folds.run"})
     plan = runner.plan(cell, [])
@@ -214,6 +240,8 @@ def tune(
         raise UserError(f"--budget {timeout}: must be > 0 seconds")
     repo = repo.resolve()
     space = load_space(find_space(name, repo / spaces), full_params(repo / "params.yaml"))
+    # the study's name is a folder's (its trials' cells): the grids' one check
+    check_cell_name(study_name or space.name, "--study")
     study = open_study(space, storage or default_storage(repo), study_name, pruner)
     runner = DirectRunner(repo, repo / TUNE_DIR / "runs", repo / TUNE_DIR / "work", 1, log)
     finished = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
@@ -235,13 +263,19 @@ def tune(
             raise
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # no traceback of a failed trial
-    study.optimize(
-        objective,
-        n_trials=trials,
-        timeout=timeout,
-        catch=(UserError,),
-        callbacks=[MaxTrialsCallback(trials, states=finished), report],
-    )
+    try:  # SIGTERM (``timeout``, a batch system) as Ctrl-C: the trial's stage is stopped
+        with sigterm_stops():
+            study.optimize(
+                objective,
+                n_trials=trials,
+                timeout=timeout,
+                catch=(UserError,),
+                callbacks=[MaxTrialsCallback(trials, states=finished), report],
+            )
+    except KeyboardInterrupt:
+        for proc in list(runner._running):  # in its own process group: not signalled with us
+            stop_stage(proc)
+        raise
     return study
 
 
@@ -250,7 +284,7 @@ def best_params(storage: str, study_name: str) -> tuple[dict[str, Any], float]:
     optuna = _optuna()
 
     try:
-        study = optuna.load_study(study_name=study_name, storage=_storage(storage))
+        study = optuna.load_study(study_name=study_name, storage=_storage(storage, create=False))
     except KeyError:
         raise UserError(f"no study {study_name!r} in {storage}") from None
     try:
@@ -258,27 +292,3 @@ def best_params(storage: str, study_name: str) -> tuple[dict[str, Any], float]:
     except ValueError:
         raise UserError(f"study {study_name!r} has no completed trial yet") from None
     return dict(best.user_attrs.get("params") or best.params), float(best.value or 0.0)
-
-
-def apply_params(path: Path, values: dict[str, Any]) -> None:
-    """Write ``values`` (dotted names) into the parameters file ``path``, its comments kept;
-    an unknown parameter is an error and leaves the file as it was."""
-    import io
-
-    from ruamel.yaml import YAML
-
-    from lttw.experiments.grids import set_param
-    from lttw.io import atomic_path
-
-    # ruamel's round-trip loader: the file's comments and layout stay, and it builds plain
-    # mappings, lists and scalars only (no Python objects from tags)
-    round_trip = YAML()
-    round_trip.width = 100
-    round_trip.preserve_quotes = True
-    doc = round_trip.load(path.read_text(encoding="utf-8"))
-    for key, value in values.items():
-        set_param(doc, key, value, where=f"{path}:")
-    out = io.StringIO()
-    round_trip.dump(doc, out)
-    with atomic_path(path) as tmp:
-        tmp.write_text(out.getvalue(), encoding="utf-8")

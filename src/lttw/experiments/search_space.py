@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from lttw.errors import UserError
-from lttw.experiments.grids import GRIDS_DIR, SEARCH_PREFIX, param_value, set_param
+from lttw.experiments.grids import (
+    GRIDS_DIR,
+    SEARCH_PREFIX,
+    check_cell_name,
+    param_value,
+    set_param,
+)
 from lttw.io import load_yaml, read_yaml_or_fail
 
 MAX_DIMENSIONS = 32
@@ -91,6 +97,12 @@ def _dimension(name: str, spec: Any, where: str) -> Dimension:
     low: Any = spec.get("low")
     high: Any = spec.get("high")
     log = spec.get("log", False)
+    for key, value in (("low", low), ("high", high)):
+        if isinstance(value, str):  # YAML reads 1e-5 (no dot) as text
+            raise UserError(
+                f"{where}: {name}: {key}: {value!r} is text, not a number "
+                "(YAML reads 1e-5 as text: write 1.0e-5)"
+            )
     if not (_number(low) and _number(high)) or not low < high:
         raise UserError(f"{where}: {name}: low and high: two numbers, low < high")
     if not isinstance(log, bool) or (log and low <= 0):
@@ -154,6 +166,7 @@ def find_space(name: str, folder: str | Path = GRIDS_DIR) -> Path:
     path = Path(name)
     if path.suffix in (".yaml", ".yml") and path.is_file():
         return path
+    check_cell_name(name, "search space")  # its study's trials are folders named by it
     path = Path(folder) / f"{SEARCH_PREFIX}{name}.yaml"
     if not path.is_file():
         known = ", ".join(p.stem.removeprefix(SEARCH_PREFIX) for p in space_paths(folder))

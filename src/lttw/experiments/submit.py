@@ -11,7 +11,9 @@ submitit is an optional dependency: ``pip install 'lttw[cluster]'``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,3 +108,26 @@ def submit_cells(executor, jobs: list[CellJob]) -> list:
     with executor.batch():
         futures = [executor.submit(job) for job in jobs]
     return futures
+
+
+def cancel_hint(kind: str) -> str:
+    """How to cancel a submitted job by hand (its id is printed at submission)."""
+    if kind == "local":  # the job id is its controller's process id; SIGINT stops its stage
+        return "kill -INT JOB_ID"
+    return "scancel JOB_ID"
+
+
+@contextlib.contextmanager
+def cancelled_when_stopped(futures: list) -> Iterator[None]:
+    """While waiting on ``futures``: SIGTERM (``timeout``, a batch system) or Ctrl-C cancels
+    every job (each stops its running stage), rather than leaving them running unwatched."""
+    from lttw.experiments.stage_process import sigterm_stops
+
+    try:
+        with sigterm_stops():
+            yield
+    except KeyboardInterrupt:
+        for future in futures:
+            with contextlib.suppress(Exception):  # a job finished meanwhile
+                future.cancel(check=False)
+        raise

@@ -32,12 +32,13 @@ from pathlib import Path
 import pandas as pd
 
 from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES
-from lttw.errors import DataError, UserError
+from lttw.errors import DataError, UserError, one_line
 from lttw.inference.answers import AnswerRule
 from lttw.inference.batch_predict import TextSource, open_source, pick_text_column
 from lttw.inference.prediction_table import ALL_COLUMNS, prediction_frame
 from lttw.inference.text_lines import LineCap
 from lttw.io import atomic_dir
+from lttw.serving.ray_errors import ray_failures_as_errors
 
 SHARD_SUFFIXES = tuple(CSV_SUFFIXES) + tuple(PARQUET_SUFFIXES)
 #: columns the reader adds to every row; an input column of the same name is refused
@@ -136,13 +137,58 @@ def read_shard(path: Path, settings: RayBatchSettings) -> Iterator[pd.DataFrame]
     column = str(source.column)  # shards are tables (shard_paths): a text column
     at = source.columns.index(column)
     row = 1
-    for texts, kept in source.chunks():
+    chunks = source.chunks()
+    while True:
+        try:
+            texts, kept = next(chunks)
+        except StopIteration:
+            return
+        except UserError:
+            raise
+        except Exception as err:  # pyarrow's / pandas' errors on a damaged page or record
+            raise DataError(f"{path}: cannot be read after row {row - 1} ({one_line(err, 1)})")
         frame = pd.DataFrame(index=range(len(texts))) if kept is None else kept.copy()
         frame.insert(at, column, texts)
         frame.insert(0, "row", range(row, row + len(frame)))
         frame.insert(0, "shard", path.name)
         row += len(frame)
         yield frame
+
+
+def check_headers(shards: list[Path], settings: RayBatchSettings) -> None:
+    """Every shard's header readable, with the first shard's columns and text column (the
+    actors' batches mix rows of several shards): a one-line ``DataError`` naming the shard."""
+    first = open_shard(shards[0], settings)
+    for shard in shards[1:]:
+        source = open_shard(shard, settings)
+        missing = sorted(set(first.columns) - set(source.columns))[:5]
+        extra = sorted(set(source.columns) - set(first.columns))[:5]
+        if missing or extra or source.column != first.column:
+            raise DataError(
+                f"{shard}: not the columns of {shards[0].name} (lacks {missing}, adds {extra}, "
+                f"text column {source.column!r}); every shard needs the same columns"
+            )
+
+
+def local_cpus() -> int:
+    """The CPUs this process may run on."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
+
+
+def check_local_actors(settings: RayBatchSettings) -> None:
+    """On a local Ray (no ``--ray-address`` / ``RAY_ADDRESS``), the actors fit this
+    machine's CPUs: each is a model copy and a worker process."""
+    if settings.address or os.environ.get("RAY_ADDRESS"):
+        return
+    cpus = local_cpus()
+    if settings.actors * settings.cpus_per_actor > cpus:
+        most = max(1, int(cpus // settings.cpus_per_actor))
+        raise UserError(
+            f"--actors {settings.actors} x --cpus-per-actor {settings.cpus_per_actor:g}: "
+            f"more than this machine's {cpus} CPUs; at most {most} on a local Ray "
+            "(more on a cluster: --ray-address)"
+        )
 
 
 def _read_shards(batch: pd.DataFrame, settings: RayBatchSettings) -> Iterator[pd.DataFrame]:
@@ -188,8 +234,8 @@ def _ray(settings: RayBatchSettings):
         address = settings.address or os.environ.get("RAY_ADDRESS")
         if address:
             ray.init(address=address, log_to_driver=False)
-        else:  # a local Ray: as many CPUs as the pool needs, no dashboard
-            cpus = max(os.cpu_count() or 1, settings.actors * settings.cpus_per_actor + 1)
+        else:  # a local Ray: the machine's CPUs (one more for a read task), no dashboard
+            cpus = max(local_cpus(), settings.actors * settings.cpus_per_actor + 1)
             ray.init(num_cpus=int(cpus), include_dashboard=False, log_to_driver=False)
     return ray
 
@@ -205,50 +251,30 @@ def predict_shards(
         raise UserError(f"{target}: exists; --out names a new folder for the parquet shards")
     if not target.parent.is_dir():
         raise UserError(f"{target}: the folder {target.parent} does not exist; create it first")
-    for shard in shards:  # fail on a shard's header before any actor starts
-        open_shard(shard, settings)
+    check_local_actors(settings)
+    check_headers(shards, settings)  # fail on a shard's header before any actor starts
     ray = _ray(settings)
     items = pd.DataFrame({"path": [str(p.resolve()) for p in shards]})
-    try:
-        dataset = (
-            ray.data.from_pandas(items)
-            .repartition(len(shards))
-            .map_batches(
-                _read_shards, fn_kwargs={"settings": settings}, batch_size=1, batch_format="pandas"
-            )
-            .map_batches(
-                _PredictorActor,
-                fn_constructor_args=(str(Path(model_dir).resolve()), settings),
-                batch_size=settings.batch_size,
-                batch_format="pandas",
-                num_cpus=settings.cpus_per_actor,
-                compute=ray.data.ActorPoolStrategy(size=settings.actors),
-            )
+    dataset = (
+        ray.data.from_pandas(items)
+        .repartition(len(shards))
+        .map_batches(
+            _read_shards, fn_kwargs={"settings": settings}, batch_size=1, batch_format="pandas"
         )
-        with atomic_dir(target) as partial:  # renamed into place once every shard is written
-            dataset.write_parquet(str(partial))
-            rows = sum(_parquet_rows(p) for p in partial.glob("*.parquet"))
-    except BaseException as err:
-        cause = _user_cause(err)
-        if cause is not None:  # a read or predict error inside a Ray task: its own message
-            raise cause from None
-        raise
+        .map_batches(
+            _PredictorActor,
+            fn_constructor_args=(str(Path(model_dir).resolve()), settings),
+            batch_size=settings.batch_size,
+            batch_format="pandas",
+            num_cpus=settings.cpus_per_actor,
+            compute=ray.data.ActorPoolStrategy(size=settings.actors),
+        )
+    )
+    # renamed into place once every shard is written
+    with ray_failures_as_errors(), atomic_dir(target) as partial:
+        dataset.write_parquet(str(partial))
+        rows = sum(_parquet_rows(p) for p in partial.glob("*.parquet"))
     return rows
-
-
-def _user_cause(err: BaseException) -> UserError | None:
-    """The ``UserError`` (a bad row, a bad shard) behind Ray's task-error wrappers, if any."""
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [err]
-    while stack:
-        current = stack.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, UserError):
-            return current
-        stack += [current.__cause__, current.__context__, getattr(current, "cause", None)]
-    return None
 
 
 def _parquet_rows(path: Path) -> int:
