@@ -7,10 +7,10 @@ bootstrap intervals (``evaluation.evaluate``) and writes, all or nothing (``io.a
 
 * ``metrics.json``: the report (metrics, intervals, per class, confusion matrix), the model
   folder and the file;
-* ``predictions.parquet``: per text, the row of the file, the true and predicted labels and
-  the probability of the predicted one (multi-label: lists of labels);
+* ``predictions.parquet``: per text, the row of the file, the text, the true and predicted
+  labels and the probability of the predicted one (multi-label: lists of labels);
 * ``confusion.png``, ``reliability.png``, ``precision_recall.png`` and ``report.html``
-  (``evaluation.plots``).
+  (``evaluation.plots``; the page lists the most confident mistakes with their texts).
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ def evaluate_file(
     predictions = pd.DataFrame(
         {
             "row": np.arange(1, len(texts) + 1),
+            "text": texts,
             "label": _names(y_true, classes, multi),
             "pred": _names(y_pred, classes, multi),
         }
@@ -91,9 +92,8 @@ def evaluate_file(
     if not multi:
         predictions["prob"] = chosen
     with atomic_dir(out) as tmp:
-        files = write_report_files(
-            tmp, report, y_true, probs, y_pred, title=f"Evaluation of {report['model']} on {path}"
-        )
+        title = f"Evaluation of {report['model']} on {path}"
+        files = write_report_files(tmp, report, y_true, probs, y_pred, title, texts=texts)
         report["files"] = [METRICS_JSON, PREDICTIONS, *files]
         write_parquet(tmp / PREDICTIONS, predictions)
         write_json(tmp / METRICS_JSON, report)
