@@ -36,7 +36,7 @@ MAX_CURVES = 20
 MAX_ANNOTATED = 30
 _DPI = 100
 #: every text a plain string: no mathtext ($...$), no TeX
-_PLAIN_TEXT = {"text.usetex": False, "text.parse_math": False}
+_PLAIN_TEXT: dict = {"text.usetex": False, "text.parse_math": False}
 
 
 @contextmanager
