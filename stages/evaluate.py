@@ -112,8 +112,9 @@ def main(settings, fold: int):
         write_json(tmp / "report.json", report)
         title = f"Fold {fold}'s {m.variant} model on the held-out test sample"
         pictures = write_report_files(
-            tmp, held_out, test_y, calibrated, preds["test"], title, every_file=True
-        )
+            tmp, held_out, test_y, calibrated, preds["test"], title, every_file=True,
+            texts=inputs.part_texts("test"),
+        )  # fmt: skip
         write_json(tmp / "held_out.json", held_out)
         with atomic_dir(layout.held_out_plots(fold)) as plots:
             for name in pictures:

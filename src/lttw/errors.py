@@ -25,7 +25,7 @@ EXTRA_OF = {
     "transformers": "train",
     "dvc": "train",
     "dvclive": "train",
-    "matplotlib": "train",
+    "matplotlib": "plots",
     "sklearn": "train",
     "scipy": "train",
     "onnx": "train",

@@ -58,7 +58,7 @@ def test_evaluate_writes_metrics_pictures_and_a_page(model, tmp_path):
     assert np.array(report["confusion"]).sum() == 40
     assert report["metrics"]["accuracy"] < 1.0  # the flipped labels count as errors
     predictions = pd.read_parquet(out / "predictions.parquet")
-    assert list(predictions.columns) == ["row", "label", "pred", "prob"]
+    assert list(predictions.columns) == ["row", "text", "label", "pred", "prob"]
     page = (out / "report.html").read_text()
     assert "<script" not in page and "http" not in page.split("<body>")[1]  # self-contained
     pixels = screenshot(out / "report.html", tmp_path / "page.png")

@@ -31,6 +31,7 @@ def test_held_out_report_and_plots(tiny_repro, tmp_path):
     assert sorted(p.name for p in (root / layout.held_out_plots(0)).iterdir()) == PICTURES
     page = root / layout.eval_dir(0) / "report.html"
     assert share_near(screenshot(page, tmp_path / "report.png"), DARK_BLUE) > 0.001
+    assert "Most confident mistakes" in page.read_text()  # with the test sample's texts
 
     out = tmp_path / "dvc_plots"
     run(["dvc", "plots", "show", "--out", str(out)], root)

@@ -251,6 +251,12 @@ def init(
         raise UserError(
             f"--text-column and --label-column name the same column {text_column or 'text'!r}"
         )
+    outer = _git_checkout_around(directory)
+    if outer is not None:
+        raise UserError(
+            f"{directory}: inside the git checkout {outer}; lttw init makes a git + DVC "
+            "project of its own there: choose a folder outside it"
+        )
     # checked before anything is written
     check = _check_new_data(data, text_column, label_column, label_delimiter)
     if check.folds_error:  # the pipeline's folds stage would stop on it
@@ -273,6 +279,23 @@ def init(
         '  lttw predict "a text to classify"  # the trained model answers\n'
         "  lttw evaluate FILE                 # its scores and pictures on labelled texts"
     )
+
+
+def _git_checkout_around(directory: Path) -> str | None:
+    """The top of the git checkout that ``directory`` would be made in, if any (lttw init
+    would nest a second .git there)."""
+    import subprocess
+
+    folder = directory.resolve()
+    while not folder.is_dir():
+        folder = folder.parent
+    done = subprocess.run(
+        ["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def _check_new_data(

@@ -117,6 +117,15 @@ def evaluate(
     note = predictor.note()
     if note:
         typer.echo(note, err=True)
+    absent = report.get("absent_classes", [])
+    if absent:
+        shown = ", ".join(absent[:10]) + (", ..." if len(absent) > 10 else "")
+        typer.echo(
+            f"warning: {len(absent)} of the model's {len(report['classes'])} classes are "
+            f"absent from {file} (neither a label nor predicted: {shown}); the macro "
+            "averages are over the other classes",
+            err=True,
+        )
     metrics, intervals = report["metrics"], report["intervals"]
     for key, value in metrics.items():
         if key == "n":

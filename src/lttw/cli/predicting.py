@@ -305,6 +305,15 @@ def _utf8_argument(text: str, where: str) -> str:
     return text
 
 
+def _has_torch() -> bool:
+    """Whether torch is installed (the slim install explains an ONNX folder without it)."""
+    try:
+        import torch  # noqa: F401
+    except ModuleNotFoundError:
+        return False
+    return True
+
+
 def _print_json_lines(texts: list[str], probs, classes: list[str], records: list[dict]) -> None:
     """One JSON object per text on stdout: text, its answer (``AnswerRule.records``: label
     and prob, or labels; top) and every class's prob."""
@@ -337,7 +346,7 @@ def explain(
             f"{folder}: an int8 ONNX export holds no torch weights, which explain reads; "
             "explain with the model folder it was exported from"
         )
-    doc = build(_load(folder, params), text)
+    doc = build(_load(folder, params, onnx=not _has_torch()), text)
     if as_json:
         typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:

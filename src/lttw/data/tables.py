@@ -70,6 +70,15 @@ def _read_csv(path: Path) -> pd.DataFrame:
     label column of integers with a gap in one), the file is read again whole, so that every
     column has the type one reading of the whole file gives it."""
     kw = {"sep": csv_separator(path), "encoding": "utf-8-sig"}
+    header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False, **kw)
+    names = header.iloc[0].tolist() if len(header) else []
+    repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if repeated is not None:  # pandas would rename the second one silently (text.1)
+        first, second = [i + 1 for i, n in enumerate(names) if n == repeated][:2]
+        raise DataError(
+            f"{path}: the header names column {repeated!r} twice (columns {first} and "
+            f"{second}); rename one"
+        )
     with pd.read_csv(path, chunksize=CSV_CHUNK_ROWS, **kw) as reader:
         chunks = list(reader)
     if len(chunks) == 1:

@@ -8,7 +8,10 @@ returns the headline metrics (``metrics.classification_metrics``), a percentile 
 interval for each (``n_boot`` resamples of the rows with replacement, seeded: the same
 input gives the same interval), the per-class precision / recall / F1 / support and, for a
 single-label model, the confusion matrix and the expected calibration error
-(``calibration_error``). Bootstrap work grows with rows x resamples: both are capped
+(``calibration_error``). A class that is neither a true nor a predicted label of the sample
+(a file holding some of the classes) has no precision or recall to average: the macro
+averages are over the other classes, as scikit-learn's are, and the report names the left
+out ones (``absent_classes``). Bootstrap work grows with rows x resamples: both are capped
 (``MAX_BOOTSTRAP``; the resamples run in blocks so memory stays bounded).
 """
 
@@ -68,6 +71,25 @@ def bootstrap_intervals(
     }
 
 
+def present_classes(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> np.ndarray:
+    """The class ids that are a true or a predicted label of some row."""
+    if np.ndim(y_true) == 2:
+        return np.flatnonzero(np.asarray(y_true).any(axis=0) | np.asarray(y_pred).any(axis=0))
+    seen = np.zeros(n_labels, bool)
+    seen[np.asarray(y_true, np.int64)] = True
+    seen[np.asarray(y_pred, np.int64)] = True
+    return np.flatnonzero(seen)
+
+
+def _on_classes(y: np.ndarray, kept: np.ndarray, n_labels: int) -> np.ndarray:
+    """``y`` restricted to the classes ``kept`` (ids renumbered 0..len(kept)-1)."""
+    if np.ndim(y) == 2:
+        return np.asarray(y)[:, kept]
+    renumber = np.full(n_labels, -1, np.int64)
+    renumber[kept] = np.arange(len(kept))
+    return renumber[np.asarray(y, np.int64)]
+
+
 def evaluation_report(
     y_true: np.ndarray,
     probs: np.ndarray,
@@ -80,19 +102,24 @@ def evaluation_report(
     y_true, probs, y_pred = np.asarray(y_true), np.asarray(probs), np.asarray(y_pred)
     multi_label = y_true.ndim == 2
     n_labels = len(classes)
+    kept = present_classes(y_true, y_pred, n_labels) if len(y_true) else np.arange(n_labels)
+    scored_true, scored_pred = (_on_classes(y, kept, n_labels) for y in (y_true, y_pred))
     report: dict = {
         "n": int(len(y_true)),
         "classes": list(classes),
         "multi_label": multi_label,
-        "metrics": classification_metrics(y_true, y_pred, n_labels),
+        "metrics": classification_metrics(scored_true, scored_pred, len(kept)),
         "intervals": {
             "confidence": CONFIDENCE,
             "resamples": int(n_boot),
             "seed": int(seed),
-            **bootstrap_intervals(y_true, y_pred, n_labels, n_boot, seed),
+            **bootstrap_intervals(scored_true, scored_pred, len(kept), n_boot, seed),
         },
         "per_class": per_class_report(y_true, y_pred, classes),
     }
+    if len(kept) < n_labels:
+        scored = set(kept.tolist())
+        report["absent_classes"] = [c for i, c in enumerate(classes) if i not in scored]
     if not multi_label and len(y_true):
         report["metrics"]["ece"] = expected_calibration_error(probs, y_true)
         report["confusion"] = confusion_counts(y_true, y_pred, n_labels)

@@ -1,23 +1,26 @@
-"""The pictures of an evaluation (``evaluation.evaluate``), drawn by scikit-learn's displays
-on matplotlib's file backend (Agg), and the page that shows them with the metrics.
+"""The pictures of an evaluation (``evaluation.evaluate``), drawn with matplotlib alone (its
+file backend, Agg; no scikit-learn), and the files they make with the page
+(``evaluation.page``).
 
-* ``confusion.png``: ``ConfusionMatrixDisplay`` (single-label; rows actual, columns
-  predicted; counts); a multi-label model has no confusion matrix (a text is in several
-  cells or none).
-* ``reliability.png``: ``CalibrationDisplay``, the model's confidence against how often it
-  is right, in ``RELIABILITY_BINS`` equal-width bins: single-label the top class's
-  probability and whether it is the true class; multi-label every (text, label) probability
-  and whether the text has that label.
-* ``precision_recall.png``: ``PrecisionRecallDisplay``, one curve per class (one against
-  the rest), at most ``MAX_CURVES`` (the classes with the most texts; the page says so).
-* ``report.html``: one self-contained page (the pictures inlined as data: URIs, no script,
-  no link to fetch), the headline metrics with their intervals and the per-class table.
+* ``confusion.png``: single-label, two matrices side by side: the counts, and each row
+  normalised to the share of its actual class (rows actual, columns predicted); a
+  multi-label model has no confusion matrix (a text is in several cells or none).
+* ``reliability.png``: the model's confidence against how often it is right, in
+  ``RELIABILITY_BINS`` equal-width bins, each point labelled with its count of texts:
+  single-label the top class's probability and whether it is the true class; multi-label
+  every (text, label) probability and whether the text has that label.
+* ``precision_recall.png``: one precision-recall curve per class (one against the rest, its
+  average precision in the legend), at most ``MAX_CURVES`` (the classes with the most
+  texts; the page says so).
+
+Class names are text in every picture, never mathtext or TeX (``_figure``: a name such as
+``$\\foo{$`` is drawn as written).
 """
 
 from __future__ import annotations
 
-import base64
-import html
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -32,45 +35,63 @@ RELIABILITY_BINS = 10
 MAX_CURVES = 20
 MAX_ANNOTATED = 30
 _DPI = 100
+#: every text a plain string: no mathtext ($...$), no TeX
+_PLAIN_TEXT: dict = {"text.usetex": False, "text.parse_math": False}
 
 
-def _pyplot():
+@contextmanager
+def _figure(path: Path, figsize: tuple[float, float], ncols: int = 1) -> Iterator:
+    """(figure, axes) drawn under ``_PLAIN_TEXT`` and saved to ``path``; always closed."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)  # files only: no display, whatever the environment
     import matplotlib.pyplot as plt
 
-    return plt
+    with plt.rc_context(_PLAIN_TEXT):
+        fig, axes = plt.subplots(1, ncols, figsize=figsize, dpi=_DPI)
+        try:
+            yield fig, axes
+            fig.tight_layout()
+            fig.savefig(path)
+        finally:
+            plt.close(fig)
 
 
-def _size(n_classes: int) -> tuple[float, float]:
-    side = min(6.0 + 0.35 * max(0, n_classes - 4), 24.0)
-    return side, side
+def _side(n_classes: int) -> float:
+    return min(6.0 + 0.35 * max(0, n_classes - 4), 24.0)
+
+
+def confusion_matrix(y_true, y_pred, n_classes: int) -> np.ndarray:
+    """(n_classes, n_classes) counts, rows actual, columns predicted."""
+    flat = np.asarray(y_true, np.int64) * n_classes + np.asarray(y_pred, np.int64)
+    return np.bincount(flat, minlength=n_classes * n_classes).reshape(n_classes, n_classes)
+
+
+def _matrix(ax, values: np.ndarray, classes: list[str], title: str, fmt: str) -> None:
+    ax.imshow(values, cmap="Blues", vmin=0, vmax=max(float(values.max()), 1e-12))
+    ticks = np.arange(len(classes))
+    ax.set_xticks(ticks, classes, rotation=90)
+    ax.set_yticks(ticks, classes)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("actual")
+    ax.set_title(title)
+    if len(classes) <= MAX_ANNOTATED:
+        high = values.max() / 2 if values.max() else 1
+        for (i, j), value in np.ndenumerate(values):
+            ax.text(j, i, format(value, fmt), ha="center", va="center",
+                    color="white" if value > high else "black", fontsize="small")  # fmt: skip
 
 
 def confusion_png(path: Path, y_true, y_pred, classes: list[str]) -> None:
-    """The confusion matrix (counts) of single-label ids ``y_true`` / ``y_pred``."""
-    from sklearn.metrics import ConfusionMatrixDisplay
-
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=_size(len(classes)), dpi=_DPI)
-    try:
-        ConfusionMatrixDisplay.from_predictions(
-            y_true,
-            y_pred,
-            labels=list(range(len(classes))),
-            display_labels=classes,
-            ax=ax,
-            colorbar=False,
-            xticks_rotation="vertical",
-            include_values=len(classes) <= MAX_ANNOTATED,
-            cmap="Blues",
-        )
-        ax.set_title(f"Confusion matrix ({len(y_true):,} texts)")
-        fig.tight_layout()
-        fig.savefig(path)
-    finally:
-        plt.close(fig)
+    """The confusion matrix of single-label ids ``y_true`` / ``y_pred``: counts, and each
+    row as shares of its actual class."""
+    counts = confusion_matrix(y_true, y_pred, len(classes))
+    totals = counts.sum(axis=1, keepdims=True)
+    shares = np.divide(counts, totals, out=np.zeros(counts.shape), where=totals > 0)
+    side = _side(len(classes))
+    with _figure(path, (2 * side, side), ncols=2) as (_, (left, right)):
+        _matrix(left, counts, classes, f"Counts ({len(y_true):,} texts)", ",d")
+        _matrix(right, shares, classes, "Share of each actual class (rows sum to 1)", ".2f")
 
 
 def reliability_pairs(y_true, probs) -> tuple[np.ndarray, np.ndarray]:
@@ -81,29 +102,35 @@ def reliability_pairs(y_true, probs) -> tuple[np.ndarray, np.ndarray]:
     return (probs.argmax(axis=1) == y_true).astype(np.int64), probs.max(axis=1)
 
 
-def reliability_png(path: Path, y_true, probs) -> None:
-    """The reliability diagram of ``probs`` against ``y_true``."""
-    from sklearn.calibration import CalibrationDisplay
+def reliability_bins(right, confidence, n_bins: int = RELIABILITY_BINS):
+    """Per non-empty equal-width bin: (mean confidence, share right, count)."""
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    ids = np.clip(np.searchsorted(edges[1:-1], confidence, side="right"), 0, n_bins - 1)
+    counts = np.bincount(ids, minlength=n_bins)
+    sums = np.bincount(ids, weights=confidence, minlength=n_bins)
+    hits = np.bincount(ids, weights=right, minlength=n_bins)
+    kept = counts > 0
+    return sums[kept] / counts[kept], hits[kept] / counts[kept], counts[kept]
 
-    plt = _pyplot()
+
+def reliability_png(path: Path, y_true, probs) -> None:
+    """The reliability diagram of ``probs`` against ``y_true``, each bin's count written
+    beside its point."""
     right, confidence = reliability_pairs(y_true, probs)
-    fig, ax = plt.subplots(figsize=(6, 6), dpi=_DPI)
-    try:
-        if len(np.unique(right)) < 2:  # all right or all wrong: no curve to fit, say so
-            said = "every prediction " + ("right" if right.all() else "wrong")
-            ax.text(0.5, 0.5, said, ha="center", va="center")
-        else:
-            CalibrationDisplay.from_predictions(
-                right, confidence, n_bins=RELIABILITY_BINS, ax=ax, name="model"
-            )
-        multi = np.asarray(y_true).ndim == 2
+    multi = np.asarray(y_true).ndim == 2
+    with _figure(path, (6, 6)) as (_, ax):
+        ax.plot([0, 1], [0, 1], ls=":", color="grey", label="perfectly calibrated")
+        x, y, counts = reliability_bins(right, confidence)
+        ax.plot(x, y, "s-", label="model")
+        for xi, yi, n in zip(x, y, counts):
+            ax.annotate(f"{n:,}", (xi, yi), textcoords="offset points", xytext=(0, 7),
+                        ha="center", fontsize="small")  # fmt: skip
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.08)
         ax.set_xlabel("predicted probability" + (" (each label)" if multi else " (top class)"))
         ax.set_ylabel("share right" + (" (text has the label)" if multi else ""))
-        ax.set_title("Reliability diagram")
-        fig.tight_layout()
-        fig.savefig(path)
-    finally:
-        plt.close(fig)
+        ax.set_title("Reliability diagram (texts per bin beside each point)")
+        ax.legend(loc="upper left", fontsize="small")
 
 
 def curve_classes(y_true, n_classes: int) -> list[int]:
@@ -115,41 +142,44 @@ def curve_classes(y_true, n_classes: int) -> list[int]:
     return sorted(present[:MAX_CURVES])
 
 
+def precision_recall_curve(has, scores) -> tuple[np.ndarray, np.ndarray, float]:
+    """(precision, recall, average precision) of 0/1 ``has`` ranked by ``scores``, as
+    scikit-learn's ``precision_recall_curve`` and ``average_precision_score`` compute them
+    (one point per distinct score, highest first; recall 0 at precision 1 added)."""
+    order = np.argsort(-np.asarray(scores, np.float64), kind="mergesort")
+    has, scores = np.asarray(has, np.float64)[order], np.asarray(scores)[order]
+    last = np.r_[np.flatnonzero(np.diff(scores)), len(scores) - 1]
+    tp = np.cumsum(has)[last]
+    fp = (last + 1) - tp
+    precision = tp / (tp + fp)
+    recall = tp / tp[-1] if tp[-1] else np.zeros_like(tp)
+    ap = float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+    return np.r_[1.0, precision], np.r_[0.0, recall], ap
+
+
 def precision_recall_png(path: Path, y_true, probs, classes: list[str]) -> list[int]:
     """One precision-recall curve per class (``curve_classes``); returns the classes drawn."""
-    from sklearn.metrics import PrecisionRecallDisplay
-
-    plt = _pyplot()
     y_true, probs = np.asarray(y_true), np.asarray(probs)
     drawn = curve_classes(y_true, len(classes))
-    fig, ax = plt.subplots(figsize=(7, 6), dpi=_DPI)
-    try:
+    with _figure(path, (7, 6)) as (_, ax):
         for c in drawn:
             has = y_true[:, c] if y_true.ndim == 2 else (y_true == c)
-            PrecisionRecallDisplay.from_predictions(
-                has.astype(np.int64), probs[:, c], name=classes[c], ax=ax, plot_chance_level=False
-            )
+            precision, recall, ap = precision_recall_curve(has, probs[:, c])
+            ax.plot(recall, precision, drawstyle="steps-post", label=f"{classes[c]} (AP {ap:.2f})")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.02)
+        ax.set_xlabel("recall (share of the class's texts found)")
+        ax.set_ylabel("precision (share of those found that are the class)")
         ax.set_title("Precision-recall per class (one against the rest)")
         ax.legend(loc="lower left", fontsize="small")
-        fig.tight_layout()
-        fig.savefig(path)
-    finally:
-        plt.close(fig)
     return drawn
 
 
 def note_png(path: Path, note: str) -> None:
     """A picture that says ``note`` (where a plot a pipeline declares has nothing to show)."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 2), dpi=_DPI)
-    try:
+    with _figure(path, (6, 2)) as (_, ax):
         ax.axis("off")
         ax.text(0.5, 0.5, note, ha="center", va="center")
-        fig.savefig(path)
-    finally:
-        plt.close(fig)
 
 
 def write_pictures(
@@ -177,73 +207,6 @@ def write_pictures(
     return names + [RELIABILITY_PNG, PR_PNG]
 
 
-def _number(value) -> str:
-    return f"{value:.4f}" if isinstance(value, float) else html.escape(str(value))
-
-
-def _metrics_rows(report: dict) -> str:
-    intervals = report["intervals"]
-    rows = []
-    for key, value in report["metrics"].items():
-        interval = intervals.get(key)
-        span = f"{interval[0]:.4f} - {interval[1]:.4f}" if interval else ""
-        rows.append(f"<tr><th>{html.escape(key)}</th><td>{_number(value)}</td><td>{span}</td></tr>")
-    return "\n".join(rows)
-
-
-def _class_rows(report: dict) -> str:
-    rows = []
-    for name, scores in report["per_class"].items():
-        cells = "".join(
-            f"<td>{_number(scores.get(k, ''))}</td>"
-            for k in ("precision", "recall", "f1", "support")
-        )
-        rows.append(f"<tr><th>{html.escape(name)}</th>{cells}</tr>")
-    return "\n".join(rows)
-
-
-_STYLE = (
-    "body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}"
-    "table{border-collapse:collapse;margin:1em 0}"
-    "th,td{border:1px solid #ccc;padding:4px 10px;text-align:right}"
-    "th{text-align:left;background:#f4f4f4}"
-    "figure{display:inline-block;margin:1em 1em 1em 0;vertical-align:top}"
-    "img{max-width:540px;width:100%;border:1px solid #ddd}"
-)
-
-
-def report_html(folder: Path, report: dict, pictures: list[str], title: str) -> str:
-    """The self-contained page of ``report`` with ``pictures`` (files in ``folder``)."""
-    figures = []
-    for name in pictures:
-        data = base64.b64encode((folder / name).read_bytes()).decode("ascii")
-        figures.append(
-            f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(name)}</figcaption></figure>"
-        )
-    drawn, classes = report.get("precision_recall_classes", []), report["classes"]
-    note = (
-        f"<p>Precision-recall curves of the {len(drawn)} largest of {len(classes)} classes.</p>"
-        if len(drawn) < len(classes)
-        else ""
-    )
-    intervals = report["intervals"]
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>"
-        f"<p>{report['n']:,} labelled texts, {len(classes)} classes"
-        f"{' (multi-label)' if report['multi_label'] else ''}. Intervals: "
-        f"{intervals['confidence']:.0%} percentile bootstrap over "
-        f"{intervals['resamples']:,} resamples.</p>"
-        f"<h2>Metrics</h2><table><tr><th>metric</th><th>value</th><th>interval</th></tr>"
-        f"{_metrics_rows(report)}</table>"
-        "<h2>Per class</h2><table><tr><th>class</th><th>precision</th><th>recall</th>"
-        f"<th>F1</th><th>support</th></tr>{_class_rows(report)}</table>"
-        f"<h2>Pictures</h2>{note}{''.join(figures)}</body></html>\n"
-    )
-
-
 def write_report_files(
     folder: Path,
     report: dict,
@@ -252,10 +215,25 @@ def write_report_files(
     y_pred,
     title: str = "Evaluation",
     every_file: bool = False,
+    texts: list[str] | None = None,
 ) -> list[str]:
     """``report.html`` and the PNG files of ``report`` into ``folder``; returns the names
-    (``every_file``: see ``write_pictures``)."""
-    pictures = write_pictures(folder, report, y_true, probs, y_pred, every_file)
-    page = report_html(folder, report, pictures, title)
+    (``every_file``: see ``write_pictures``). With ``texts`` (the evaluated texts, in
+    order), the page lists the most confident mistakes. Without matplotlib (the slim
+    install) the page alone, saying which extra draws the pictures."""
+    from lttw.evaluation.page import PICTURES_EXTRA, confident_mistakes, report_html
+
+    try:
+        import matplotlib  # noqa: F401
+    except ModuleNotFoundError:
+        pictures, missing = [], PICTURES_EXTRA
+    else:
+        pictures, missing = write_pictures(folder, report, y_true, probs, y_pred, every_file), ""
+    mistakes = (
+        None
+        if texts is None
+        else confident_mistakes(texts, y_true, probs, y_pred, report["classes"])
+    )
+    page = report_html(folder, report, pictures, title, mistakes, missing)
     (folder / REPORT_HTML).write_text(page, encoding="utf-8")
     return [*pictures, REPORT_HTML]

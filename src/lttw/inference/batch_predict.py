@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES, csv_separator
-from lttw.errors import DataError, UserError
+from lttw.errors import DataError, UserError, one_line
 from lttw.inference.answers import AnswerRule
 from lttw.inference.csv_records import csv_chunks, csv_header
 from lttw.inference.prediction_table import (
@@ -211,8 +211,19 @@ def _csv_chunks(
 def _parquet_chunks(
     parquet, column: str, path: Path, cap: LineCap, kept: list[str], rows: int
 ) -> Iterator[Chunk]:
+    """A parquet file's texts and ``kept`` columns, ``rows`` at a time; a page that cannot
+    be read (damaged, a bad compression) is a ``DataError`` naming the input."""
     row = 1
-    for batch in parquet.iter_batches(batch_size=rows, columns=[column, *kept]):
+    batches = parquet.iter_batches(batch_size=rows, columns=[column, *kept])
+    while True:
+        try:
+            batch = next(batches, None)
+        except Exception as err:  # pyarrow raises OSError, ArrowInvalid, ... for a bad page
+            raise DataError(
+                f"{path}: not a readable parquet file from row {row:,} ({one_line(err, 1)})"
+            ) from None
+        if batch is None:
+            return
         texts = ["" if t is None else str(t) for t in batch.column(column).to_pylist()]
         extra = batch.select(kept).to_pandas() if kept else None
         yield _capped(texts, row, path, cap), extra

@@ -4,7 +4,8 @@ pandas reads a field whole, and a quoted field may hold newlines: a record can s
 number of short lines, so a bound on lines bounds nothing. ``csv_records`` splits the file
 into records itself, in 1 MiB reads, following the quoting rule of pandas' parser (a ``"``
 opens a quoted field only at the start of a field; inside one, ``""`` is a quote and a
-newline is text), and refuses a record longer than ``csv_record_bytes`` (the text at 4 bytes
+line end is text; outside one a record ends at ``\n``, ``\r\n`` or a lone ``\r``, as
+pandas' C parser ends it), and refuses a record longer than ``csv_record_bytes`` (the text at 4 bytes
 a character, plus 1 MiB for the other columns) as soon as it is seen to be, naming the line
 it starts on; with ``--truncate`` too (a CSV record is not cut). ``csv_chunks`` groups the
 records into chunks of at most a number of records and ``CHUNK_BYTES`` bytes (or one
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -30,6 +32,14 @@ CSV_OTHER_COLUMNS_BYTES = 1 << 20
 CHUNK_BYTES = 2 << 20
 _BLOCK = 1 << 20
 _QUOTE = ord('"')
+#: a record's end outside quotes: pandas' C parser ends one at \n, \r\n and a lone \r
+_LINE_END = re.compile(rb"\r\n?|\n")
+
+
+def _line_ends(buf: bytes | bytearray, start: int, end: int) -> int:
+    """Line ends (``\n``, ``\r\n``, a lone ``\r``) in ``buf[start:end]``."""
+    crlf = buf.count(b"\r\n", start, end)
+    return buf.count(b"\n", start, end) + buf.count(b"\r", start, end) - crlf
 
 
 def csv_record_bytes(cap: LineCap) -> int:
@@ -41,12 +51,12 @@ class _Scanner:
     """Record ends in a buffer that starts at a record's start, found incrementally."""
 
     def __init__(self, sep: str):
-        self.field_starts = (ord(sep), ord("\n"))
+        self.field_starts = (ord(sep), ord("\n"), ord("\r"))
         self.in_quotes = False
         self.pos = 0  # where scanning goes on in the buffer
 
     def ends(self, buf: bytes | bytearray, eof: bool) -> list[int]:
-        """Offsets just past each record's newline found from ``pos`` on."""
+        """Offsets just past each record's line end found from ``pos`` on."""
         out: list[int] = []
         n, pos = len(buf), self.pos
         while pos < n:
@@ -62,10 +72,11 @@ class _Scanner:
                     self.in_quotes, pos = False, q + 1
                 continue
             stop = n if q < 0 else q
-            newline = buf.find(b"\n", pos, stop)
-            while newline >= 0:
-                out.append(newline + 1)
-                newline = buf.find(b"\n", newline + 1, stop)
+            for end in _LINE_END.finditer(buf, pos, stop):
+                if end.end() == n and not eof and buf[n - 1] == ord("\r"):
+                    self.pos = end.start()  # \r or \r\n? the next read says
+                    return out
+                out.append(end.end())
             if q < 0:
                 pos = n
             else:  # a quote opens a quoted field only at a field's start; else it is text
@@ -98,10 +109,10 @@ def csv_records(path: Path, sep: str, cap: LineCap) -> Generator[bytes, None, No
             start = 0
             for end in scanner.ends(buf, eof):
                 if end - start > limit:
-                    raise _too_long(path, line + buf.count(b"\n", 0, start), limit, cap)
+                    raise _too_long(path, line + _line_ends(buf, 0, start), limit, cap)
                 yield bytes(buf[start:end])
                 start = end
-            line += buf.count(b"\n", 0, start)
+            line += _line_ends(buf, 0, start)
             del buf[:start]
             scanner.pos -= start
             if len(buf) > limit:  # an unfinished record already past the bound
@@ -121,7 +132,7 @@ def csv_chunks(path: Path, sep: str, cap: LineCap, max_rows: int) -> Iterator[by
     header = next(records, None)
     if header is None:
         return
-    if not header.endswith(b"\n"):
+    if not header.endswith((b"\n", b"\r")):
         header += b"\n"
     chunk: list[bytes] = []
     size = 0

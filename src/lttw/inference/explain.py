@@ -18,8 +18,7 @@ The result is a JSON-able dict (``explain``); ``render`` draws it as rich tables
 from __future__ import annotations
 
 from collections import Counter
-
-import torch
+from typing import TYPE_CHECKING
 
 from lttw.factors.features import top_bottom_words
 from lttw.factors.nmf import FACTORS_FILE
@@ -27,6 +26,9 @@ from lttw.factors.slots import slot_fill
 from lttw.inference.answers import explained_prediction
 from lttw.io import read_arrays
 from lttw.models.bundle import FACTORS
+
+if TYPE_CHECKING:
+    import torch
 
 NOTES = {
     "mha": "mha: softmax attention of position 0 ([CLS]) over positions, mean over {heads} "
@@ -39,10 +41,11 @@ NOTES = {
     "none": "attention: none (LTTW-L): no attention block, the fused [CLS] features go "
     "straight to the classifier",
     "unavailable": "variant {variant!r} has no LTTW attention block to inspect",
+    "onnx": "attention: not shown for an ONNX model (it is read from the torch weights: "
+    "explain the folder it was exported from)",
 }
 
 
-@torch.no_grad()
 def cls_weights(
     attn, weights: torch.Tensor, mask: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -51,10 +54,13 @@ def cls_weights(
     mha: (weights (B, h, n), None). linformer: (slot weights (B, h, K), token relevance
     (B, h, n), the module's ``token_relevance``: slot weights @ F[:, :n], zero at padding).
     """
+    import torch
+
     first = weights[:, :, :1].float()
     if not hasattr(attn, "token_relevance"):  # multi-head
         return first[:, :, 0], None
-    return first[:, :, 0], attn.token_relevance(first, mask)[:, :, 0]
+    with torch.no_grad():
+        return first[:, :, 0], attn.token_relevance(first, mask)[:, :, 0]
 
 
 def _is_lttw(model) -> bool:
@@ -73,6 +79,8 @@ def _slot_words(factors: dict | None, slots: int) -> list[str | None]:
 def attention_section(predictor, text: str, factors: dict | None) -> dict:
     """The ``attention`` part of an explanation: the last block's weights of position 0."""
     model = predictor.model
+    if type(model).__name__ == "OnnxClassifier":  # no torch weights to read attention from
+        return {"kind": "unavailable", "note": NOTES["onnx"], "positions": [], "slots": None}
     if not _is_lttw(model):
         variant = predictor.meta["variant"]
         return {
@@ -158,10 +166,11 @@ def factor_section(predictor, text: str) -> dict | None:
     }
 
 
-@torch.no_grad()
 def _attentions(predictor, text: str) -> tuple[torch.Tensor, tuple, list[str]]:
     """The attention mask of the blocks' input (B=1, n), every block's weights, and the
     tokens of one text (an LTTW model with attention blocks)."""
+    import torch
+
     from lttw.encoder.tokens import encode_texts
 
     ids, mask = encode_texts(predictor.tokenizer, [text], predictor.meta["max_len"])
@@ -170,12 +179,13 @@ def _attentions(predictor, text: str) -> tuple[torch.Tensor, tuple, list[str]]:
     model.eval()
     ids_t = torch.from_numpy(ids).long().to(device)
     mask_t = torch.from_numpy(mask).long().to(device)
-    _, attentions = model(
-        input_ids=ids_t,
-        attention_mask=mask_t,
-        output_attentions=True,
-        factors=None if f is None else torch.from_numpy(f).to(device),
-    )
+    with torch.no_grad():
+        _, attentions = model(
+            input_ids=ids_t,
+            attention_mask=mask_t,
+            output_attentions=True,
+            factors=None if f is None else torch.from_numpy(f).to(device),
+        )
     tokens = predictor.tokenizer.convert_ids_to_tokens(ids[0].tolist())
     return model.fusion.mask(mask_t), attentions, tokens
 

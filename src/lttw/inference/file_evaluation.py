@@ -7,10 +7,11 @@ bootstrap intervals (``evaluation.evaluate``) and writes, all or nothing (``io.a
 
 * ``metrics.json``: the report (metrics, intervals, per class, confusion matrix), the model
   folder and the file;
-* ``predictions.parquet``: per text, the row of the file, the true and predicted labels and
-  the probability of the predicted one (multi-label: lists of labels);
+* ``predictions.parquet``: per text, the row of the file, the text, the true and predicted
+  labels and the probability of the predicted one (multi-label: lists of labels); where
+  pyarrow is not installed (the slim install), ``predictions.csv`` (lists joined by "|");
 * ``confusion.png``, ``reliability.png``, ``precision_recall.png`` and ``report.html``
-  (``evaluation.plots``).
+  (``evaluation.plots``; the page lists the most confident mistakes with their texts).
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from lttw.evaluation.evaluate import N_BOOT, evaluation_report
 from lttw.evaluation.metrics import predicted_labels, top_probability
 from lttw.evaluation.plots import write_report_files
 from lttw.inference.text_lines import LineCap
-from lttw.io import atomic_dir, write_json, write_parquet
+from lttw.io import atomic_dir, write_csv, write_json, write_parquet
 
 METRICS_JSON = "metrics.json"
 PREDICTIONS = "predictions.parquet"
+PREDICTIONS_CSV = "predictions.csv"
 
 
 @dataclass
@@ -55,6 +57,23 @@ def _names(rows, classes: list[str], multi: bool) -> list:
     if multi:
         return [[classes[i] for i in ids] for ids in label_lists(rows)]
     return [classes[i] for i in rows]
+
+
+def _write_predictions(folder: Path, predictions: pd.DataFrame) -> str:
+    """``predictions.parquet``, or without pyarrow ``predictions.csv``; returns its name."""
+    try:
+        import pyarrow  # noqa: F401
+    except ModuleNotFoundError:
+        lists = {c: predictions[c].map("|".join) for c in ("label", "pred")}
+        frame = (
+            predictions.assign(**lists)
+            if predictions["label"].map(type).eq(list).any()
+            else predictions
+        )
+        write_csv(folder / PREDICTIONS_CSV, frame)
+        return PREDICTIONS_CSV
+    write_parquet(folder / PREDICTIONS, predictions)
+    return PREDICTIONS
 
 
 def evaluate_file(
@@ -84,6 +103,7 @@ def evaluate_file(
     predictions = pd.DataFrame(
         {
             "row": np.arange(1, len(texts) + 1),
+            "text": texts,
             "label": _names(y_true, classes, multi),
             "pred": _names(y_pred, classes, multi),
         }
@@ -91,10 +111,9 @@ def evaluate_file(
     if not multi:
         predictions["prob"] = chosen
     with atomic_dir(out) as tmp:
-        files = write_report_files(
-            tmp, report, y_true, probs, y_pred, title=f"Evaluation of {report['model']} on {path}"
-        )
-        report["files"] = [METRICS_JSON, PREDICTIONS, *files]
-        write_parquet(tmp / PREDICTIONS, predictions)
+        title = f"Evaluation of {report['model']} on {path}"
+        files = write_report_files(tmp, report, y_true, probs, y_pred, title, texts=texts)
+        written = _write_predictions(tmp, predictions)
+        report["files"] = [METRICS_JSON, written, *files]
         write_json(tmp / METRICS_JSON, report)
     return report

@@ -1,0 +1,28 @@
+"""`lttw init` through the real command on inputs it used to take silently: a CSV header
+naming a column twice (pandas renamed the second ``text.1``), and a project folder inside
+an existing git checkout (a nested .git). One line each, nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+
+from support.cli_runner import assert_user_error, invoke
+
+
+def test_a_header_naming_a_column_twice_is_refused(tmp_path):
+    data = tmp_path / "dup.csv"
+    data.write_text("text,label,text\na b,x,c\nd e,y,f\n", encoding="utf-8")
+    result = invoke("init", tmp_path / "project", "--data", data)
+    assert_user_error(result, str(data), "'text' twice (columns 1 and 3)", code=3)
+    assert not (tmp_path / "project").exists()
+
+
+def test_a_project_inside_a_git_checkout_is_refused(tmp_path):
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    data = tmp_path / "texts.csv"
+    data.write_text("text,label\na b,x\nc d,y\n", encoding="utf-8")
+    result = invoke("init", outer / "project", "--data", data)
+    assert_user_error(result, "inside the git checkout", str(outer.resolve()))
+    assert not (outer / "project").exists()
