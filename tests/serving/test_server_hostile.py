@@ -10,6 +10,8 @@ import json
 import socket
 import subprocess
 import sys
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -118,3 +120,56 @@ def test_a_port_in_use_is_one_error_line(tmp_path):
     lines = ran.stderr.strip().splitlines()
     assert ran.returncode == 2 and len(lines) == 1, ran.stderr
     assert lines[0].startswith(f"error: cannot listen on 127.0.0.1:{port}: Address already in use")
+
+
+# ------------------------------------------------------------------ --chunk: work by window
+
+
+@pytest.fixture(scope="module")
+def windowed(tmp_path_factory, tiny_encoder_dir):
+    """The tiny LTTW model read in sliding windows (``lttw serve --chunk``), each forward
+    pass slowed to 2 ms a window (so the work of a long request outlasts its timeout on any
+    machine); ``done`` ends every wait at once."""
+    from support.serving_models import shared_lttw_folder
+
+    from lttw.inference.long_texts import WindowedPredictor
+    from lttw.inference.predict import Predictor
+
+    predictor = Predictor.load(shared_lttw_folder(tmp_path_factory, tiny_encoder_dir))
+    done, real = threading.Event(), predictor.predict_proba
+
+    def slowed(texts, batch_size=64):
+        done.wait(0.002 * len(texts))
+        return real(texts, batch_size)
+
+    predictor.predict_proba = slowed
+    yield WindowedPredictor(predictor, chunk=True)
+    done.set()
+
+
+LONG_TEXT = " ".join(["oil market stock price"] * 500)[:10_000]  # about 130 windows
+
+
+def test_a_dropped_long_request_frees_the_model_at_once(windowed):
+    """64 texts of 10,000 characters (about 8,500 windows, 17 s of forward passes) get 504
+    at 1 s; a one-word request right after is answered at once: the long request's
+    remaining passes of --forward-batch windows were dropped, not computed."""
+    limits = Limits(request_timeout_s=1.0, max_queue_texts=20_000)
+    with serving(create_app(windowed, limits), limits) as (http, _, _):
+        assert_json_error(http.post("/predict", json={"texts": [LONG_TEXT] * 64}), 504, "no answer")
+        started = time.monotonic()
+        small = http.post("/predict", json={"text": "oil"})
+        assert small.status_code == 200, small.text
+        assert time.monotonic() - started < 1.0
+        batches = http.get("/health").json()["batches"]
+        assert batches["dropped"] == 1 and batches["pieces"] < 2_000, batches
+
+
+def test_the_queue_bound_counts_windows(windowed):
+    """10 long texts make about 1,300 windows: past a queue of 1,000 they get a one-line
+    422 naming the windows (no retry can help), never a place in the queue."""
+    limits = Limits(max_queue_texts=1000)
+    with serving(create_app(windowed, limits), limits) as (http, _, _):
+        answer = http.post("/predict", json={"texts": [LONG_TEXT] * 10})
+        assert_json_error(answer, 422, "windows")
+        assert http.post("/predict", json={"texts": [LONG_TEXT] * 2}).status_code == 200

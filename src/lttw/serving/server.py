@@ -44,7 +44,7 @@ from starlette.exceptions import HTTPException
 
 from lttw.models.calibration import Calibration
 from lttw.serving import schema
-from lttw.serving.batcher import MicroBatcher, QueueFull, ShuttingDown
+from lttw.serving.batcher import MicroBatcher, QueueFull, ShuttingDown, TooLarge
 from lttw.serving.connection import LIVE
 from lttw.serving.documents import (
     CLIENT_GONE,
@@ -90,12 +90,14 @@ def create_app(
     ``warm_up``: ``GET /ready`` answers 503 until one forward pass has run (else at once)."""
     from lttw.serving.info import model_info
 
+    split = getattr(predictor, "split_windows", None)  # --chunk: queued window by window
     batcher = MicroBatcher(
-        predictor.predict_proba,
+        predictor.forward_windows if split else predictor.predict_proba,
         limits.max_batch,
         limits.max_wait_ms,
         batch_size=limits.forward_batch,
         max_queue_texts=limits.max_queue_texts,
+        split=split,
     )
     access = access or Access(allowed_hosts=())
     info = {**model_info(predictor, backend), "access": access.describe()}
@@ -204,9 +206,11 @@ def create_app(
         body = await read_body(request, limits)
         texts, top_k, min_prob = parse_request(body, limits, len(classes))
         try:
-            job = batcher.submit(texts)
+            job = await batcher.enqueue(texts)
         except QueueFull as err:
             raise ApiError(503, str(err), {"retry-after": str(err.retry_after)}) from None
+        except TooLarge as err:
+            raise ApiError(422, str(err)) from None
         except ShuttingDown as err:
             raise ApiError(503, str(err)) from None
         left = limits.request_timeout_s - (time.monotonic() - arrived)
