@@ -1,7 +1,8 @@
 """Hostile clients against a real server (uvicorn with ``server_for``'s bounded protocol, on a
 free loopback port): every client past ``max_connections`` reads its JSON 503 (never a TCP
 reset), ``GET /live`` still answers there; a body not sent as ``application/json`` gets 415
-and is never computed; two Host headers, a full URL as the target and ``HTTP/2.0`` get 400;
+and is never computed; two Host headers, a full URL as the target and ``HTTP/2.0`` get 400, as do two
+Authorization headers;
 and `lttw serve` on a port in use says so in one line."""
 
 from __future__ import annotations
@@ -78,11 +79,23 @@ def test_a_body_not_sent_as_json_gets_415(tmp_path, kind):
     [
         (b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nhost: evil.example\r\n\r\n", "2 Host"),
         (b"GET /health HTTP/1.1\r\nHost: evil.example\r\nhost: 127.0.0.1\r\n\r\n", "2 Host"),
+        (
+            b"GET /info HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer a\r\n"
+            b"Authorization: Bearer b\r\n\r\n",
+            "2 Authorization",
+        ),
         (b"GET http://evil.example/health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n", "a path"),
         (b"GET http://127.0.0.1/health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n", "a path"),
         (b"GET /health HTTP/2.0\r\nhost: 127.0.0.1\r\n\r\n", "HTTP/2.0"),
     ],
-    ids=["hosts", "hosts-reversed", "absolute-form", "absolute-form-own-host", "http2"],
+    ids=[
+        "hosts",
+        "hosts-reversed",
+        "authorizations",
+        "absolute-form",
+        "absolute-form-own-host",
+        "http2",
+    ],
 )
 def test_ambiguous_requests_get_400(tmp_path, request_head, words):
     with serving(create_app(Gate(tmp_path))) as (http, _, port):

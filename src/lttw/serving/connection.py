@@ -5,7 +5,7 @@ connection a little later if the body still trickles in to a route that does not
 and at most ``max_connections`` open connections (past it: the request line is read, then
 503 with ``Retry-After``; ``GET /live`` still answers 200). A request whose target is not a
 path (``GET http://host/path``), whose version is not HTTP/1.0 or 1.1, or which has two
-``Host`` headers gets 400. Each refusal is one JSON line; the connection is then half-closed
+``Host`` or two ``Authorization`` headers gets 400. Each refusal is one JSON line; the connection is then half-closed
 and what the client still sends is read and thrown away for up to ``REFUSAL_LINGER_S``
 seconds, so the client reads the answer instead of a TCP reset. Idle keep-alive connections
 are uvicorn's ``timeout_keep_alive``. Memory per connection stays bounded: headers are cut at
@@ -32,6 +32,9 @@ BODY_GRACE_S = 5.0
 REFUSAL_LINGER_S = 2.0
 #: seconds a connection past ``max_connections`` may take to send its request line
 OVER_CAP_WAIT_S = 1.0
+#: headers a request may hold once (two are ambiguous: which one a proxy and the server
+#: read may differ): the lower-case name and how the refusal names it
+SINGLE_HEADERS = {b"host": "Host", b"authorization": "Authorization"}
 #: what ``GET /live`` answers, also on a connection past ``max_connections``
 LIVE = {"status": "alive"}
 
@@ -86,7 +89,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._in_body = False  # between a request's headers and its end
         self._header_bytes = 0  # received since the current request began
         self._header_size = 0  # of the request line and headers parsed so far
-        self._hosts = 0  # Host headers of the current request
+        self._singles: dict[bytes, int] = {}  # Host / Authorization headers of the request
         self._headers_too_large = False
         self._bad_request: str | None = None  # why the current request is refused (400)
         self._over_cap: bytearray | None = None  # the start of a connection past the cap
@@ -165,7 +168,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     # -- parser callbacks
     def on_message_begin(self) -> None:
-        self._header_size, self._hosts = 0, 0
+        self._header_size, self._singles = 0, {}
         super().on_message_begin()
 
     def on_url(self, url: bytes) -> None:
@@ -174,7 +177,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_size += len(name) + len(value) + 4
-        self._hosts += name.lower() == b"host"
+        if (lower := name.lower()) in SINGLE_HEADERS:
+            self._singles[lower] = self._singles.get(lower, 0) + 1
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
@@ -204,8 +208,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             self.url == b"*" and self.parser.get_method() == b"OPTIONS"
         ):
             return "the request target must be a path (/predict), not a full URL"
-        if self._hosts > 1:
-            return f"the request has {self._hosts} Host headers; send one"
+        for name, count in self._singles.items():
+            if count > 1:
+                return f"the request has {count} {SINGLE_HEADERS[name]} headers; send one"
         return None
 
     # -- timers
