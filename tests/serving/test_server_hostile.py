@@ -186,3 +186,22 @@ def test_the_queue_bound_counts_windows(windowed):
         answer = http.post("/predict", json={"texts": [LONG_TEXT] * 10})
         assert_json_error(answer, 422, "windows")
         assert http.post("/predict", json={"texts": [LONG_TEXT] * 2}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "option, value, bound",
+    [
+        ("--threads", "100000", "1024"),
+        ("--max-body-bytes", "100000000000", "268435456"),
+        ("--max-texts", "100000000", "10000"),
+        ("--max-connections", "10000000", "10000"),
+        ("--forward-batch", "1000000000", "1024"),
+        ("--request-timeout", "1e9", "3600"),
+    ],
+)
+def test_serve_options_have_upper_bounds(tmp_path, option, value, bound):
+    """One line naming the option and its bound, exit 3, before anything listens."""
+    from support.cli_runner import assert_user_error, invoke
+
+    ran = invoke("serve", "--model", tmp_path, "--port", "0", option, value)
+    assert_user_error(ran, option, f"at most {bound}", code=3)

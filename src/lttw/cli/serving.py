@@ -142,12 +142,34 @@ def serve(
     Concurrent requests share forward passes (micro-batching). Every error is one line of
     JSON; every limit is an option below (docs/how-to/serving.md, "Limits and security").
     SIGTERM / Ctrl-C: stops accepting, finishes what it can within --shutdown-timeout, exits."""
+    from lttw.serving.limits import over_bound
     from lttw.serving.onnx_runtime import backend_name, load_predictor
     from lttw.serving.security import LOOPBACK_HOSTS, Access, is_loopback
     from lttw.serving.server import Limits
     from lttw.serving.server import serve as run_server
 
     logging.getLogger("lttw.serving").setLevel(logging.INFO)
+    too_large = over_bound(
+        {
+            "threads": threads,
+            "max_batch": max_batch,
+            "forward_batch": forward_batch,
+            "max_wait_ms": max_wait_ms,
+            "max_texts": max_texts,
+            "max_text_chars": max_text_chars,
+            "max_body_bytes": max_body_bytes,
+            "max_queue_texts": max_queue_texts,
+            "request_timeout": request_timeout,
+            "shutdown_timeout": shutdown_timeout,
+            "max_header_bytes": max_header_bytes,
+            "header_timeout": header_timeout,
+            "body_timeout": body_timeout,
+            "keep_alive": keep_alive,
+            "max_connections": max_connections,
+        }
+    )
+    if too_large:
+        raise BadInputError(too_large)
     if api_key is not None and not api_key.strip():
         raise UserError(
             "--api-key / LTTW_API_KEY is empty: give a token, or leave both unset to serve "
