@@ -27,6 +27,9 @@ POST = (
 )
 
 
+CLOSE = b"connection: close\r\n\r\n"
+
+
 def status_of(response: bytes) -> tuple[int, dict]:
     head, _, body = response.partition(b"\r\n\r\n")
     return int(head.split(b" ", 2)[1]), json.loads(body)
@@ -34,12 +37,14 @@ def status_of(response: bytes) -> tuple[int, dict]:
 
 def test_every_client_past_the_connection_cap_reads_its_503(tmp_path):
     """100 clients at once, each sending a whole request the moment it connects, to a server
-    whose 2 connections are taken: every one reads the JSON 503 with Retry-After (closing
-    with the request unread sent TCP resets instead); GET /live is answered 200 there."""
+    whose 2 connections are busy with requests: every one reads the JSON 503 with Retry-After
+    (closing with the request unread sent TCP resets instead); GET /live is answered 200
+    there."""
     limits = Limits(max_connections=2, header_timeout_s=BOUND_S)
     body = json.dumps({"texts": ["x" * 2000] * 8}).encode()
-    with serving(create_app(Gate(tmp_path), limits), limits) as (http, _, port):
-        held = [socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) for _ in range(2)]
+    gate = Gate(tmp_path)
+    with serving(create_app(gate, limits), limits) as (http, _, port):
+        held = busy_connections(port, 2)
         try:
             until(lambda: exchange(port, POST % (2, b"{}")).startswith(b"HTTP/1.1 503"), "the cap")
             with ThreadPoolExecutor(50) as pool:
@@ -53,7 +58,36 @@ def test_every_client_past_the_connection_cap_reads_its_503(tmp_path):
             live = exchange(port, b"GET /live HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
             assert status_of(live) == (200, {"status": "alive"})
         finally:
+            gate.open.set()
             for conn in held:
+                conn.close()
+
+
+def busy_connections(port: int, n: int) -> list[socket.socket]:
+    """``n`` connections, each with a /predict in progress (a ``Gate`` holds them)."""
+    held = [socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) for _ in range(n)]
+    for i, conn in enumerate(held):
+        conn.sendall(POST % (len(b'{"text": "held%d"}' % i), b'{"text": "held%d"}' % i))
+    return held
+
+
+def test_slow_header_connections_yield_their_slots(tmp_path):
+    """Slowloris: 4 connections trickling headers (the header time-out is 60 s) hold every
+    slot; a new client is answered at once and the oldest trickler reads a one-line 408."""
+    limits = Limits(max_connections=4, header_timeout_s=BOUND_S)
+    with serving(create_app(Gate(tmp_path), limits), limits) as (_, _, port):
+        slow = [socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) for _ in range(4)]
+        try:
+            for conn in slow:
+                conn.sendall(b"GET /health HTTP/1.1\r\nhost: 127")
+                time.sleep(0.05)  # the first is the oldest
+            for _ in range(3):
+                answer = exchange(port, b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n" + CLOSE)
+                assert answer.startswith(b"HTTP/1.1 200"), answer
+            status, doc = status_of(slow[0].recv(65536))
+            assert status == 408 and "needed the connection" in doc["error"], doc
+        finally:
+            for conn in slow:
                 conn.close()
 
 

@@ -2,8 +2,11 @@
 line and headers at most ``max_header_bytes`` (431) received within ``header_timeout_s``
 (408), a body within ``body_timeout_s`` (the application answers 408; this closes the
 connection a little later if the body still trickles in to a route that does not read it),
-and at most ``max_connections`` open connections (past it: the request line is read, then
-503 with ``Retry-After``; ``GET /live`` still answers 200). A request whose target is not a
+and at most ``max_connections`` open connections. A new connection past the cap takes the
+slot of the connection that has waited longest for a request's headers (one still sending
+them gets 408, an idle keep-alive connection is closed), so slow or silent connections
+cannot hold every slot; where every slot is busy with a request, the new connection's request
+line is read, then answered 503 with ``Retry-After`` (``GET /live`` still answers 200). A request whose target is not a
 path (``GET http://host/path``), whose version is not HTTP/1.0 or 1.1, or which has two
 ``Host`` or two ``Authorization`` headers gets 400. Each refusal is one JSON line; the connection is then half-closed
 and what the client still sends is read and thrown away for up to ``REFUSAL_LINGER_S``
@@ -95,11 +98,13 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._over_cap: bytearray | None = None  # the start of a connection past the cap
         self._refusing = False  # answered and half-closed: input is read and dropped
         self._timer: asyncio.TimerHandle | None = None
+        self._waiting_since = 0.0  # when it began waiting for a request's headers
 
     # -- connection
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
-        if len(self.connections) > self.limits.max_connections:
+        self._waiting_since = self.loop.time()
+        if self._admitted() > self.limits.max_connections and not self._evict_one():
             self._over_cap = bytearray()
             self._arm(OVER_CAP_WAIT_S, self._answer_over_cap)
             return
@@ -108,6 +113,49 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def connection_lost(self, exc) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+    def _admitted(self) -> int:
+        """Open connections holding a slot (not refused, not past the cap)."""
+        return sum(
+            1
+            for conn in self.connections
+            if not getattr(conn, "_refusing", False) and getattr(conn, "_over_cap", None) is None
+        )
+
+    def _idle(self) -> bool:
+        """Whether it waits for a request's headers (none being read, computed or sent)."""
+        return (
+            not self._in_body
+            and not self._refusing
+            and self._over_cap is None
+            and not self.transport.is_closing()
+            and (self.cycle is None or self.cycle.response_complete)
+            and not self.pipeline
+        )
+
+    def _evict_one(self) -> bool:
+        """Free the slot of the connection waiting longest for headers; False: none waits."""
+        waiting = [
+            conn
+            for conn in self.connections
+            if conn is not self and isinstance(conn, BoundedHttpProtocol) and conn._idle()
+        ]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda conn: conn._waiting_since)
+        seconds = self.loop.time() - oldest._waiting_since
+        if oldest._header_bytes or oldest.cycle is None:
+            log.warning("request refused: headers still incomplete, its slot needed")
+            oldest._refuse(
+                408,
+                "Request Timeout",
+                f"the request line and headers were incomplete after {seconds:.1f} s and the "
+                "server needed the connection",
+            )
+        else:  # an idle keep-alive (or silent) connection: closed as its time-out would
+            oldest._disarm()
+            oldest.transport.close()
+        return True
 
     def _answer_over_cap(self) -> None:
         """Past ``max_connections``: ``GET /live`` gets 200, any other request 503."""
@@ -196,6 +244,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._in_body, self._header_bytes = False, 0
+        self._waiting_since = self.loop.time()
         self._disarm()
         super().on_message_complete()
 
