@@ -239,3 +239,33 @@ def test_serve_options_have_upper_bounds(tmp_path, option, value, bound):
 
     ran = invoke("serve", "--model", tmp_path, "--port", "0", option, value)
     assert_user_error(ran, option, f"at most {bound}", code=3)
+
+
+# ------------------------------------------------------------------ graceful drain
+
+
+def test_sigterm_drains_before_it_closes(tmp_path):
+    """Stop asked (what SIGTERM does) while a request is computed: the server keeps
+    listening; a new client reads a JSON 503 for new work and /ready 503, an idle keep-alive
+    connection's next request is answered, each with Connection: close; the request in
+    progress gets its 200; then the server exits."""
+    gate = Gate(tmp_path)
+    limits = Limits(max_batch=1, max_wait_ms=0)
+    with ThreadPoolExecutor(1) as pool:
+        with serving(create_app(gate, limits), limits) as (http, server, port):
+            try:
+                assert http.get("/health").status_code == 200  # a keep-alive connection
+                running = pool.submit(exchange, port, POST % (13, b'{"text": "a"}'))
+                until(lambda: gate.seen, "the request runs")
+                server.should_exit = True
+                until(lambda: server.config.app.state.batcher.draining, "the drain")
+                idle = http.get("/ready")  # on the keep-alive connection
+                assert idle.headers["connection"] == "close"
+                assert_json_error(idle, 503, "shutting down")
+                fresh = exchange(port, POST % (13, b'{"text": "b"}'))
+                assert status_of(fresh)[0] == 503 and b"connection: close" in fresh
+                assert "shutting down" in status_of(fresh)[1]["error"]
+            finally:
+                gate.open.set()
+            assert status_of(running.result(BOUND_S))[0] == 200
+    assert gate.seen == [["a"]]

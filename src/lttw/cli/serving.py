@@ -90,6 +90,15 @@ def serve(
             help="on SIGTERM / Ctrl-C, seconds to finish queued and running requests (then 503)",
         ),
     ] = 20.0,
+    drain: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="on SIGTERM, seconds to keep listening (/ready 503, new work 503, every "
+            "answer closing its connection) before closing; it also listens on while "
+            "requests are in progress",
+        ),
+    ] = 0.0,
     max_header_bytes: Annotated[
         int,
         typer.Option(min=1024, help="bytes of request line and headers (more: 431, closed)"),
@@ -161,6 +170,7 @@ def serve(
             "max_queue_texts": max_queue_texts,
             "request_timeout": request_timeout,
             "shutdown_timeout": shutdown_timeout,
+            "drain": drain,
             "max_header_bytes": max_header_bytes,
             "header_timeout": header_timeout,
             "body_timeout": body_timeout,
@@ -217,6 +227,7 @@ def serve(
         max_queue_texts=max_queue_texts,
         request_timeout_s=request_timeout,
         shutdown_timeout_s=shutdown_timeout,
+        drain_s=drain,
         max_header_bytes=max_header_bytes,
         header_timeout_s=header_timeout,
         body_timeout_s=body_timeout,

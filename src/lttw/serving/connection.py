@@ -70,10 +70,15 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def protocol_class(limits: Limits, on_refusal=None) -> type[HttpToolsProtocol]:
+def protocol_class(limits: Limits, on_refusal=None, draining=None) -> type[HttpToolsProtocol]:
     """uvicorn's ``http`` protocol class, bounded by ``limits``; ``on_refusal(status)`` is
-    called for each answer written here (``serving.metrics`` counts them)."""
-    attrs = {"limits": limits, "on_refusal": staticmethod(on_refusal or (lambda status: None))}
+    called for each answer written here (``serving.metrics`` counts them); while
+    ``draining()`` holds (graceful shutdown) every answer closes its connection."""
+    attrs = {
+        "limits": limits,
+        "on_refusal": staticmethod(on_refusal or (lambda status: None)),
+        "draining": staticmethod(draining or (lambda: False)),
+    }
     return type("BoundedHttpProtocol", (BoundedHttpProtocol,), attrs)
 
 
@@ -86,6 +91,11 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     @staticmethod
     def on_refusal(status: int) -> None:
         """Called with the status of each answer written by this class."""
+
+    @staticmethod
+    def draining() -> bool:
+        """Whether graceful shutdown has begun: each answer says ``Connection: close``."""
+        return False
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -241,6 +251,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._in_body, self._header_bytes = True, 0
         self._arm(self.limits.body_timeout_s + BODY_GRACE_S, self._body_too_slow)
         super().on_headers_complete()
+        if self.draining() and self.cycle is not None:
+            self.cycle.keep_alive = False  # answered, then closed
 
     def on_message_complete(self) -> None:
         self._in_body, self._header_bytes = False, 0

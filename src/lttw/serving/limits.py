@@ -27,6 +27,9 @@ class Limits:
     request_timeout_s: float = 30.0
     #: on SIGTERM / Ctrl-C, seconds to finish queued and running requests (then 503)
     shutdown_timeout_s: float = 20.0
+    #: on SIGTERM, seconds the server keeps listening at least (a load balancer sees
+    #: ``/ready`` 503 and stops sending); it also listens on while requests are in progress
+    drain_s: float = 0.0
     #: bytes of request line and headers (more: 431, connection closed)
     max_header_bytes: int = 16 * 1024
     #: seconds to receive a request's line and headers (past it: 408, connection closed)
@@ -52,6 +55,7 @@ UPPER_BOUNDS: dict[str, int] = {
     "max_queue_texts": 1_000_000,
     "request_timeout": 3600,
     "shutdown_timeout": 3600,
+    "drain": 600,
     "max_header_bytes": 1024 * 1024,
     "header_timeout": 600,
     "body_timeout": 3600,

@@ -24,8 +24,10 @@ types, an empty list, more than ``max_texts`` texts or a text over ``max_text_ch
 characters (422), a body not received within ``body_timeout_s`` (408), a full queue (503
 with ``Retry-After``), no answer within ``request_timeout_s`` (504), a failed forward pass
 (500; the service goes on). A request whose client has left is dropped before its forward
-pass. On SIGTERM / Ctrl-C uvicorn stops accepting connections; queued and running requests
-get ``shutdown_timeout_s`` to finish, then a 503, and the batcher stops. Connection-level
+pass. On SIGTERM / Ctrl-C the server drains (``drain``): it keeps listening, ``/ready``
+answers 503, new work a JSON 503 and every answer closes its connection, while requests are
+in progress (and for ``drain_s``); queued and running requests get ``shutdown_timeout_s`` to
+finish, then a 503, and the batcher stops. Connection-level
 bounds: ``serving.connection``; Host, token and CORS: ``serving.security``.
 """
 
@@ -279,7 +281,7 @@ def server_for(
     log_level: str = "info",
 ):
     """The ``uvicorn.Server`` running ``app`` with every bound of ``limits``. On SIGTERM /
-    Ctrl-C it stops accepting connections, lets the batcher finish what waits or runs for
+    Ctrl-C it drains (``drain``), lets the batcher finish what waits or runs for
     ``limits.shutdown_timeout_s`` (then those requests get a JSON 503), and exits."""
     import uvicorn
 
@@ -293,13 +295,14 @@ def server_for(
 
         async def shutdown(self, sockets=None):
             app.state.batcher.drain(limits.shutdown_timeout_s)
+            await drain(self.server_state, limits)
             await super().shutdown(sockets)
 
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
-        http=protocol_class(limits, app.state.metrics.refusal),
+        http=protocol_class(limits, app.state.metrics.refusal, lambda: app.state.batcher.draining),
         access_log=access_log,
         log_level=log_level,
         lifespan="on",
@@ -308,3 +311,18 @@ def server_for(
         timeout_graceful_shutdown=math.ceil(limits.shutdown_timeout_s) + 5,
     )
     return DrainingServer(config)
+
+
+async def drain(state, limits: Limits) -> None:
+    """Graceful shutdown's first part: the listener stays open and every answer closes its
+    connection (``/ready`` 503, new work a JSON 503, an idle keep-alive connection's next
+    request answered) for ``limits.drain_s`` seconds, and on while requests are in progress,
+    at most ``limits.shutdown_timeout_s`` (then uvicorn closes the listener and idle
+    connections and waits for the rest)."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    log.info("draining: /ready answers 503, every answer closes its connection")
+    while loop.time() - started < limits.drain_s or (
+        state.tasks and loop.time() - started < limits.shutdown_timeout_s + 1
+    ):
+        await asyncio.sleep(0.05)
