@@ -16,6 +16,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 from support.live_server import BOUND_S, Gate, assert_json_error, exchange, serving, until
 
@@ -216,12 +217,19 @@ def test_a_dropped_long_request_frees_the_model_at_once(windowed):
 
 def test_the_queue_bound_counts_windows(windowed):
     """10 long texts make about 1,300 windows: past a queue of 1,000 they get a one-line
-    422 naming the windows (no retry can help), never a place in the queue."""
+    422 naming the windows (no retry can help), never a place in the queue; texts within it
+    get the answers of the windowed predictor."""
     limits = Limits(max_queue_texts=1000)
     with serving(create_app(windowed, limits), limits) as (http, _, _):
         answer = http.post("/predict", json={"texts": [LONG_TEXT] * 10})
         assert_json_error(answer, 422, "windows")
-        assert http.post("/predict", json={"texts": [LONG_TEXT] * 2}).status_code == 200
+        # long and short texts in steps of SPLIT_STEP: the answers of lttw predict --chunk
+        texts = ["oil", LONG_TEXT, *["team game"] * 8, LONG_TEXT]
+        answer = http.post("/predict", json={"texts": texts, "top_k": 4})
+        assert answer.status_code == 200, answer.text
+        for row, item in zip(windowed.predict_proba(texts), answer.json()["predictions"]):
+            probs = {top["label"]: top["prob"] for top in item["top"]}
+            assert np.allclose([probs[c] for c in windowed.classes], row, atol=1e-5)
 
 
 @pytest.mark.parametrize(

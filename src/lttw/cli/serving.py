@@ -76,7 +76,9 @@ def serve(
     max_queue_texts: Annotated[
         int,
         typer.Option(
-            min=1, help="texts waiting for a forward pass, all requests (more: 503 + Retry-After)"
+            min=1,
+            help="texts (with --chunk: windows) waiting for a forward pass, all requests "
+            "(more: 503 + Retry-After; one request with more: 422)",
         ),
     ] = 1024,
     request_timeout: Annotated[
@@ -240,7 +242,7 @@ def serve(
         f"{len(predictor.classes)} labels) on http://{host}:{sock.getsockname()[1]}; limits: "
         f"{max_texts} texts of <= {max_text_chars} characters per request, batches of "
         f"<= {max_batch} texts in passes of {forward_batch}, waiting <= {max_wait_ms:g} ms; "
-        f"queue <= {max_queue_texts} texts, answers within {request_timeout:g} s, "
+        f"queue <= {max_queue_texts} {'windows' if chunk else 'texts'}, answers within {request_timeout:g} s, "
         f"<= {max_connections} connections; token: {'yes' if access.api_key else 'no'}, "
         f"hosts: {', '.join(access.allowed_hosts)}, "
         f"CORS: {', '.join(access.cors_origins) or 'off'}",

@@ -31,11 +31,14 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
 log = logging.getLogger("lttw.serving")
 
+#: texts cut into windows at a time (``MicroBatcher.enqueue``)
+SPLIT_STEP = 8
 #: the pieces of some texts and what turns the pieces' rows into the texts' (None: one
 #: piece per text)
 Split = tuple[list[str], Callable[[np.ndarray], np.ndarray] | None]
@@ -57,8 +60,9 @@ class TooLarge(Exception):
 
     def __init__(self, pieces: int, limit: int):
         super().__init__(
-            f"the texts make {pieces} windows for the model to read, more than the "
-            f"{limit} the server queues (--max-queue-texts): send fewer or shorter texts"
+            f"the texts make over {limit} windows for the model to read ({pieces} in the "
+            f"first texts), more than the server queues (--max-queue-texts): send fewer or "
+            "shorter texts"
         )
 
 
@@ -123,6 +127,17 @@ class Job:
         if self.computed == len(self.pieces) and not self.future.done():
             rows = self.rows if self.combine is None else self.combine(self.rows)
             self.future.set_result(rows)
+
+
+def _combine_parts(parts: list[tuple[int, Callable | None]], rows: np.ndarray) -> np.ndarray:
+    """The texts' rows from the rows of the pieces of consecutive steps (each: its number of
+    pieces and its ``combine``, None where its pieces are its texts)."""
+    out, start = [], 0
+    for n, combine in parts:
+        block = rows[start : start + n]
+        out.append(np.asarray(block if combine is None else combine(block), np.float32))
+        start += n
+    return np.concatenate(out)
 
 
 class MicroBatcher:
@@ -196,13 +211,27 @@ class MicroBatcher:
         return bool(self._running) or self.queued_texts() > 0
 
     async def enqueue(self, texts: list[str]) -> Job:
-        """``submit`` the pieces of ``texts``, cut by ``split`` on a thread of its own."""
+        """``submit`` the pieces of ``texts``, cut by ``split`` on a thread of its own,
+        ``SPLIT_STEP`` texts at a time: cancelled, it stops after the step under way; past
+        the queue bound, it stops there (``TooLarge``)."""
         if self.split is None:
             return self.submit(texts)
-        if self._draining:
-            raise ShuttingDown()
         loop = asyncio.get_running_loop()
-        return self.submit(texts, await loop.run_in_executor(self._splitter, self.split, texts))
+        pieces: list[str] = []
+        parts: list[tuple[int, Callable | None]] = []
+        for start in range(0, len(texts), SPLIT_STEP):
+            if self._draining:
+                raise ShuttingDown()
+            step = texts[start : start + SPLIT_STEP]
+            cut, combine = await loop.run_in_executor(self._splitter, self.split, step)
+            pieces.extend(cut)
+            parts.append((len(cut), combine))
+            if self.max_queue_texts is not None and len(pieces) > self.max_queue_texts:
+                self.stats.refused += 1
+                raise TooLarge(len(pieces), self.max_queue_texts)
+        if all(combine is None for _, combine in parts):
+            return self.submit(texts)
+        return self.submit(texts, (pieces, partial(_combine_parts, parts)))
 
     def submit(self, texts: list[str], split: Split | None = None) -> Job:
         """Queue ``texts`` (as ``split``'s pieces where given); raises ``QueueFull``,

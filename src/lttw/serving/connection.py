@@ -164,6 +164,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             )
         else:  # an idle keep-alive (or silent) connection: closed as its time-out would
             oldest._disarm()
+            oldest._refusing = True  # its slot is free from now on
             oldest.transport.close()
         return True
 

@@ -298,7 +298,7 @@ def server_for(
 
         async def shutdown(self, sockets=None):
             app.state.batcher.drain(limits.shutdown_timeout_s)
-            await drain(self.server_state, limits)
+            await drain(self, limits)
             await super().shutdown(sockets)
 
     config = uvicorn.Config(
