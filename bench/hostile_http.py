@@ -1,4 +1,5 @@
 """bench/serve_hostile.py's scenarios about HTTP itself: a crowd past ``--max-connections``,
+slow-header connections holding every slot,
 bodies not sent as JSON, ambiguous requests, a port in use, and the probes and metrics."""
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def ambiguous(model: Path) -> dict:
     server = Server(model)
     cases = {
         "two_hosts": b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nhost: evil.example\r\n\r\n",
+        "two_authorizations": b"GET /info HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+        b"authorization: Bearer a\r\nauthorization: Bearer b\r\n\r\n",
         "absolute_form": b"GET http://evil.example/health HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n",
         "http_2_0": b"GET /health HTTP/2.0\r\nhost: 127.0.0.1\r\n\r\n",
         "http_1_0": b"GET /health HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n",
@@ -95,4 +98,32 @@ def probes(model: Path) -> dict:
     }
 
 
-SCENARIOS = {f.__name__: f for f in (crowd, content_type, ambiguous, port_in_use, probes)}
+def slowloris(model: Path, n: int = 64) -> dict:
+    """``n`` connections trickling headers (a byte a second) hold every slot of
+    ``--max-connections n``; then 20 clients each send a whole request."""
+    server = Server(model, "--max-connections", str(n))
+    slow = []
+    for _ in range(n):
+        conn = socket.create_connection(("127.0.0.1", server.port), timeout=BOUND_S)
+        conn.sendall(b"GET /health HTTP/1.1\r\nhost: 127")
+        slow.append(conn)
+    time.sleep(1)
+    get = b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n"
+    answers, seconds = [], []
+    for _ in range(20):
+        started = time.monotonic()
+        answers.append(exchange(server.port, get)[0])
+        seconds.append(time.monotonic() - started)
+    for conn in slow:
+        conn.close()
+    return {
+        "slow_connections": n,
+        "answers": count(answers),
+        "slowest_s": round(max(seconds), 3),
+        **server.stop(),
+    }
+
+
+SCENARIOS = {
+    f.__name__: f for f in (crowd, content_type, ambiguous, port_in_use, probes, slowloris)
+}

@@ -16,7 +16,9 @@ at once, each sending a request as it connects, against ``--max-connections 64``
 must read a 200 or a JSON 503, none a TCP reset), content_type (a body sent as text/plain,
 as a form, with no content type: 415), ambiguous (two Host headers, a full URL as the
 target, HTTP/2.0: 400), port_in_use (`lttw serve` on a port taken: one ``error:`` line),
-probes (``/live``, ``/ready`` from start-up, ``/metrics``). Client traffic goes to 127.0.0.1
+probes (``/live``, ``/ready`` from start-up, ``/metrics``), chunk (``--chunk``: 256 texts
+of 10,000 characters timing out, then one-word requests), slowloris (64 connections
+trickling headers against ``--max-connections 64``, then 20 clients). Client traffic goes to 127.0.0.1
 only; every wait is bounded. Writes JSON (machine, rows) to ``--out``.
 """
 
@@ -214,6 +216,28 @@ def aborted(model: Path, n: int = 3000) -> dict:
     return server.stop()
 
 
+def chunk(model: Path) -> dict:
+    """``--chunk --request-timeout 5``: 256 texts of 10,000 characters (about 33,000
+    windows) with the default queue (1,024 windows) and with room for them, then one-word
+    requests: how soon after the long request's 504 the model answers again."""
+    long_body = json.dumps({"texts": [("oil market stock price " * 500)[:10_000]] * 256}).encode()
+    small = json.dumps({"text": "oil"}).encode()
+    rows = {}
+    for queue in ("1024", "100000"):
+        server = Server(model, "--chunk", "--request-timeout", "5", "--max-queue-texts", queue)
+        status, _, seconds = post(server.port, long_body)
+        after = []
+        for _ in range(5):
+            after.append(post(server.port, small)[0::2])
+        rows[f"queue_{queue}"] = {
+            "long_status": status,
+            "long_s": seconds,
+            "next_requests": [{"status": a, "s": b} for a, b in after],
+            **server.stop(),
+        }
+    return rows
+
+
 def bombs(model: Path) -> dict:
     server = Server(model)
     nested = post(server.port, b"[" * 100_000 + b"]" * 100_000)
@@ -232,6 +256,7 @@ SCENARIOS = {
         sigterm,
         aborted,
         bombs,
+        chunk,
     )
 } | hostile_http.SCENARIOS
 

@@ -217,14 +217,21 @@ def test_an_idle_keep_alive_connection_is_closed(tmp_path):
 
 def test_connections_past_the_cap_get_503(tmp_path):
     limits = Limits(max_connections=3, header_timeout_s=BOUND_S)
-    with serving(create_app(Gate(tmp_path), limits), limits) as (http, _, port):
-        idle = [socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) for _ in range(3)]
+    gate = Gate(tmp_path)
+    with serving(create_app(gate, limits), limits) as (http, _, port):
+        busy = [socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) for _ in range(3)]
         try:
+            for conn in busy:  # each holds a request the gate keeps computing
+                conn.sendall(
+                    b"POST /predict HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 13\r\n"
+                    b'content-type: application/json\r\n\r\n{"text": "a"}'
+                )
             until(lambda: _refused(port), "the server holds three connections")
             status, error = status_and_error(exchange(port, b""))  # nothing sent: 503 too
             assert status == 503 and "--max-connections" in error
         finally:
-            for conn in idle:
+            gate.open.set()
+            for conn in busy:
                 conn.close()
 
         def healthy():

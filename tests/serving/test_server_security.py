@@ -83,6 +83,13 @@ def test_cors_is_off_unless_origins_are_given(tmp_path):
             "/predict", json={"text": "x"}, headers={"origin": "https://app.example"}
         )
         assert_json_error(refused, 401, "API key")
+        # the browser reads the 401 (not a CORS failure); another origin learns nothing
+        assert refused.headers["access-control-allow-origin"] == "https://app.example"
+        assert refused.headers["vary"] == "Origin"
+        other = http.post(
+            "/predict", json={"text": "x"}, headers={"origin": "https://evil.example"}
+        )
+        assert other.status_code == 401 and "access-control-allow-origin" not in other.headers
 
 
 def test_encoder_is_a_name_never_a_path(tmp_path):

@@ -287,16 +287,17 @@ def test_a_failed_forward_pass_fails_its_batch_only():
 
 
 def test_a_batch_runs_in_forward_passes_of_forward_batch(predictor):
-    """``Limits.forward_batch`` (``lttw serve --forward-batch``) is the predictor's pass size;
-    the answers are those of one pass over the whole batch (padding never changes a row)."""
+    """``Limits.forward_batch`` (``lttw serve --forward-batch``) texts per forward pass,
+    shortest first; the answers are those of one pass over the whole batch (padding never
+    changes a row)."""
     seen = []
 
-    class Recording:  # the real predictor, noting the pass size it is asked for
+    class Recording:  # the real predictor, noting each pass's texts
         def __getattr__(self, name):
             return getattr(predictor, name)
 
         def predict_proba(self, texts, batch_size=64):
-            seen.append(batch_size)
+            seen.append(list(texts))
             return predictor.predict_proba(texts, batch_size)
 
     texts = [
@@ -309,7 +310,8 @@ def test_a_batch_runs_in_forward_passes_of_forward_batch(predictor):
     ]
     with running(create_app(Recording(), Limits(forward_batch=4))) as (http, _):
         answer = http.post("/predict", json={"texts": texts, "top_k": len(CLASSES)})
-    assert answer.status_code == 200 and seen == [4]
+    assert answer.status_code == 200 and [len(p) for p in seen] == [4, 2]
+    assert sum(seen, []) == sorted(texts, key=len)
     whole = predictor.predict_proba(texts, batch_size=64)
     for row, item in zip(whole, answer.json()["predictions"]):
         probs = {top["label"]: top["prob"] for top in item["top"]}

@@ -78,7 +78,9 @@ def serve(
     max_queue_texts: Annotated[
         int,
         typer.Option(
-            min=1, help="texts waiting for a forward pass, all requests (more: 503 + Retry-After)"
+            min=1,
+            help="texts (with --chunk: windows) waiting for a forward pass, all requests "
+            "(more: 503 + Retry-After; one request with more: 422)",
         ),
     ] = 1024,
     request_timeout: Annotated[
@@ -92,6 +94,15 @@ def serve(
             help="on SIGTERM / Ctrl-C, seconds to finish queued and running requests (then 503)",
         ),
     ] = 20.0,
+    drain: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="on SIGTERM, seconds to keep listening (/ready 503, new work 503, every "
+            "answer closing its connection) before closing; it also listens on while "
+            "requests are in progress",
+        ),
+    ] = 0.0,
     max_header_bytes: Annotated[
         int,
         typer.Option(min=1024, help="bytes of request line and headers (more: 431, closed)"),
@@ -145,12 +156,35 @@ def serve(
     Concurrent requests share forward passes (micro-batching). Every error is one line of
     JSON; every limit is an option below (docs/how-to/serving.md, "Limits and security").
     SIGTERM / Ctrl-C: stops accepting, finishes what it can within --shutdown-timeout, exits."""
+    from lttw.serving.limits import over_bound
     from lttw.serving.onnx_runtime import backend_name, load_predictor
     from lttw.serving.security import LOOPBACK_HOSTS, Access, is_loopback
     from lttw.serving.server import Limits
     from lttw.serving.server import serve as run_server
 
     logging.getLogger("lttw.serving").setLevel(logging.INFO)
+    too_large = over_bound(
+        {
+            "threads": threads,
+            "max_batch": max_batch,
+            "forward_batch": forward_batch,
+            "max_wait_ms": max_wait_ms,
+            "max_texts": max_texts,
+            "max_text_chars": max_text_chars,
+            "max_body_bytes": max_body_bytes,
+            "max_queue_texts": max_queue_texts,
+            "request_timeout": request_timeout,
+            "shutdown_timeout": shutdown_timeout,
+            "drain": drain,
+            "max_header_bytes": max_header_bytes,
+            "header_timeout": header_timeout,
+            "body_timeout": body_timeout,
+            "keep_alive": keep_alive,
+            "max_connections": max_connections,
+        }
+    )
+    if too_large:
+        raise BadInputError(too_large)
     if api_key is not None and not api_key.strip():
         raise UserError(
             "--api-key / LTTW_API_KEY is empty: give a token, or leave both unset to serve "
@@ -198,6 +232,7 @@ def serve(
         max_queue_texts=max_queue_texts,
         request_timeout_s=request_timeout,
         shutdown_timeout_s=shutdown_timeout,
+        drain_s=drain,
         max_header_bytes=max_header_bytes,
         header_timeout_s=header_timeout,
         body_timeout_s=body_timeout,
@@ -210,7 +245,7 @@ def serve(
         f"{len(predictor.classes)} labels) on http://{host}:{sock.getsockname()[1]}; limits: "
         f"{max_texts} texts of <= {max_text_chars} characters per request, batches of "
         f"<= {max_batch} texts in passes of {forward_batch}, waiting <= {max_wait_ms:g} ms; "
-        f"queue <= {max_queue_texts} texts, answers within {request_timeout:g} s, "
+        f"queue <= {max_queue_texts} {'windows' if chunk else 'texts'}, answers within {request_timeout:g} s, "
         f"<= {max_connections} connections; token: {'yes' if access.api_key else 'no'}, "
         f"hosts: {', '.join(access.allowed_hosts)}, "
         f"CORS: {', '.join(access.cors_origins) or 'off'}",

@@ -23,6 +23,7 @@ The windows of one text are bounded by the text's length, which the commands cap
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -161,26 +162,34 @@ class WindowedPredictor:
         return getattr(self.predictor, name)
 
     def predict_proba(self, texts, batch_size: int = 64) -> np.ndarray:
+        pieces, combine = self.split_windows(texts)
+        probs = self.predictor.predict_proba(pieces, batch_size)
+        return probs if combine is None else combine(probs)
+
+    def split_windows(self, texts) -> tuple[list[str], Any]:
+        """The pieces the wrapped predictor reads for ``texts`` (the texts, or with
+        ``chunk`` each long text's windows) and what turns the pieces' probabilities into
+        the texts' (the mean of each text's windows; None: the pieces are the texts).
+        ``forward_windows`` computes pieces (``lttw serve`` queues and cancels them)."""
         texts = as_texts(texts)
         if self.size is None or not texts:
-            return self.predictor.predict_proba(texts, batch_size)
+            return texts, None
         offsets = spans(self.reader, texts, self._backend, self._rule)
         long = [len(o) > self.size for o in offsets]
         self.long += sum(long)
         if not self.chunk or not any(long):
-            return self.predictor.predict_proba(texts, batch_size)
+            return texts, None
         pieces: list[str] = []
         owner: list[int] = []
         for i, (text, spans_of) in enumerate(zip(texts, offsets)):
             parts = windows(text, spans_of, self.size)
             pieces.extend(parts)
             owner.extend([i] * len(parts))
-        probs = np.asarray(self.predictor.predict_proba(pieces, batch_size), np.float64)
-        index = np.asarray(owner)
-        sums = np.zeros((len(texts), probs.shape[1]))
-        np.add.at(sums, index, probs)
-        counts = np.bincount(index, minlength=len(texts))[:, None]
-        return (sums / counts).astype(np.float32)
+        return pieces, partial(_mean_by_text, np.asarray(owner), len(texts))
+
+    def forward_windows(self, pieces: list[str], batch_size: int = 64) -> np.ndarray:
+        """The wrapped predictor's probabilities of ``split_windows``' pieces."""
+        return self.predictor.predict_proba(pieces, batch_size)
 
     def note(self) -> str | None:
         """The warning about cut texts (None where none was cut)."""
@@ -196,3 +205,12 @@ class WindowedPredictor:
             f"warning: {self.long} texts longer than the model's {self.size} {unit} were cut "
             "to their start; --chunk reads them whole in sliding windows"
         )
+
+
+def _mean_by_text(owner: np.ndarray, n: int, probs: np.ndarray) -> np.ndarray:
+    """The mean of each text's windows' rows (``owner``: the text of each window)."""
+    probs = np.asarray(probs, np.float64)
+    sums = np.zeros((n, probs.shape[1]))
+    np.add.at(sums, owner, probs)
+    counts = np.bincount(owner, minlength=n)[:, None]
+    return (sums / counts).astype(np.float32)

@@ -1,21 +1,24 @@
-"""Micro-batching: the texts of concurrent requests gathered into one batch.
+"""Micro-batching: the work of concurrent requests gathered into forward passes.
 
-Each request puts its texts on a queue and awaits its answer. One worker takes the first
-waiting request, then keeps gathering until ``max_batch`` texts are together or ``max_wait_ms``
-has passed since that first request, runs the whole batch through the predictor on one
-background thread (the event loop keeps accepting requests meanwhile: they queue up for the
-next batch) and hands each request its rows. The predictor runs a batch shortest text first
-in forward passes of ``batch_size`` texts, each padded to its own longest text. So a lone
-request waits at most ``max_wait_ms`` extra, and under load every batch is full, as with
-``lttw predict --file``. A request is never split across batches: one larger than
-``max_batch`` runs alone, in parts of ``max_batch`` texts.
+A request's work is a list of pieces the model reads: its texts, or with ``split``
+(``lttw serve --chunk``: ``WindowedPredictor.split_windows``) the sliding windows of its
+texts. Each request puts its pieces on a queue and awaits its answer. One worker takes the
+pieces of the first waiting request, then of the next ones, until ``max_batch`` pieces are
+together or ``max_wait_ms`` has passed since that first request arrived; a request with more
+pieces is cut across batches. A batch runs on one background thread (the event loop keeps
+accepting requests meanwhile) in forward passes of at most ``batch_size`` pieces, shortest
+first, so each pass is padded to nearly its own pieces' length, as with ``lttw predict
+--file``. When its last piece is computed a request gets its rows (with windows: the mean of
+each text's windows). So a lone request waits at most ``max_wait_ms`` extra.
 
-Bounds: at most ``max_queue_texts`` texts wait (a request that would pass it raises
-``QueueFull`` at once: the server answers 503 with ``Retry-After``); a request whose client
-has gone or whose time ran out is cancelled (``Job.cancel``) and dropped before its batch
-runs, never computed (a large request's remaining parts are dropped too). ``drain`` (graceful shutdown) fails whatever is still waiting or
-running at its deadline with ``ShuttingDown``. A failed forward pass fails the requests of
-that batch only (500), never the service.
+Bounds: at most ``max_queue_texts`` pieces wait, all requests together (a request that would
+pass it raises ``QueueFull`` at once: the server answers 503 with ``Retry-After``; one that
+holds more pieces alone raises ``TooLarge``: 422). A request whose client has gone or whose
+time ran out is cancelled (``Job.cancel``): its pieces not yet in a forward pass are
+dropped, so at most the one pass of ``batch_size`` pieces already running is computed for
+it. ``drain`` (graceful shutdown) fails whatever is still waiting or running at its deadline
+with ``ShuttingDown``. A failed forward pass fails the requests with pieces in it (500),
+never the service.
 """
 
 from __future__ import annotations
@@ -25,23 +28,42 @@ import logging
 import math
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
 log = logging.getLogger("lttw.serving")
 
+#: texts cut into windows at a time (``MicroBatcher.enqueue``)
+SPLIT_STEP = 8
+#: the pieces of some texts and what turns the pieces' rows into the texts' (None: one
+#: piece per text)
+Split = tuple[list[str], Callable[[np.ndarray], np.ndarray] | None]
+
 
 class QueueFull(Exception):
-    """The queue holds ``max_queue_texts`` texts already; ``retry_after`` is a guess (s)."""
+    """The queue holds too many pieces to take a request; ``retry_after`` is a guess (s)."""
 
     def __init__(self, queued: int, limit: int, retry_after: int):
         super().__init__(
-            f"the server is busy: {queued} texts are waiting (the limit is {limit}); "
-            f"retry in {retry_after} s"
+            f"the server is busy: {queued} texts (windows with --chunk) are waiting (the "
+            f"limit is {limit}, --max-queue-texts); retry in {retry_after} s"
         )
         self.retry_after = retry_after
+
+
+class TooLarge(Exception):
+    """One request holds more pieces than the whole queue may (a retry cannot help)."""
+
+    def __init__(self, pieces: int, limit: int):
+        super().__init__(
+            f"the texts make over {limit} windows for the model to read ({pieces} in the "
+            f"first texts), more than the server queues (--max-queue-texts): send fewer or "
+            "shorter texts"
+        )
 
 
 class ShuttingDown(Exception):
@@ -55,43 +77,74 @@ class ShuttingDown(Exception):
 class BatchStats:
     """What the batcher did so far (``GET /health`` reports it)."""
 
+    #: requests answered and their texts
     requests: int = 0
     texts: int = 0
+    #: micro-batches gathered, forward passes run, pieces (texts or windows) computed
     batches: int = 0
+    passes: int = 0
+    pieces: int = 0
     failed_batches: int = 0
+    #: pieces in the largest batch
     largest_batch: int = 0
-    #: requests dropped before their forward pass: the client left or the time ran out
+    #: requests whose remaining work was dropped: the client left or the time ran out
     dropped: int = 0
     #: requests refused because the queue was full (503)
     refused: int = 0
     #: seconds spent in forward passes (for ``Retry-After``)
     busy_s: float = 0.0
 
-    def record(self, requests: int, texts: int, seconds: float) -> None:
-        self.requests += requests
-        self.texts += texts
-        self.batches += 1
-        self.largest_batch = max(self.largest_batch, texts)
-        self.busy_s = round(self.busy_s + seconds, 6)
 
-
-@dataclass
+@dataclass(eq=False)  # a request is itself, whatever it holds
 class Job:
-    """One request's texts and the future its handler awaits."""
+    """One request's pieces and the future its handler awaits."""
 
-    texts: list[str]
+    pieces: list[str]
     future: asyncio.Future
+    #: the pieces' rows -> the texts' rows (None: the pieces are the texts)
+    combine: Callable[[np.ndarray], np.ndarray] | None = None
+    texts: int = 0
     arrived: float = field(default_factory=time.monotonic)
+    taken: int = 0  # pieces handed to batches
+    computed: int = 0
+    rows: np.ndarray | None = None
+    dropped: bool = False
+
+    @property
+    def left(self) -> int:
+        """Pieces not yet handed to a batch."""
+        return len(self.pieces) - self.taken
 
     def cancel(self) -> None:
-        """The request no longer wants an answer: dropped unless its batch already runs."""
+        """The request no longer wants an answer: what is not computed yet is dropped."""
         self.future.cancel()
+
+    def put(self, index: int, row: np.ndarray) -> None:
+        if self.rows is None:
+            self.rows = np.empty((len(self.pieces), *np.shape(row)), np.asarray(row).dtype)
+        self.rows[index] = row
+        self.computed += 1
+        if self.computed == len(self.pieces) and not self.future.done():
+            rows = self.rows if self.combine is None else self.combine(self.rows)
+            self.future.set_result(rows)
+
+
+def _combine_parts(parts: list[tuple[int, Callable | None]], rows: np.ndarray) -> np.ndarray:
+    """The texts' rows from the rows of the pieces of consecutive steps (each: its number of
+    pieces and its ``combine``, None where its pieces are its texts)."""
+    out, start = [], 0
+    for n, combine in parts:
+        block = rows[start : start + n]
+        out.append(np.asarray(block if combine is None else combine(block), np.float32))
+        start += n
+    return np.concatenate(out)
 
 
 class MicroBatcher:
-    """``await batcher.predict(texts)`` -> (len(texts), p) probabilities (or ``submit`` for
-    the ``Job``); start it with ``start()`` inside the event loop, stop it with
-    ``await stop()`` (after the server has finished its requests)."""
+    """``await batcher.predict(texts)`` -> (len(texts), p) probabilities (or ``enqueue`` /
+    ``submit`` for the ``Job``); ``split``: texts -> ``Split`` (None: a text is a piece);
+    ``predict_proba`` computes pieces. Start it with ``start()`` inside the event loop, stop
+    it with ``await stop()`` (after the server has finished its requests)."""
 
     def __init__(
         self,
@@ -100,8 +153,9 @@ class MicroBatcher:
         max_wait_ms: float = 5.0,
         batch_size: int = 64,
         max_queue_texts: int | None = None,
+        split: Callable[[list[str]], Split] | None = None,
     ):
-        self.predict_proba, self.batch_size = predict_proba, batch_size
+        self.predict_proba, self.batch_size, self.split = predict_proba, batch_size, split
         self.max_batch, self.max_wait = max_batch, max_wait_ms / 1000.0
         self.max_queue_texts = max_queue_texts
         self.stats = BatchStats()
@@ -111,7 +165,8 @@ class MicroBatcher:
         self._worker: asyncio.Task | None = None
         self._draining = False
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lttw-forward")
-        #: called with the number of texts of each batch computed (``serving.metrics``)
+        self._splitter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lttw-split")
+        #: called with the number of pieces of each batch computed (``serving.metrics``)
         self.on_batch = None
 
     @property
@@ -146,6 +201,7 @@ class MicroBatcher:
                 pass
         self._fail_all()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._splitter.shutdown(wait=False, cancel_futures=True)
 
     def drain(self, limit_s: float) -> None:
         """Graceful shutdown begins: new requests get ``ShuttingDown``; what waits or runs
@@ -154,31 +210,66 @@ class MicroBatcher:
         asyncio.get_running_loop().call_later(limit_s, self._fail_all)
 
     def queued_texts(self) -> int:
-        """Texts waiting for a batch (cancelled requests not counted)."""
-        return sum(len(job.texts) for job in self._pending if not job.future.done())
+        """Pieces (texts, or windows with ``split``) waiting for a batch (cancelled requests
+        not counted)."""
+        return sum(job.left for job in self._pending if not job.future.done())
 
-    def submit(self, texts: list[str]) -> Job:
-        """Queue ``texts``; raises ``QueueFull`` or ``ShuttingDown`` instead of queueing."""
+    def busy(self) -> bool:
+        """Whether anything waits or runs."""
+        return bool(self._running) or self.queued_texts() > 0
+
+    async def enqueue(self, texts: list[str]) -> Job:
+        """``submit`` the pieces of ``texts``, cut by ``split`` on a thread of its own,
+        ``SPLIT_STEP`` texts at a time: cancelled, it stops after the step under way; past
+        the queue bound, it stops there (``TooLarge``)."""
+        if self.split is None:
+            return self.submit(texts)
+        loop = asyncio.get_running_loop()
+        pieces: list[str] = []
+        parts: list[tuple[int, Callable | None]] = []
+        for start in range(0, len(texts), SPLIT_STEP):
+            if self._draining:
+                raise ShuttingDown()
+            step = texts[start : start + SPLIT_STEP]
+            cut, combine = await loop.run_in_executor(self._splitter, self.split, step)
+            pieces.extend(cut)
+            parts.append((len(cut), combine))
+            if self.max_queue_texts is not None and len(pieces) > self.max_queue_texts:
+                self.stats.refused += 1
+                raise TooLarge(len(pieces), self.max_queue_texts)
+        if all(combine is None for _, combine in parts):
+            return self.submit(texts)
+        return self.submit(texts, (pieces, partial(_combine_parts, parts)))
+
+    def submit(self, texts: list[str], split: Split | None = None) -> Job:
+        """Queue ``texts`` (as ``split``'s pieces where given); raises ``QueueFull``,
+        ``TooLarge`` or ``ShuttingDown`` instead of queueing."""
         if self._wakeup is None:
             raise RuntimeError("the batcher is not running")
         if self._draining:
             raise ShuttingDown()
-        queued = self.queued_texts()
-        if self.max_queue_texts is not None and queued + len(texts) > self.max_queue_texts:
+        pieces, combine = split if split is not None else (list(texts), None)
+        limit = self.max_queue_texts
+        if limit is not None and len(pieces) > limit:
             self.stats.refused += 1
-            raise QueueFull(queued, self.max_queue_texts, self._retry_after(queued))
-        job = Job(list(texts), asyncio.get_running_loop().create_future())
+            raise TooLarge(len(pieces), limit)
+        queued = self.queued_texts()
+        if limit is not None and queued + len(pieces) > limit:
+            self.stats.refused += 1
+            raise QueueFull(queued, limit, self._retry_after(queued))
+        future = asyncio.get_running_loop().create_future()
+        job = Job(list(pieces), future, combine, len(texts))
         self._pending.append(job)
         self._wakeup.set()
         return job
 
     async def predict(self, texts: list[str]) -> np.ndarray:
-        return await self.submit(texts).future
+        return await (await self.enqueue(texts)).future
 
     def _retry_after(self, queued: int) -> int:
         """Seconds until the queue has drained at the speed measured so far (1 to 60)."""
-        per_text = self.stats.busy_s / self.stats.texts if self.stats.texts else 0.0
-        return int(min(60, max(1, math.ceil(queued * per_text))))
+        per_piece = self.stats.busy_s / self.stats.pieces if self.stats.pieces else 0.0
+        return int(min(60, max(1, math.ceil(queued * per_piece))))
 
     def _fail_all(self) -> None:
         for job in [*self._running, *self._pending]:
@@ -186,17 +277,22 @@ class MicroBatcher:
                 job.future.set_exception(ShuttingDown())
         self._pending.clear()
 
-    def _drop_gone(self) -> None:
-        while self._pending and self._pending[0].future.done():
-            self._pending.popleft()
+    def _gone(self, job: Job) -> bool:
+        """Whether ``job`` wants no more work (counted once as dropped if it was cancelled)."""
+        if not job.future.done():
+            return False
+        if job.future.cancelled() and not job.dropped:
+            job.dropped = True
             self.stats.dropped += 1
+        return True
 
     async def _next_job(self, deadline: float | None) -> Job | None:
         """The first live waiting request (left queued), waiting for one until ``deadline``
         (monotonic; None: for ever); None when the deadline passes first."""
         assert self._wakeup is not None, "start() first"
         while True:
-            self._drop_gone()
+            while self._pending and self._gone(self._pending[0]):
+                self._pending.popleft()
             if self._pending:
                 return self._pending[0]
             self._wakeup.clear()
@@ -208,66 +304,65 @@ class MicroBatcher:
             except asyncio.TimeoutError:
                 return None
 
-    async def _gather(self) -> list[Job]:
-        """The next batch: the first waiting request, then others until ``max_batch`` texts
-        or ``max_wait_ms`` after the first one arrived. One that does not fit stays first
-        in the queue and starts the next batch."""
-        first = await self._next_job(None)
-        assert first is not None  # no deadline: it waits for one
-        self._pending.popleft()
-        jobs: list[Job] = [first]
-        size = len(first.texts)
-        deadline = first.arrived + self.max_wait
-        while size < self.max_batch:
-            job = await self._next_job(deadline)
-            if job is None or size + len(job.texts) > self.max_batch:
+    async def _gather(self) -> list[tuple[Job, int]]:
+        """The next batch, as (request, piece index): the pieces of the first waiting
+        request, then of others until ``max_batch`` pieces or ``max_wait_ms`` after the
+        first one arrived. A request's pieces that do not fit start the next batch."""
+        job = await self._next_job(None)
+        assert job is not None  # no deadline: it waits for one
+        deadline = job.arrived + self.max_wait
+        items: list[tuple[Job, int]] = []
+        while job is not None:
+            take = min(job.left, self.max_batch - len(items))
+            items.extend((job, i) for i in range(job.taken, job.taken + take))
+            job.taken += take
+            if not job.left:
+                self._pending.popleft()
+            if len(items) >= self.max_batch:
                 break
-            jobs.append(self._pending.popleft())
-            size += len(job.texts)
-        return jobs
-
-    async def _forward(self, jobs: list[Job], texts: list[str]) -> np.ndarray | None:
-        """The batch's probabilities; a batch over ``max_batch`` texts (one large request)
-        runs in parts of ``max_batch``, and stops (None) when no request wants it any more."""
-        loop = asyncio.get_running_loop()
-        parts = []
-        for start in range(0, len(texts), self.max_batch):
-            if start and all(job.future.done() for job in jobs):
-                return None
-            chunk = texts[start : start + self.max_batch]
-            parts.append(
-                await loop.run_in_executor(self._pool, self.predict_proba, chunk, self.batch_size)
-            )
-        return np.concatenate(parts)
+            job = await self._next_job(deadline)
+        return items
 
     async def _run(self) -> None:
         while True:
-            gathered = await self._gather()
-            jobs = [job for job in gathered if not job.future.done()]  # gone while gathering
-            self.stats.dropped += len(gathered) - len(jobs)
-            if not jobs:
-                continue
-            texts = [t for job in jobs for t in job.texts]
-            self._running = jobs
-            started = time.monotonic()
+            items = await self._gather()
+            self._running = list(dict.fromkeys(job for job, _ in items))
             try:
-                probs = await self._forward(jobs, texts)
-                if probs is None:  # every client left or timed out while it ran
-                    self.stats.dropped += len(jobs)
-                    continue
-                self.stats.record(len(jobs), len(texts), time.monotonic() - started)
+                self.stats.batches += 1
+                self.stats.largest_batch = max(self.stats.largest_batch, len(items))
                 if self.on_batch is not None:
-                    self.on_batch(len(texts))
-                start = 0
-                for job in jobs:
-                    if not job.future.done():  # the client may have gone away
-                        job.future.set_result(probs[start : start + len(job.texts)])
-                    start += len(job.texts)
-            except Exception as err:  # answer the batch's requests with the error
-                self.stats.failed_batches += 1
-                log.error("forward pass of %d texts failed: %s", len(texts), err)
-                for job in jobs:
-                    if not job.future.done():
-                        job.future.set_exception(err)
+                    self.on_batch(len(items))
+                if len(items) > self.batch_size:  # shortest first, each pass padded to its own
+                    items.sort(key=lambda item: len(item[0].pieces[item[1]]))
+                for start in range(0, len(items), self.batch_size):
+                    await self._forward(items[start : start + self.batch_size])
             finally:
                 self._running = []
+
+    async def _forward(self, items: list[tuple[Job, int]]) -> None:
+        """One forward pass of the pieces of ``items`` whose request still wants them."""
+        items = [(job, i) for job, i in items if not self._gone(job)]
+        if not items:
+            return
+        loop = asyncio.get_running_loop()
+        pieces = [job.pieces[i] for job, i in items]
+        started = time.monotonic()
+        try:
+            probs = await loop.run_in_executor(
+                self._pool, self.predict_proba, pieces, self.batch_size
+            )
+            self.stats.passes += 1
+            self.stats.pieces += len(pieces)
+            self.stats.busy_s = round(self.stats.busy_s + time.monotonic() - started, 6)
+            for row, (job, i) in zip(probs, items):
+                if not job.future.done():  # the client may have gone away
+                    job.put(i, row)
+                    if job.future.done():  # its last piece: answered
+                        self.stats.requests += 1
+                        self.stats.texts += job.texts
+        except Exception as err:  # answer the pass's requests with the error
+            self.stats.failed_batches += 1
+            log.error("forward pass of %d texts failed: %s", len(pieces), err)
+            for job, _ in items:
+                if not job.future.done():
+                    job.future.set_exception(err)

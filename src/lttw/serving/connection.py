@@ -2,10 +2,13 @@
 line and headers at most ``max_header_bytes`` (431) received within ``header_timeout_s``
 (408), a body within ``body_timeout_s`` (the application answers 408; this closes the
 connection a little later if the body still trickles in to a route that does not read it),
-and at most ``max_connections`` open connections (past it: the request line is read, then
-503 with ``Retry-After``; ``GET /live`` still answers 200). A request whose target is not a
+and at most ``max_connections`` open connections. A new connection past the cap takes the
+slot of the connection that has waited longest for a request's headers (one still sending
+them gets 408, an idle keep-alive connection is closed), so slow or silent connections
+cannot hold every slot; where every slot is busy with a request, the new connection's request
+line is read, then answered 503 with ``Retry-After`` (``GET /live`` still answers 200). A request whose target is not a
 path (``GET http://host/path``), whose version is not HTTP/1.0 or 1.1, or which has two
-``Host`` headers gets 400. Each refusal is one JSON line; the connection is then half-closed
+``Host`` or two ``Authorization`` headers gets 400. Each refusal is one JSON line; the connection is then half-closed
 and what the client still sends is read and thrown away for up to ``REFUSAL_LINGER_S``
 seconds, so the client reads the answer instead of a TCP reset. Idle keep-alive connections
 are uvicorn's ``timeout_keep_alive``. Memory per connection stays bounded: headers are cut at
@@ -32,6 +35,9 @@ BODY_GRACE_S = 5.0
 REFUSAL_LINGER_S = 2.0
 #: seconds a connection past ``max_connections`` may take to send its request line
 OVER_CAP_WAIT_S = 1.0
+#: headers a request may hold once (two are ambiguous: which one a proxy and the server
+#: read may differ): the lower-case name and how the refusal names it
+SINGLE_HEADERS = {b"host": "Host", b"authorization": "Authorization"}
 #: what ``GET /live`` answers, also on a connection past ``max_connections``
 LIVE = {"status": "alive"}
 
@@ -64,10 +70,15 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def protocol_class(limits: Limits, on_refusal=None) -> type[HttpToolsProtocol]:
+def protocol_class(limits: Limits, on_refusal=None, draining=None) -> type[HttpToolsProtocol]:
     """uvicorn's ``http`` protocol class, bounded by ``limits``; ``on_refusal(status)`` is
-    called for each answer written here (``serving.metrics`` counts them)."""
-    attrs = {"limits": limits, "on_refusal": staticmethod(on_refusal or (lambda status: None))}
+    called for each answer written here (``serving.metrics`` counts them); while
+    ``draining()`` holds (graceful shutdown) every answer closes its connection."""
+    attrs = {
+        "limits": limits,
+        "on_refusal": staticmethod(on_refusal or (lambda status: None)),
+        "draining": staticmethod(draining or (lambda: False)),
+    }
     return type("BoundedHttpProtocol", (BoundedHttpProtocol,), attrs)
 
 
@@ -81,22 +92,29 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def on_refusal(status: int) -> None:
         """Called with the status of each answer written by this class."""
 
+    @staticmethod
+    def draining() -> bool:
+        """Whether graceful shutdown has begun: each answer says ``Connection: close``."""
+        return False
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._in_body = False  # between a request's headers and its end
         self._header_bytes = 0  # received since the current request began
         self._header_size = 0  # of the request line and headers parsed so far
-        self._hosts = 0  # Host headers of the current request
+        self._singles: dict[bytes, int] = {}  # Host / Authorization headers of the request
         self._headers_too_large = False
         self._bad_request: str | None = None  # why the current request is refused (400)
         self._over_cap: bytearray | None = None  # the start of a connection past the cap
         self._refusing = False  # answered and half-closed: input is read and dropped
         self._timer: asyncio.TimerHandle | None = None
+        self._waiting_since = 0.0  # when it began waiting for a request's headers
 
     # -- connection
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
-        if len(self.connections) > self.limits.max_connections:
+        self._waiting_since = self.loop.time()
+        if self._admitted() > self.limits.max_connections and not self._evict_one():
             self._over_cap = bytearray()
             self._arm(OVER_CAP_WAIT_S, self._answer_over_cap)
             return
@@ -105,6 +123,50 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def connection_lost(self, exc) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+    def _admitted(self) -> int:
+        """Open connections holding a slot (not refused, not past the cap)."""
+        return sum(
+            1
+            for conn in self.connections
+            if not getattr(conn, "_refusing", False) and getattr(conn, "_over_cap", None) is None
+        )
+
+    def _idle(self) -> bool:
+        """Whether it waits for a request's headers (none being read, computed or sent)."""
+        return (
+            not self._in_body
+            and not self._refusing
+            and self._over_cap is None
+            and not self.transport.is_closing()
+            and (self.cycle is None or self.cycle.response_complete)
+            and not self.pipeline
+        )
+
+    def _evict_one(self) -> bool:
+        """Free the slot of the connection waiting longest for headers; False: none waits."""
+        waiting = [
+            conn
+            for conn in self.connections
+            if conn is not self and isinstance(conn, BoundedHttpProtocol) and conn._idle()
+        ]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda conn: conn._waiting_since)
+        seconds = self.loop.time() - oldest._waiting_since
+        if oldest._header_bytes or oldest.cycle is None:
+            log.warning("request refused: headers still incomplete, its slot needed")
+            oldest._refuse(
+                408,
+                "Request Timeout",
+                f"the request line and headers were incomplete after {seconds:.1f} s and the "
+                "server needed the connection",
+            )
+        else:  # an idle keep-alive (or silent) connection: closed as its time-out would
+            oldest._disarm()
+            oldest._refusing = True  # its slot is free from now on
+            oldest.transport.close()
+        return True
 
     def _answer_over_cap(self) -> None:
         """Past ``max_connections``: ``GET /live`` gets 200, any other request 503."""
@@ -165,7 +227,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     # -- parser callbacks
     def on_message_begin(self) -> None:
-        self._header_size, self._hosts = 0, 0
+        self._header_size, self._singles = 0, {}
         super().on_message_begin()
 
     def on_url(self, url: bytes) -> None:
@@ -174,7 +236,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_size += len(name) + len(value) + 4
-        self._hosts += name.lower() == b"host"
+        if (lower := name.lower()) in SINGLE_HEADERS:
+            self._singles[lower] = self._singles.get(lower, 0) + 1
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
@@ -189,9 +252,12 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._in_body, self._header_bytes = True, 0
         self._arm(self.limits.body_timeout_s + BODY_GRACE_S, self._body_too_slow)
         super().on_headers_complete()
+        if self.draining() and self.cycle is not None:
+            self.cycle.keep_alive = False  # answered, then closed
 
     def on_message_complete(self) -> None:
         self._in_body, self._header_bytes = False, 0
+        self._waiting_since = self.loop.time()
         self._disarm()
         super().on_message_complete()
 
@@ -204,8 +270,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             self.url == b"*" and self.parser.get_method() == b"OPTIONS"
         ):
             return "the request target must be a path (/predict), not a full URL"
-        if self._hosts > 1:
-            return f"the request has {self._hosts} Host headers; send one"
+        for name, count in self._singles.items():
+            if count > 1:
+                return f"the request has {count} {SINGLE_HEADERS[name]} headers; send one"
         return None
 
     # -- timers

@@ -27,6 +27,9 @@ class Limits:
     request_timeout_s: float = 30.0
     #: on SIGTERM / Ctrl-C, seconds to finish queued and running requests (then 503)
     shutdown_timeout_s: float = 20.0
+    #: on SIGTERM, seconds the server keeps listening at least (a load balancer sees
+    #: ``/ready`` 503 and stops sending); it also listens on while requests are in progress
+    drain_s: float = 0.0
     #: bytes of request line and headers (more: 431, connection closed)
     max_header_bytes: int = 16 * 1024
     #: seconds to receive a request's line and headers (past it: 408, connection closed)
@@ -37,3 +40,36 @@ class Limits:
     keep_alive_s: int = 5
     #: open connections (more: 503 at once, connection closed)
     max_connections: int = 128
+
+
+#: the largest value each ``lttw serve`` option takes (past it: one line, exit 3), so that a
+#: typo cannot start a server whose bounds no longer bound anything
+UPPER_BOUNDS: dict[str, int] = {
+    "threads": 1024,
+    "max_batch": 4096,
+    "forward_batch": 1024,
+    "max_wait_ms": 10_000,
+    "max_texts": 10_000,
+    "max_text_chars": 1_000_000,
+    "max_body_bytes": 256 * 1024 * 1024,
+    "max_queue_texts": 1_000_000,
+    "request_timeout": 3600,
+    "shutdown_timeout": 3600,
+    "drain": 600,
+    "max_header_bytes": 1024 * 1024,
+    "header_timeout": 600,
+    "body_timeout": 3600,
+    "keep_alive": 3600,
+    "max_connections": 10_000,
+}
+
+
+def over_bound(values: dict[str, float | None]) -> str | None:
+    """The first option of ``values`` (``UPPER_BOUNDS``' names) past its bound, said in one
+    line; None when every one is within."""
+    for name, value in values.items():
+        if value is not None and value > UPPER_BOUNDS[name]:
+            option = "--" + name.replace("_", "-")
+            given = f"{value:g}" if isinstance(value, float) else str(value)
+            return f"{option} {given}: at most {UPPER_BOUNDS[name]}"
+    return None

@@ -91,15 +91,21 @@ class AccessMiddleware:
         if scope["path"] in PROBE_PATHS and scope["method"] in ("GET", "HEAD"):
             return await self.app(scope, receive, send)
         headers = dict(scope["headers"])
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        # a refusal to an allowed origin says so, or the browser shows a CORS failure
+        cors = (
+            [(b"access-control-allow-origin", origin.encode("latin-1")), (b"vary", b"Origin")]
+            if origin in self.access.cors_origins
+            else []
+        )
         host = headers.get(b"host", b"").decode("latin-1")
         if not host_allowed(host, self.access.allowed_hosts):
             return await send_json(
-                send, 400, f"the Host header {host!r} is not one this server answers to"
+                send, 400, f"the Host header {host!r} is not one this server answers to", cors
             )
         if scope["method"] == "OPTIONS" and b"access-control-request-method" in headers:
             # a CORS preflight carries no token (browsers send none): never authenticated;
             # an origin not allowed is refused here, in JSON like every other error
-            origin = headers.get(b"origin", b"").decode("latin-1")
             if origin not in self.access.cors_origins:
                 return await send_json(
                     send, 400, f"the origin {origin!r} may not call this server cross-origin"
@@ -113,7 +119,7 @@ class AccessMiddleware:
                     send,
                     401,
                     "a valid API key is needed: send 'Authorization: Bearer <key>'",
-                    [(b"www-authenticate", b"Bearer")],
+                    [(b"www-authenticate", b"Bearer"), *cors],
                 )
         return await self.app(scope, receive, send)
 

@@ -24,8 +24,10 @@ text over ``max_text_chars`` characters (422), a body not received within
 ``body_timeout_s`` (408), a full queue (503 with ``Retry-After``), no answer within
 ``request_timeout_s`` (504), a failed forward pass
 (500; the service goes on). A request whose client has left is dropped before its forward
-pass. On SIGTERM / Ctrl-C uvicorn stops accepting connections; queued and running requests
-get ``shutdown_timeout_s`` to finish, then a 503, and the batcher stops. Connection-level
+pass. On SIGTERM / Ctrl-C the server drains (``drain``): it keeps listening, ``/ready``
+answers 503, new work a JSON 503 and every answer closes its connection, while requests are
+in progress (and for ``drain_s``); queued and running requests get ``shutdown_timeout_s`` to
+finish, then a 503, and the batcher stops. Connection-level
 bounds: ``serving.connection``; Host, token and CORS: ``serving.security``.
 """
 
@@ -45,7 +47,7 @@ from starlette.exceptions import HTTPException
 from lttw.inference.answers import chosen_ids
 from lttw.models.calibration import Calibration
 from lttw.serving import schema
-from lttw.serving.batcher import MicroBatcher, QueueFull, ShuttingDown
+from lttw.serving.batcher import MicroBatcher, QueueFull, ShuttingDown, TooLarge
 from lttw.serving.connection import LIVE
 from lttw.serving.documents import (
     CLIENT_GONE,
@@ -93,12 +95,14 @@ def create_app(
     ``warm_up``: ``GET /ready`` answers 503 until one forward pass has run (else at once)."""
     from lttw.serving.info import model_info
 
+    split = getattr(predictor, "split_windows", None)  # --chunk: queued window by window
     batcher = MicroBatcher(
-        predictor.predict_proba,
+        predictor.forward_windows if split else predictor.predict_proba,
         limits.max_batch,
         limits.max_wait_ms,
         batch_size=limits.forward_batch,
         max_queue_texts=limits.max_queue_texts,
+        split=split,
     )
     access = access or Access(allowed_hosts=())
     info = {**model_info(predictor, backend), "access": access.describe()}
@@ -210,10 +214,16 @@ def create_app(
         body = await read_body(request, limits)
         asked = parse_request(body, limits, len(classes))
         texts = asked.texts
-        try:
-            job = batcher.submit(texts)
+        late = f"no answer within {limits.request_timeout_s:g} s; the request was dropped"
+        try:  # --chunk: cutting the texts into windows counts in the request's time
+            left = limits.request_timeout_s - (time.monotonic() - arrived)
+            job = await asyncio.wait_for(batcher.enqueue(texts), max(left, 0.0))
+        except asyncio.TimeoutError:
+            raise ApiError(504, late) from None
         except QueueFull as err:
             raise ApiError(503, str(err), {"retry-after": str(err.retry_after)}) from None
+        except TooLarge as err:
+            raise ApiError(422, str(err)) from None
         except ShuttingDown as err:
             raise ApiError(503, str(err)) from None
         left = limits.request_timeout_s - (time.monotonic() - arrived)
@@ -229,9 +239,7 @@ def create_app(
             if gone.done() and not gone.cancelled():
                 log.info("client left before its answer: %d texts dropped", len(texts))
                 return Response(status_code=CLIENT_GONE)
-            raise ApiError(
-                504, f"no answer within {limits.request_timeout_s:g} s; the request was dropped"
-            )
+            raise ApiError(504, late)
         failure = job.future.exception()
         if isinstance(failure, ShuttingDown):
             raise ApiError(503, str(failure))
@@ -296,11 +304,12 @@ def server_for(
     log_level: str = "info",
 ):
     """The ``uvicorn.Server`` running ``app`` with every bound of ``limits``. On SIGTERM /
-    Ctrl-C it stops accepting connections, lets the batcher finish what waits or runs for
+    Ctrl-C it drains (``drain``), lets the batcher finish what waits or runs for
     ``limits.shutdown_timeout_s`` (then those requests get a JSON 503), and exits."""
     import uvicorn
 
     from lttw.serving.connection import protocol_class
+    from lttw.serving.lifecycle import drain
 
     class DrainingServer(uvicorn.Server):
         async def startup(self, sockets=None):
@@ -310,13 +319,14 @@ def server_for(
 
         async def shutdown(self, sockets=None):
             app.state.batcher.drain(limits.shutdown_timeout_s)
+            await drain(self, limits)
             await super().shutdown(sockets)
 
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
-        http=protocol_class(limits, app.state.metrics.refusal),
+        http=protocol_class(limits, app.state.metrics.refusal, lambda: app.state.batcher.draining),
         access_log=access_log,
         log_level=log_level,
         lifespan="on",
