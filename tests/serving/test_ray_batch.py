@@ -143,6 +143,6 @@ def test_a_damaged_page_is_one_line_naming_the_shard(local_ray, model_dir, tmp_p
     out = tmp_path / "out"
     args = ["predict", "--engine", "ray", "--file", folder, "--out", out, "--model", model_dir]
     result = invoke(*args, "--actors", "1", "--text-column", "body")
-    assert_user_error(result, "b.parquet: cannot be read", code=3)
+    assert_user_error(result, "b.parquet: not a readable parquet file", code=3)
     assert "Traceback" not in capfd.readouterr().err
     assert not out.exists() and not list(tmp_path.glob(".out.*"))

@@ -1,7 +1,7 @@
 """How a failed Ray Data run reaches the user (``ray_batch``): the package's own error (a bad
 row, a bad shard) raised inside a Ray task comes out unwrapped, one line, and Ray Data's
-console copies of the failure (its tracebacks) are held back; Ray Data's log file in the
-session folder keeps them. A failure of another kind is raised as it is."""
+console copies of the failure (its tracebacks) and its progress lines are held back; Ray
+Data's log file in the session folder keeps them. A failure of another kind is raised as it is."""
 
 from __future__ import annotations
 
@@ -15,16 +15,19 @@ from lttw.errors import UserError
 RAY_LOGGERS = ("ray", "ray.data")
 
 
-class _NoErrors(logging.Filter):
+class _WarningsOnly(logging.Filter):
+    """Ray's warnings pass; its progress lines (INFO, logged while stdout is no terminal)
+    and its copies of a failure (ERROR) do not."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno < logging.ERROR
+        return record.levelno == logging.WARNING
 
 
 @contextlib.contextmanager
 def ray_failures_as_errors() -> Iterator[None]:
     """Run a Ray Data execution: a ``UserError`` behind Ray's task-error wrappers raised
-    as itself, and no error record of Ray's on the console meanwhile."""
-    quiet = _NoErrors()
+    as itself, and only Ray's warnings on the console meanwhile."""
+    quiet = _WarningsOnly()
     handlers = [
         handler
         for name in RAY_LOGGERS
