@@ -22,18 +22,23 @@ __version__ = "0.1.0"
 __all__ = ["Predictor", "__version__", "load_model"]
 
 
-def load_model(folder: str | Path = "models/final", device: str = "auto", backend: str = "auto"):
+def load_model(
+    folder: str | Path = "models/final",
+    device: str = "auto",
+    backend: str = "auto",
+    revision: str | None = None,
+):
     """The ``lttw.Predictor`` of the trained model in ``folder`` (made by the pipeline's
     ``train`` / ``final`` stage or ``lttw export``), ready to classify raw texts:
     ``predict(texts)`` gives the labels, ``predict_proba(texts)`` a (len(texts), n_labels)
     array over ``classes``. ``backend`` auto: onnxruntime where the folder holds
     ``model.onnx`` (on the CPU, whatever ``device`` says unless it names another device),
-    torch otherwise; ``onnx`` or ``torch`` to choose. A folder that does not load raises
-    ``lttw.errors.UserError`` naming the file and what is wrong."""
+    torch otherwise; ``onnx`` or ``torch`` to choose. ``revision``: of a hub id. A folder
+    that does not load raises ``lttw.errors.UserError`` naming the file and what is wrong."""
     from importlib import import_module
 
-    runtime = import_module("lttw.serving.onnx_runtime")
-    return runtime.load_predictor(folder, device=device, backend=backend)
+    loading = import_module("lttw.inference.loading")
+    return loading.load_model(folder, device=device, backend=backend, revision=revision)
 
 
 def __getattr__(name: str):

@@ -13,9 +13,8 @@ import json
 from pathlib import Path
 
 from lttw.io import atomic_path, read_json, write_json
+from lttw.model_files import CARD, METRICS
 
-CARD = "README.md"
-METRICS = "metrics.json"
 #: the version of ``metrics.json``'s layout
 CARD_VERSION = 1
 

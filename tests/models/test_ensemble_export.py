@@ -76,7 +76,7 @@ def test_an_ensemble_exports_its_neural_part_as_onnx(ensemble_dir, tmp_path):
     assert not (out / "tfidf_linear" / "model.onnx").exists()
     verified = invoke("verify", out)
     assert verified.exit_code == 0, verified.output
-    from lttw.serving.onnx_runtime import backend_name, load_predictor
+    from lttw.inference.loading import backend_name, load_predictor
 
     predictor = load_predictor(out)
     assert backend_name(predictor) == "onnx-fp32+texts"

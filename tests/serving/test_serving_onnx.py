@@ -16,7 +16,8 @@ from support.serving_models import CLASSES, labelled_texts, shared_lttw_folder
 
 from lttw.inference.predict import Predictor
 from lttw.serving import onnx_export
-from lttw.serving.onnx_runtime import OnnxClassifier, backend_name, load_predictor
+from lttw.inference.loading import backend_name, load_predictor
+from lttw.models.onnx_classifier import OnnxClassifier
 
 #: texts of other lengths than the traced batch's (dynamic batch and sequence axes)
 TEXTS = [

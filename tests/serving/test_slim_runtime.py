@@ -18,7 +18,7 @@ from support.torch_free import CLI, run_without, start_without
 
 from lttw import load_model
 from lttw.errors import UserError
-from lttw.serving.onnx_runtime import backend_name, load_predictor
+from lttw.inference.loading import backend_name, load_predictor
 
 TEXTS = ["oil", "the team won the match in the last minute of the season", "", "stock market"]
 

@@ -77,8 +77,8 @@ def export(
     (lttw_tfidf) is copied with each of its part folders. With --onnx / --int8 also export
     the classifier (an ensemble: each neural part) to ONNX and check it against torch on
     held-out texts (fp32: the same label on every text; int8: macro F1 within
-    ±--max-f1-diff, and the folder then holds model.onnx without the fp32 torch weights);
-    nothing is written when a check fails."""
+    ±--max-f1-diff); an ONNX folder holds model.onnx without the torch weights. Prints the
+    sizes of both folders. Nothing is written when a check fails."""
     import numpy as np
 
     from lttw.inference.predict import Predictor
@@ -138,9 +138,17 @@ def export(
                 )
         record_checksums(tmp)  # last: the sha256 of every file of the export
     typer.echo(
-        f"exported {source} to {out} (loads and predicts identically"
-        + (f"; ONNX {'int8' if int8 else 'fp32'} checked)" if onnx or int8 else ")")
+        f"exported {source} ({_size(source)}) to {out} ({_size(out)}; loads and predicts "
+        "identically" + (f"; ONNX {'int8' if int8 else 'fp32'} checked)" if onnx or int8 else ")")
     )
+
+
+def _size(folder: Path) -> str:
+    """The bytes of the files loading ``folder`` reads (an ensemble's parts included), in MB."""
+    from lttw.models.folder_files import loader_files, unread_files
+
+    files = set(loader_files(folder)) | set(unread_files(folder))
+    return f"{sum((folder / name).stat().st_size for name in files) / 1e6:.1f} MB"
 
 
 def _carry_card(source: Path, dest: Path) -> None:
@@ -175,15 +183,17 @@ def verify(
     has them)."""
     from lttw.models.bundle import META, read_model_meta
     from lttw.models.folder_files import verify as check_files
+    from lttw.models.model_folder import ModelFolder
 
     if not (folder / META).is_file():
         raise UserError(f"{folder}: not a trained model folder (no {META})")
-    meta, _ = read_model_meta(folder)
+    meta, classes = read_model_meta(folder)
     found = check_files(folder, meta)
     for problem in found.problems:
         typer.echo(f"error: {problem}", err=True)
     if found.problems:
         raise typer.Exit(EXIT_BAD_INPUT)
+    ModelFolder.described(folder, meta, classes)  # its settings against its weights
     ignored = (
         f"; {len(found.ignored)} files the loader does not read, not checked: "
         + ", ".join(found.ignored[:10])

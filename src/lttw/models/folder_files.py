@@ -2,8 +2,10 @@
 sha256 checksums.
 
 ``lttw.json`` records ``sha256``, ``{relative path: hex digest}`` for every file the loader
-reads (all but ``lttw.json`` itself, which is parsed and checked key by key instead). The
-train stage records them when it writes ``models/fold_N``, ``lttw export`` when it writes its
+reads; its entry for ``lttw.json`` itself is the digest of the settings prediction reads
+(``SETTINGS_KEYS``, canonical JSON: the file gains other keys after it is recorded, e.g. the
+final model's record), and an ensemble's also holds each part's ``lttw.json`` (which records
+the part's own files). The train stage records them when it writes ``models/fold_N``, ``lttw export`` when it writes its
 copy. On load (``check_folder``) every recorded file must be there with its recorded digest,
 and every file the loader would read must be recorded; the first that is not raises a
 one-line ``UserError`` naming it. A folder written before checksums were recorded (no
@@ -19,34 +21,64 @@ folder can rewrite ``lttw.json`` too.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
-from lttw.models.bundle import FACTORS, LABELS, META, TOKENIZER, WORDS
-from lttw.models.calibration import CALIBRATION
-from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS
+from lttw.model_files import (
+    CALIBRATION,
+    CARD,
+    CHECKSUMS,
+    CONFIG_NAME,
+    ENSEMBLE_FILE,
+    FACTORS,
+    LABELS,
+    META,
+    METRICS,
+    ONNX_FILE,
+    ONNX_RECORD,
+    TFIDF_VOCABULARY,
+    TOKENIZER,
+    WEIGHTS_NAME,
+    WORDS,
+)
+from lttw.models.ensemble import ENSEMBLE_PARTS
 from lttw.models.file_limits import check_size, size_problem
 
-CHECKSUMS = "sha256"
+#: the keys of lttw.json that prediction reads, under its checksum
+SETTINGS_KEYS = (
+    "variant",
+    "max_len",
+    "k",
+    "s",
+    "ranking",
+    "counts",
+    "words",
+    "vocab",
+    "with_factors",
+    "precision",
+    "multi_label",
+    "frozen_encoder",
+)
 #: the top-level files a loader reads: the classifier (torch, or tfidf's extra vocabulary),
 #: what prediction needs, and what ``lttw export --onnx`` / ``lttw serve`` add (model.onnx
-#: and onnx.json: ``serving.onnx_runtime``; metrics.json: ``serving.info``), how scores
+#: and onnx.json: ``models.onnx_classifier``; metrics.json: ``serving.info``), how scores
 #: become probabilities and labels (calibration.json: ``models.calibration``; absent:
 #: softmax, temperature 1), an ensemble's weights (``models.ensemble``), and the model card
 #: (README.md with metrics.json: ``lttw.model_card``; checked and carried like the rest)
 TOP_LEVEL = (
-    "README.md",
-    "config.json",
-    "model.safetensors",
-    "vocabulary.json",
+    CARD,
+    CONFIG_NAME,
+    WEIGHTS_NAME,
+    TFIDF_VOCABULARY,
     LABELS,
     META,
-    "model.onnx",
-    "onnx.json",
-    "metrics.json",
+    ONNX_FILE,
+    ONNX_RECORD,
+    METRICS,
     CALIBRATION,
     ENSEMBLE_FILE,
 )
@@ -81,6 +113,13 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def settings_sha256(meta: dict) -> str:
+    """The hex sha256 of lttw.json's ``SETTINGS_KEYS`` as canonical JSON."""
+    settings = {key: meta[key] for key in SETTINGS_KEYS if key in meta}
+    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def ensemble_parts(folder: str | Path) -> tuple[str, ...]:
     """The part sub-folders of an ensemble model folder (``models.ensemble``), by the variant
     its lttw.json names; () for any other folder."""
@@ -95,10 +134,13 @@ def record_checksums(folder: str | Path) -> dict[str, str]:
     last step of writing a model folder; an ensemble's parts first, each into its own
     lttw.json); returns the folder's own."""
     folder = Path(folder)
-    for part in ensemble_parts(folder):
+    parts = ensemble_parts(folder)
+    for part in parts:
         record_checksums(folder / part)
     sums = {name: file_sha256(folder / name) for name in loader_files(folder) if name != META}
+    sums.update({f"{part}/{META}": file_sha256(folder / part / META) for part in parts})
     meta = read_json(folder / META)
+    sums[META] = settings_sha256(meta)
     meta[CHECKSUMS] = sums
     write_json(folder / META, meta)
     return sums
@@ -110,11 +152,11 @@ def required_files(folder: Path, meta: dict) -> dict[str, str]:
     and config, the word vocabulary, the factor files, a multi-label folder's thresholds."""
     if meta.get("variant") in ENSEMBLE_PARTS:  # its parts are model folders of their own
         return {LABELS: "class names", ENSEMBLE_FILE: "ensemble weights"}
-    needed = {LABELS: "class names", "config.json": "model config"}
-    if not (folder / "model.onnx").is_file():
-        needed["model.safetensors"] = "model weights"
+    needed = {LABELS: "class names", CONFIG_NAME: "model config"}
+    if not (folder / ONNX_FILE).is_file():
+        needed[WEIGHTS_NAME] = "model weights"
     if meta.get("variant") == "tfidf_linear":
-        needed["vocabulary.json"] = "tf-idf vocabulary"
+        needed[TFIDF_VOCABULARY] = "tf-idf vocabulary"
     if (folder / TOKENIZER).is_dir():
         needed[f"{TOKENIZER}/tokenizer.json"] = "tokenizer vocabulary"
         needed[f"{TOKENIZER}/tokenizer_config.json"] = "tokenizer config"
@@ -214,6 +256,12 @@ def verify(folder: str | Path, meta: dict | None = None, first_only: bool = Fals
         path = folder / name
         if ".." in Path(name).parts or Path(name).is_absolute():
             check.problems.append(f"{meta_path}: checksum for a path outside the folder: {name}")
+        elif name == META:
+            if settings_sha256(meta) != want:
+                check.problems.append(
+                    f"{path}: its settings changed since the model folder was written (their "
+                    "sha256 differs from the one recorded); restore the file or retrain"
+                )
         elif not path.is_file():
             check.problems.append(
                 f"{path}: missing (its sha256 is recorded in {meta_path}); "
@@ -256,6 +304,12 @@ def _verify_part(check: FolderCheck, folder: Path, part: str, first_only: bool) 
         return set()
     found = verify(sub, first_only=first_only)
     check.problems += found.problems
+    if check.recorded:  # a part holds what its loader reads, nothing else
+        check.problems += [
+            f"{sub / name}: not a file of the ensemble's part {part!r} (not among the files "
+            "its loader reads); added after the folder was written: remove it"
+            for name in found.ignored
+        ]
     check.checked += found.checked
     check.recorded = check.recorded and found.recorded
     part_read = set(loader_files(sub)) | set(read_json(sub / META).get(CHECKSUMS) or {})

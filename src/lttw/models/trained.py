@@ -5,7 +5,7 @@ Two kinds of classifier share it, told apart by what they read (``reads``):
     "tokens"  the torch classifiers of the registry (``registry.Classifier``): token tensors
               and latent-factor rows, batched (``data.batching.Batchable``)
     "texts"   ``tfidf_linear`` (``tfidf.TfidfLinear``): a list of raw texts
-    "arrays"  an exported classifier run without torch (``serving.onnx_runtime``'s
+    "arrays"  an exported classifier run without torch (``models.onnx_classifier``'s
               ``OnnxClassifier``): the same token ids, masks and factor rows as numpy
               arrays (``TokenArrays``), batched here as ``Batchable`` batches them
 
@@ -25,13 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lttw.encoder.tokens import trimmed_length
+
 if TYPE_CHECKING:
     from lttw.models.calibration import Calibration
 
 TOKENS, TEXTS, ARRAYS = "tokens", "texts", "arrays"
-#: trimmed batch lengths are rounded up to a multiple of this (tensor-core friendly, and
-#: at most max_len / 8 distinct shapes for ``torch.compile``)
-LENGTH_MULTIPLE = 8
 
 
 def reads(model: Any) -> str:
@@ -44,12 +43,6 @@ def row_lengths(attention_mask: np.ndarray) -> np.ndarray:
     """(n,) int64: 1 + the position of each row's last real token (any padding side)."""
     positions = np.arange(1, attention_mask.shape[1] + 1)
     return ((np.asarray(attention_mask) != 0) * positions).max(1, initial=0).astype(np.int64)
-
-
-def trimmed_length(longest: int, seq: int) -> int:
-    """The columns a batch whose longest row has ``longest`` tokens keeps of ``seq``: the
-    padding no row uses is cut, to a multiple of ``LENGTH_MULTIPLE``."""
-    return min(seq, -(-max(1, longest) // LENGTH_MULTIPLE) * LENGTH_MULTIPLE)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from lttw.evaluation.estimate import SOURCES
 from lttw.io import read_json, write_json
 from lttw.model_card import CARD, METRICS, card_metrics, render_card, write_card
 from lttw.models.bundle import META
-from lttw.models.folder_files import CHECKSUMS, file_sha256
+from lttw.model_files import CHECKSUMS
+from lttw.models.folder_files import file_sha256
 
 if TYPE_CHECKING:
     from lttw.training.run_settings import RunSettings
