@@ -10,6 +10,7 @@ import typer
 from lttw import layout
 from lttw.cli.main import (
     EXIT_BAD_INPUT,
+    BadInputError,
     ModelDir,
     Params,
     _examples,
@@ -187,13 +188,24 @@ def verify(
 
     if not (folder / META).is_file():
         raise UserError(f"{folder}: not a trained model folder (no {META})")
-    meta, classes = read_model_meta(folder)
+    try:
+        meta, classes = read_model_meta(folder)
+    except UserError as err:
+        raise BadInputError(str(err)) from None
     found = check_files(folder, meta)
+    found.problems += [
+        f"{folder / name}: not a file of the ensemble's part (its loader does not read it); "
+        "added after the folder was written: remove it"
+        for name in found.stray
+    ]
     for problem in found.problems:
         typer.echo(f"error: {problem}", err=True)
     if found.problems:
         raise typer.Exit(EXIT_BAD_INPUT)
-    ModelFolder.described(folder, meta, classes)  # its settings against its weights
+    try:
+        ModelFolder.described(folder, meta, classes)  # its settings against its weights
+    except UserError as err:
+        raise BadInputError(str(err)) from None
     ignored = (
         f"; {len(found.ignored)} files the loader does not read, not checked: "
         + ", ".join(found.ignored[:10])

@@ -17,7 +17,7 @@ import numpy as np
 
 from lttw.errors import UserError
 from lttw.inference.predict import Predictor
-from lttw.model_files import ONNX_FILE
+from lttw.model_files import ONNX_FILE, WEIGHTS_NAME
 from lttw.models.model_folder import ModelFolder
 from lttw.models.onnx_classifier import OnnxClassifier, onnx_loader
 
@@ -51,6 +51,12 @@ def load_predictor(
         raise UserError(f"{folder}: no {ONNX_FILE} here; make one with `lttw export --onnx`")
     if backend != "torch" and opened.has_onnx:
         return Predictor.from_folder(opened, device, load_model=onnx_loader(threads))
+    exports = [f for f in (opened, *opened.parts) if f.onnx and not (f.path / WEIGHTS_NAME).is_file()]
+    if backend == "torch" and exports:
+        raise UserError(
+            f"{exports[0].path}: an ONNX export, without torch weights ({WEIGHTS_NAME}): run it "
+            "with onnxruntime (backend auto or onnx), or name the torch folder it came from"
+        )
     if backend == "torch" and threads:
         try:
             import torch

@@ -174,13 +174,16 @@ def required_files(folder: Path, meta: dict) -> dict[str, str]:
 @dataclass
 class FolderCheck:
     """What ``verify`` found: ``recorded`` (checksums present), files checked, problems
-    (each one line naming a file), and files present that the loader does not read."""
+    (each one line naming a file), files present that the loader does not read
+    (``ignored``), and those of them inside an ensemble's part folder (``stray``: a part
+    holds what its loader reads, nothing else; loading skips them, ``lttw verify`` fails)."""
 
     folder: Path
     recorded: bool
     checked: int = 0
     problems: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    stray: list[str] = field(default_factory=list)
 
 
 def unread_files(folder: str | Path, read: set[str] | None = None) -> list[str]:
@@ -285,11 +288,14 @@ def verify(folder: str | Path, meta: dict | None = None, first_only: bool = Fals
                 if first_only:
                     return check
     read = set(loader_files(folder)) | set(sums)
-    for part in ENSEMBLE_PARTS.get(str(meta.get("variant")), ()):
+    parts = ENSEMBLE_PARTS.get(str(meta.get("variant")), ())
+    for part in parts:
         read |= _verify_part(check, folder, part, first_only)
         if first_only and check.problems:
             return check
-    check.ignored = unread_files(folder, read)
+    unread = unread_files(folder, read)
+    check.stray = [name for name in unread if name.split("/")[0] in parts]
+    check.ignored = [name for name in unread if name not in check.stray]
     return check
 
 
@@ -304,12 +310,6 @@ def _verify_part(check: FolderCheck, folder: Path, part: str, first_only: bool) 
         return set()
     found = verify(sub, first_only=first_only)
     check.problems += found.problems
-    if check.recorded:  # a part holds what its loader reads, nothing else
-        check.problems += [
-            f"{sub / name}: not a file of the ensemble's part {part!r} (not among the files "
-            "its loader reads); added after the folder was written: remove it"
-            for name in found.ignored
-        ]
     check.checked += found.checked
     check.recorded = check.recorded and found.recorded
     part_read = set(loader_files(sub)) | set(read_json(sub / META).get(CHECKSUMS) or {})
