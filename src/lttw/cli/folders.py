@@ -84,7 +84,7 @@ def export(
 
     from lttw.inference.predict import Predictor
     from lttw.io import atomic_dir
-    from lttw.models.bundle import META
+    from lttw.model_files import META
     from lttw.models.folder_files import copy_loader_files, record_checksums
 
     source = _model_dir(model, params)
@@ -159,7 +159,8 @@ def _carry_card(source: Path, dest: Path) -> None:
     import shutil
 
     from lttw.io import write_json
-    from lttw.model_card import CARD, METRICS, write_card
+    from lttw.model_card import write_card
+    from lttw.model_files import CARD, METRICS
     from lttw.reporting.fold_card import fold_card
     from lttw.serving.info import folder_metrics
 
@@ -182,7 +183,8 @@ def verify(
     3: a file is missing, changed or unrecorded (one `error:` line each); 1: no checksums
     recorded (a folder written before lttw recorded them; `lttw export` writes a copy that
     has them)."""
-    from lttw.models.bundle import META, read_model_meta
+    from lttw.model_files import META
+    from lttw.models.bundle import read_model_meta
     from lttw.models.folder_files import verify as check_files
     from lttw.models.model_folder import ModelFolder
 
@@ -224,7 +226,8 @@ def verify(
 
 def _say_card(folder: Path) -> None:
     """The model card's headline (``lttw.model_card``), where the folder has one."""
-    from lttw.model_card import CARD, headline, read_card
+    from lttw.model_card import headline, read_card
+    from lttw.model_files import CARD
 
     card = read_card(folder)
     if card is None:

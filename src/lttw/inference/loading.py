@@ -40,8 +40,8 @@ def load_predictor(
     threads: int | None = None,
     backend: str = "auto",
     revision: str | None = None,
-) -> Predictor:
-    """The folder's classifier: onnxruntime when it holds ``model.onnx`` (``backend`` auto
+):
+    """The folder's classifier (a ``Predictor``, or an ensemble's): onnxruntime when it holds ``model.onnx`` (``backend`` auto
     or onnx), torch otherwise (or with ``backend`` torch). ``folder``: a path or a hub id
     (at ``revision``)."""
     if backend not in BACKENDS:
@@ -51,7 +51,9 @@ def load_predictor(
         raise UserError(f"{folder}: no {ONNX_FILE} here; make one with `lttw export --onnx`")
     if backend != "torch" and opened.has_onnx:
         return Predictor.from_folder(opened, device, load_model=onnx_loader(threads))
-    exports = [f for f in (opened, *opened.parts) if f.onnx and not (f.path / WEIGHTS_NAME).is_file()]
+    exports = [
+        f for f in (opened, *opened.parts) if f.onnx and not (f.path / WEIGHTS_NAME).is_file()
+    ]
     if backend == "torch" and exports:
         raise UserError(
             f"{exports[0].path}: an ONNX export, without torch weights ({WEIGHTS_NAME}): run it "
@@ -72,7 +74,7 @@ def load_model(
     device: str = "auto",
     backend: str = "auto",
     revision: str | None = None,
-) -> Predictor:
+):
     """``lttw.load_model``: see its docstring."""
     return load_predictor(folder, device=device, backend=backend, revision=revision)
 

@@ -120,7 +120,9 @@ def check_settings(path: Path, meta: dict, config: dict) -> None:
     if meta.get("with_factors") and isinstance(slots, int):
         k, s = meta["k"], meta["s"]
         if k + s != slots:
-            raise _edited(path, f"k + s = {k} + {s} = {k + s}, but the weights fuse {slots} factor rows")
+            raise _edited(
+                path, f"k + s = {k} + {s} = {k + s}, but the weights fuse {slots} factor rows"
+            )
     max_len = meta.get("max_len")
     trained_len = config.get("max_len")
     if isinstance(trained_len, int) and max_len != trained_len:

@@ -14,7 +14,6 @@ from lttw.model_files import METRICS as METRICS_FILE
 from lttw.models.calibration import Calibration
 
 
-
 def folder_metrics(folder: str | Path) -> dict:
     """``metrics.json`` of the folder (a model card's, or an exported folder's); for a
     pipeline folder without one, ``ROOT/models/fold_N``,

@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from lttw.errors import UserError
-from lttw.serving.check_sample import read_labelled
 from lttw.inference.loading import load_predictor
 from lttw.model_files import ONNX_FILE, ONNX_RECORD, WEIGHTS_NAME
+from lttw.serving.check_sample import read_labelled
 
 OPSET = 17
 #: fp32: every label equal and probabilities this close to torch's

@@ -11,16 +11,18 @@ writes (the default ``(?u)\\b\\w+\\b``, scikit-learn's ``(?u)\\b\\w\\w+\\b``) is
 
 from __future__ import annotations
 
+import importlib
 import re
-
-try:  # Python 3.11+
-    from re import _constants as _sre
-    from re import _parser as _parse
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _sre  # type: ignore[no-redef]
-    import sre_parse as _parse  # type: ignore[no-redef]
+from typing import Any
 
 from lttw.errors import UserError
+
+try:  # Python 3.11+: the parser of the re module (sre_parse before, deprecated since)
+    _parse: Any = importlib.import_module("re._parser")
+    _sre: Any = importlib.import_module("re._constants")
+except ImportError:  # pragma: no cover - Python 3.10
+    _parse = importlib.import_module("sre_parse")
+    _sre = importlib.import_module("sre_constants")
 
 MAX_PATTERN_CHARS = 1000
 _REPEATS = (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", None))

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from lttw.errors import DataError
-from lttw.model_files import WORDS as WORDS_DIR
 from lttw.text.words import WordSplitter, read_rule, write_rule
 
 PAD_ID, UNK_ID = 0, 1

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING
 from lttw import layout
 from lttw.evaluation.estimate import SOURCES
 from lttw.io import read_json, write_json
-from lttw.model_card import CARD, METRICS, card_metrics, render_card, write_card
-from lttw.models.bundle import META
-from lttw.model_files import CHECKSUMS
+from lttw.model_card import card_metrics, render_card, write_card
+from lttw.model_files import CARD, CHECKSUMS, META, METRICS
 from lttw.models.folder_files import file_sha256
 
 if TYPE_CHECKING:
