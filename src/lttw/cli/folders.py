@@ -185,7 +185,7 @@ def verify(
     has them)."""
     from lttw.model_files import META
     from lttw.models.bundle import read_model_meta
-    from lttw.models.folder_files import verify as check_files
+    from lttw.models.folder_check import verify as check_files
     from lttw.models.model_folder import ModelFolder
 
     if not (folder / META).is_file():

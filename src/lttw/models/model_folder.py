@@ -34,7 +34,7 @@ from lttw.models.bundle import (
 )
 from lttw.models.ensemble import ENSEMBLE_PARTS, EnsembleWeights
 from lttw.models.file_limits import check_size
-from lttw.models.folder_files import check_folder
+from lttw.models.folder_check import check_folder
 from lttw.models.hub_snapshot import resolve_model_location
 from lttw.text.pattern_cost import check_pattern_cost
 from lttw.text.words import WORDS_FILE
