@@ -258,7 +258,7 @@ def main() -> int:
     try:
         torch_dir, onnx_dir = tiny_model(work)
         from lttw import load_model
-        from lttw.serving.onnx_runtime import backend_name
+        from lttw.inference.loading import backend_name
 
         reference = load_model(onnx_dir, device="cpu")
         check(

@@ -36,13 +36,12 @@ def load_model(
     ``predict(texts)`` gives the labels, ``predict_proba(texts)`` a (len(texts), n_labels)
     array over ``classes``. ``backend`` auto: onnxruntime where the folder holds
     ``model.onnx`` (on the CPU, whatever ``device`` says unless it names another device),
-    torch otherwise; ``onnx`` or ``torch`` to choose. A folder that does not load raises
-    ``lttw.errors.UserError`` naming the file and what is wrong."""
+    torch otherwise; ``onnx`` or ``torch`` to choose. ``revision``: of a hub id. A folder
+    that does not load raises ``lttw.errors.UserError`` naming the file and what is wrong."""
     from importlib import import_module
 
-    location = import_module("lttw.models.hub_snapshot").resolve_model_location(folder, revision)
-    runtime = import_module("lttw.serving.onnx_runtime")
-    return runtime.load_predictor(location, device=device, backend=backend)
+    loading = import_module("lttw.inference.loading")
+    return loading.load_model(folder, device=device, backend=backend, revision=revision)
 
 
 def __getattr__(name: str):

@@ -12,9 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lttw.io import atomic_path, load_yaml, read_json, write_json
+from lttw.model_files import CARD, METRICS
 
-CARD = "README.md"
-METRICS = "metrics.json"
 #: the version of ``metrics.json``'s layout
 CARD_VERSION = 1
 

@@ -106,7 +106,7 @@ def test_multi_label_explain(multi_dir):
 
 
 def test_multi_label_onnx_export(multi_dir, tmp_path):
-    from lttw.serving.onnx_runtime import load_predictor
+    from lttw.inference.loading import load_predictor
 
     out = tmp_path / "onnx"
     result = invoke("export", "--model", multi_dir, "--out", out, "--onnx")

@@ -100,6 +100,10 @@ def test_calibration_that_disagrees_with_the_folder_is_refused(plain_dir, tmp_pa
     folder = calibrated_copy(plain_dir, tmp_path / "s", temperature=2.0)
     meta = read_json(folder / "lttw.json")
     write_json(folder / "lttw.json", {**meta, "multi_label": True})
+    with pytest.raises(UserError, match="lttw.json: its settings changed"):  # checksummed
+        Predictor.load(folder)
+    del meta["sha256"]  # as a folder written before checksums were recorded
+    write_json(folder / "lttw.json", {**meta, "multi_label": True})
     with pytest.raises(UserError, match="multi_label"):
         Predictor.load(folder)
 

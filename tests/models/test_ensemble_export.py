@@ -8,11 +8,12 @@ second (the parts' training is the train stage's, tested elsewhere)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-from support.cli_runner import invoke
+from support.cli_runner import assert_user_error, invoke
 from support.model_folders import build_model_folder
 
 from lttw.models.bundle import write_model_folder
@@ -76,8 +77,24 @@ def test_an_ensemble_exports_its_neural_part_as_onnx(ensemble_dir, tmp_path):
     assert not (out / "tfidf_linear" / "model.onnx").exists()
     verified = invoke("verify", out)
     assert verified.exit_code == 0, verified.output
-    from lttw.serving.onnx_runtime import backend_name, load_predictor
+    from lttw.inference.loading import backend_name, load_predictor
 
     predictor = load_predictor(out)
     assert backend_name(predictor) == "onnx-fp32+texts"
     assert np.allclose(_probs(out), _probs(ensemble_dir), atol=1e-4)
+
+
+def test_a_stray_file_in_a_part_fails_verify(ensemble_dir):
+    """tfidf_linear/notes.md: not a file its loader reads (loading skips it)."""
+    assert_user_error(invoke("verify", ensemble_dir), "tfidf_linear/notes.md", code=3)
+
+
+def test_an_edited_part_lttw_json_fails_verify(ensemble_dir, tmp_path):
+    folder = tmp_path / "model"
+    shutil.copytree(ensemble_dir, folder)
+    (folder / "tfidf_linear" / "notes.md").unlink()
+    assert invoke("verify", folder).exit_code == 0
+    part_meta = folder / "lttw" / "lttw.json"
+    meta = json.loads(part_meta.read_text())
+    part_meta.write_text(json.dumps({**meta, "seed": 7}))  # a key outside the part's settings
+    assert_user_error(invoke("verify", folder), "lttw/lttw.json", "changed since", code=3)

@@ -24,7 +24,9 @@ ANSWERING = [
     "lttw.inference.predict",
     "lttw.inference.batch_predict",
     "lttw.inference.answers",
-    "lttw.serving.onnx_runtime",
+    "lttw.inference.loading",
+    "lttw.models.onnx_classifier",
+    "lttw.models.model_folder",
     "lttw.serving.server",
     "lttw.serving.info",
 ]

@@ -5,6 +5,8 @@ and writes nothing when the check fails; int8 is checked by macro F1 on labelled
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +16,11 @@ from support.cli_runner import assert_user_error, invoke
 from support.model_folders import build_model_folder
 from support.serving_models import CLASSES, labelled_texts, shared_lttw_folder
 
+from lttw.errors import UserError
+from lttw.inference.loading import backend_name, load_predictor
 from lttw.inference.predict import Predictor
+from lttw.models.onnx_classifier import OnnxClassifier
 from lttw.serving import onnx_export
-from lttw.serving.onnx_runtime import OnnxClassifier, backend_name, load_predictor
 
 #: texts of other lengths than the traced batch's (dynamic batch and sequence axes)
 TEXTS = [
@@ -48,7 +52,7 @@ def fp32_dir(lttw_dir, check_file, tmp_path_factory) -> tuple[Path, str]:
         "export", "--model", lttw_dir, "--out", out, "--onnx", "--check-file", check_file
     )
     assert result.exit_code == 0, result.output
-    return out, result.stderr
+    return out, result.stderr + result.stdout
 
 
 def test_fp32_export_matches_torch(lttw_dir, fp32_dir):
@@ -63,7 +67,29 @@ def test_fp32_export_matches_torch(lttw_dir, fp32_dir):
     np.testing.assert_allclose(
         onnx.predict_proba(TEXTS, batch_size=2), torch_.predict_proba(TEXTS), atol=1e-5
     )
-    assert backend_name(load_predictor(out, backend="torch")) == "torch"
+
+
+def test_an_onnx_export_holds_no_torch_weights_and_says_both_sizes(lttw_dir, fp32_dir):
+    out, log = fp32_dir
+    assert not (out / "model.safetensors").exists()  # it runs on model.onnx alone
+    assert re.search(rf"exported {lttw_dir} \(\d+\.\d MB\) to {out} \(\d+\.\d MB;", log), log
+    with pytest.raises(UserError, match="an ONNX export, without torch weights"):
+        load_predictor(out, backend="torch")
+
+
+def test_an_onnx_part_with_an_edited_max_len_is_one_line(fp32_dir, tmp_path):
+    """max_len 32 -> 64 in an ONNX folder's lttw.json: verify and predict refuse it in one
+    line (the settings' checksum; without checksums, the classifier's own max_len)."""
+    folder = tmp_path / "edited"
+    shutil.copytree(fp32_dir[0], folder)
+    meta = json.loads((folder / "lttw.json").read_text())
+    (folder / "lttw.json").write_text(json.dumps({**meta, "max_len": 64}))
+    assert_user_error(invoke("verify", folder), "lttw.json", "settings changed", code=3)
+    assert_user_error(invoke("predict", "--model", folder, "hi"), "lttw.json", code=3)
+    del meta["sha256"]
+    (folder / "lttw.json").write_text(json.dumps({**meta, "max_len": 64}))
+    for args in (("verify", folder), ("predict", "--model", folder, "hi")):
+        assert_user_error(invoke(*args), "lttw.json", "max_len = 64", "built for 32", code=3)
 
 
 def test_predict_runs_the_onnx_folder(lttw_dir, fp32_dir, tmp_path):
@@ -156,7 +182,6 @@ def test_encoder_variant_without_factors(tmp_path, tiny_encoder_dir, monkeypatch
 
 
 def test_a_damaged_onnx_file_is_one_line(fp32_dir, tmp_path):
-    import shutil
 
     folder = tmp_path / "damaged"
     shutil.copytree(fp32_dir[0], folder)

@@ -18,7 +18,7 @@ from support.torch_free import CLI, run_without, start_without
 
 from lttw import load_model
 from lttw.errors import UserError
-from lttw.serving.onnx_runtime import backend_name, load_predictor
+from lttw.inference.loading import backend_name, load_predictor
 
 TEXTS = ["oil", "the team won the match in the last minute of the season", "", "stock market"]
 
@@ -36,7 +36,8 @@ def folders(tmp_path_factory, tiny_encoder_dir) -> tuple[Path, Path]:
 def test_load_model_runs_an_export_on_onnx(folders):
     model, onnx = folders
     assert backend_name(load_model(onnx)) == "onnx-fp32"
-    assert backend_name(load_model(onnx, backend="torch")) == "torch"
+    with pytest.raises(UserError, match="an ONNX export, without torch weights"):
+        load_model(onnx, backend="torch")  # the export holds model.onnx alone
     assert backend_name(load_model(model)) == "torch"
     np.testing.assert_allclose(
         load_model(onnx).predict_proba(TEXTS), load_model(model).predict_proba(TEXTS), atol=1e-5

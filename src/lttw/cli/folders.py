@@ -10,6 +10,7 @@ import typer
 from lttw import layout
 from lttw.cli.main import (
     EXIT_BAD_INPUT,
+    BadInputError,
     ModelDir,
     Params,
     _examples,
@@ -77,13 +78,13 @@ def export(
     (lttw_tfidf) is copied with each of its part folders. With --onnx / --int8 also export
     the classifier (an ensemble: each neural part) to ONNX and check it against torch on
     held-out texts (fp32: the same label on every text; int8: macro F1 within
-    ±--max-f1-diff, and the folder then holds model.onnx without the fp32 torch weights);
-    nothing is written when a check fails."""
+    ±--max-f1-diff); an ONNX folder holds model.onnx without the torch weights. Prints the
+    sizes of both folders. Nothing is written when a check fails."""
     import numpy as np
 
     from lttw.inference.predict import Predictor
     from lttw.io import atomic_dir
-    from lttw.models.bundle import META
+    from lttw.model_files import META
     from lttw.models.folder_files import copy_loader_files, record_checksums
 
     source = _model_dir(model, params)
@@ -138,9 +139,17 @@ def export(
                 )
         record_checksums(tmp)  # last: the sha256 of every file of the export
     typer.echo(
-        f"exported {source} to {out} (loads and predicts identically"
-        + (f"; ONNX {'int8' if int8 else 'fp32'} checked)" if onnx or int8 else ")")
+        f"exported {source} ({_size(source)}) to {out} ({_size(out)}; loads and predicts "
+        "identically" + (f"; ONNX {'int8' if int8 else 'fp32'} checked)" if onnx or int8 else ")")
     )
+
+
+def _size(folder: Path) -> str:
+    """The bytes of the files loading ``folder`` reads (an ensemble's parts included), in MB."""
+    from lttw.models.folder_files import loader_files, unread_files
+
+    files = set(loader_files(folder)) | set(unread_files(folder))
+    return f"{sum((folder / name).stat().st_size for name in files) / 1e6:.1f} MB"
 
 
 def _carry_card(source: Path, dest: Path) -> None:
@@ -150,7 +159,8 @@ def _carry_card(source: Path, dest: Path) -> None:
     import shutil
 
     from lttw.io import write_json
-    from lttw.model_card import CARD, METRICS, write_card
+    from lttw.model_card import write_card
+    from lttw.model_files import CARD, METRICS
     from lttw.reporting.fold_card import fold_card
     from lttw.serving.info import folder_metrics
 
@@ -174,17 +184,31 @@ def verify(
     differs from metrics.json (one `error:` line each); 1: no checksums
     recorded (a folder written before lttw recorded them; `lttw export` writes a copy that
     has them)."""
-    from lttw.models.bundle import META, read_model_meta
-    from lttw.models.folder_files import verify as check_files
+    from lttw.model_files import META
+    from lttw.models.bundle import read_model_meta
+    from lttw.models.folder_check import verify as check_files
+    from lttw.models.model_folder import ModelFolder
 
     if not (folder / META).is_file():
         raise UserError(f"{folder}: not a trained model folder (no {META})")
-    meta, _ = read_model_meta(folder)
+    try:
+        meta, classes = read_model_meta(folder)
+    except UserError as err:
+        raise BadInputError(str(err)) from None
     found = check_files(folder, meta)
+    found.problems += [
+        f"{folder / name}: not a file of the ensemble's part (its loader does not read it); "
+        "added after the folder was written: remove it"
+        for name in found.stray
+    ]
     for problem in found.problems:
         typer.echo(f"error: {problem}", err=True)
     if found.problems:
         raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        ModelFolder.described(folder, meta, classes)  # its settings against its weights
+    except UserError as err:
+        raise BadInputError(str(err)) from None
     ignored = (
         f"; {len(found.ignored)} files the loader does not read, not checked: "
         + ", ".join(found.ignored[:10])
@@ -204,7 +228,8 @@ def verify(
 def _say_card(folder: Path) -> None:
     """The model card's headline (``lttw.model_card``), where the folder has one; its
     README.md's model-index must hold metrics.json's numbers (``card_problems``)."""
-    from lttw.model_card import CARD, card_problems, headline, read_card
+    from lttw.model_card import card_problems, headline, read_card
+    from lttw.model_files import CARD
 
     card = read_card(folder)
     if card is None:

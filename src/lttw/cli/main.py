@@ -195,18 +195,15 @@ def _load(
     onnx: bool = False,
     revision: str | None = None,
 ):
-    """The model folder's ``Predictor`` (``model``: a folder or a hub id at ``revision``);
-    with ``onnx``, run by onnxruntime where the folder holds ``model.onnx`` (``lttw export
-    --onnx``). A folder that does not load is bad input (``BadInputError``, exit code 3)."""
+    """The model folder's ``Predictor`` (``inference.loading.load_predictor``: opened and
+    checked once; ``model``: a folder or a hub id at ``revision``); with ``onnx``, run by
+    onnxruntime where the folder holds ``model.onnx`` (``lttw export --onnx``), else torch.
+    A folder that does not load is bad input (``BadInputError``, exit code 3)."""
+    from lttw.inference.loading import load_predictor
+
     folder = _model_dir(model, params, revision)
     try:
-        if onnx:
-            from lttw.serving.onnx_runtime import load_predictor
-
-            return load_predictor(folder, device=device)
-        from lttw.inference.predict import Predictor
-
-        return Predictor.load(folder, device=device)
+        return load_predictor(folder, device=device, backend="auto" if onnx else "torch")
     except BadInputError:
         raise
     except UserError as err:

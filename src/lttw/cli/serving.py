@@ -156,8 +156,8 @@ def serve(
     Concurrent requests share forward passes (micro-batching). Every error is one line of
     JSON; every limit is an option below (docs/how-to/serving.md, "Limits and security").
     SIGTERM / Ctrl-C: stops accepting, finishes what it can within --shutdown-timeout, exits."""
+    from lttw.inference.loading import backend_name, load_predictor
     from lttw.serving.limits import over_bound
-    from lttw.serving.onnx_runtime import backend_name, load_predictor
     from lttw.serving.security import LOOPBACK_HOSTS, Access, is_loopback
     from lttw.serving.server import Limits
     from lttw.serving.server import serve as run_server

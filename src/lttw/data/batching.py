@@ -9,7 +9,7 @@ from functools import cached_property
 import torch
 
 from lttw.device import Runtime
-from lttw.models.trained import trimmed_length
+from lttw.encoder.tokens import trimmed_length
 
 
 @dataclass

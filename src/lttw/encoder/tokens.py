@@ -17,6 +17,16 @@ from lttw.progress import progress as progress_bar
 #: tokenizer classes whose whole pipeline is their ``tokenizer.json`` (transformers writes it
 #: from the backend it runs, and rebuilds the same one from ``tokenizer_config.json``)
 _BERT_CLASSES = {"BertTokenizer", "BertTokenizerFast"}
+#: trimmed batch lengths are rounded up to a multiple of this (tensor-core friendly, and
+#: at most max_len / 8 distinct shapes for ``torch.compile``)
+LENGTH_MULTIPLE = 8
+
+
+def trimmed_length(longest: int, seq: int) -> int:
+    """The columns of a padded batch of token rows whose longest row has ``longest`` tokens
+    that it keeps of ``seq``: the padding no row uses is cut, to a multiple of
+    ``LENGTH_MULTIPLE``."""
+    return min(seq, -(-max(1, longest) // LENGTH_MULTIPLE) * LENGTH_MULTIPLE)
 
 
 class WordPieceFile:

@@ -4,19 +4,22 @@ precision), its probabilities are scaled by its own temperature, the ensemble's 
 combine them, and the ensemble folder's own calibration.json (a temperature fitted to the
 mixture on the validation part; absent in folders written before it: none) scales the
 mixture. The part folders are read by ``inference.predict``'s own functions, passed in
-(``predict_part``, ``load_part``), so that this module does not import it back."""
+(``predict_part``), so that this module does not import it back."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lttw.evaluation.temperature import logits_of
 from lttw.inference.text_lines import as_texts
-from lttw.models.bundle import read_model_meta
 from lttw.models.calibration import Calibration, load_calibration
 from lttw.models.ensemble import EnsembleWeights
+
+if TYPE_CHECKING:
+    from lttw.models.model_folder import ModelFolder
 
 
 def _calibrated(probs: np.ndarray, folder: Path) -> np.ndarray:
@@ -67,18 +70,14 @@ class EnsemblePredictor:
         self.calibration: Calibration = calibration or Calibration()
 
     @classmethod
-    def load_ensemble(cls, folder: Path, device: str, load_part) -> EnsemblePredictor:
-        """The ensemble at ``folder``, its own files and every part folder checked
-        (``load_part``: ``Predictor.load``)."""
+    def from_folder(cls, folder: ModelFolder, parts) -> EnsemblePredictor:
+        """The ensemble of a checked ``ModelFolder`` whose ``parts`` are built (a
+        ``Predictor`` each, in weight order)."""
         from lttw.inference.scores import checked_calibration
-        from lttw.models.folder_files import check_folder
 
-        meta, classes = read_model_meta(folder)
-        check_folder(folder, meta)
-        weights = EnsembleWeights.load(folder)
-        parts = [load_part(folder / part, device) for part in weights.parts]
-        calibration = checked_calibration(folder, meta, len(classes))
-        return cls(folder, meta, classes, parts, weights, calibration)
+        calibration = checked_calibration(folder.path, folder.meta, len(folder.classes))
+        assert folder.weights is not None  # an ensemble's ModelFolder has its weights
+        return cls(folder.path, folder.meta, folder.classes, parts, folder.weights, calibration)
 
     def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         texts = as_texts(texts)  # each part's Predictor applies its own calibration.json

@@ -14,7 +14,7 @@ import numpy as np
 from lttw.inference.scores import checked_calibration, model_logits
 from lttw.inference.text_lines import as_texts
 from lttw.io import read_json
-from lttw.models.bundle import META
+from lttw.model_files import FACTORS, META, TOKENIZER, WORDS
 from lttw.models.calibration import Calibration
 from lttw.models.ensemble import ENSEMBLE_PARTS
 from lttw.models.trained import ARRAYS, TEXTS, TokenArrays, load_classifier, predict_proba, reads
@@ -22,7 +22,7 @@ from lttw.settings import CountSettings, TrainSettings
 
 if TYPE_CHECKING:  # imported where used: `lttw predict` needs neither pandas nor sklearn
     from lttw.data.fold_inputs import FoldInputs
-    from lttw.models.calibration import Calibration
+    from lttw.models.model_folder import ModelFolder
 
 
 #: how a torch model folder becomes one that answers without torch
@@ -53,13 +53,10 @@ def inference_runtime(folder: str | Path, meta: dict, device: str = "cpu", threa
 
 
 def checked_meta(folder: str | Path) -> dict:
-    """lttw.json of ``folder``, after checking its files (``folder_files.check_folder``)."""
-    from lttw.models.bundle import read_model_meta
-    from lttw.models.folder_files import check_folder
+    """lttw.json of ``folder``, after checking it whole (``ModelFolder.open``)."""
+    from lttw.models.model_folder import ModelFolder
 
-    meta, _ = read_model_meta(folder)
-    check_folder(folder, meta)
-    return meta
+    return ModelFolder.open(folder).meta
 
 
 def predict_cached_parts(
@@ -107,7 +104,6 @@ def predict_cached_parts(
 
 def saved_words(folder: str | Path):
     """The ``WordVocabulary`` of a model folder with ``model.vocab: words``, else None."""
-    from lttw.models.bundle import WORDS
     from lttw.text.word_ids import WordVocabulary
 
     path = Path(folder) / WORDS
@@ -162,88 +158,62 @@ class Predictor:
 
     @classmethod
     def load(cls, folder: str | Path, device: str = "cpu", load_model=None) -> Predictor:
-        """The model folder, checked as it loads: a damaged file raises a UserError naming it
-        and what is wrong (code shipped in a folder, ``auto_map``, is refused, never run).
-        ``load_model(folder)``: what runs the classifier instead of its torch weights (e.g.
-        ``serving.onnx_runtime``'s session over the folder's ONNX file, which needs no torch);
-        the rest (tokenizer, factor lookup, calibration) is the folder's own either way. A
-        folder that needs a package this install leaves out (torch, under ``pip install
-        lttw``) raises a UserError saying what to install or export."""
-        from safetensors import SafetensorError
+        """The model folder, opened and checked once (``models.model_folder.ModelFolder``),
+        then built: ``from_folder``."""
+        from lttw.models.model_folder import ModelFolder
 
-        from lttw.errors import UserError, missing_extra, one_line
+        return cls.from_folder(ModelFolder.open(folder), device, load_model)
 
-        folder = Path(folder)
-        if not (folder / META).is_file():
-            raise UserError(
-                f"{folder}: not a trained model folder (no {META}); train one (`dvc repro`) "
-                "or name the folder of one"
-            )
+    @classmethod
+    def from_folder(cls, folder: ModelFolder, device: str = "cpu", load_model=None) -> Predictor:
+        """The classifier of a checked ``ModelFolder`` (an ensemble: ``EnsemblePredictor``).
+        ``load_model(path)``: what runs the classifier instead of its torch weights (e.g.
+        ``models.onnx_classifier``'s session over the folder's ONNX file, which needs no
+        torch); the rest (tokenizer, factor lookup, calibration) is the folder's own either
+        way. A folder that needs a package this install leaves out (torch, under ``pip
+        install lttw``) raises a UserError saying what to install or export. Only the
+        package's own errors say what is wrong with a folder: any other is a bug, raised."""
+        from lttw.errors import UserError, missing_extra
+
         try:
-            return cls._load_checked(folder, device, load_model or load_classifier)
-        except UserError:
-            raise
+            return cls._built(folder, device, load_model or load_classifier)
         except ModuleNotFoundError as err:
             missing = missing_extra(err)
             if missing is None:
                 raise
             if (err.name or "").split(".")[0] == "torch":
                 raise UserError(
-                    f"{folder}: its torch weights need torch, which this install leaves out: "
-                    f"pip install 'lttw[train]', or export the folder to ONNX where torch is "
-                    f"installed ({ONNX_EXPORT}) and load the export"
+                    f"{folder.path}: its torch weights need torch, which this install leaves "
+                    f"out: pip install 'lttw[train]', or export the folder to ONNX where torch "
+                    f"is installed ({ONNX_EXPORT}) and load the export"
                 ) from None
-            raise UserError(f"{folder}: {missing}") from None
-        except (ValueError, KeyError, TypeError, RuntimeError, SafetensorError) as err:
-            raise UserError(f"{folder}: a damaged model folder ({one_line(err)})") from None
+            raise UserError(f"{folder.path}: {missing}") from None
 
     @classmethod
-    def _load_checked(cls, folder: Path, device: str, load_model) -> Predictor:
-        from lttw.models.bundle import (
-            FACTORS,
-            TOKENIZER,
-            check_tokenizer_folder,
-            inference_precision,
-            read_model_meta,
-        )
-        from lttw.models.folder_files import check_folder
-
-        meta, classes = read_model_meta(folder)
-        if meta.get("variant") in ENSEMBLE_PARTS:  # a folder of model folders
+    def _built(cls, folder: ModelFolder, device: str, load_model) -> Predictor:
+        if folder.is_ensemble:  # a folder of model folders, each part built the same way
             from lttw.inference.ensemble_predict import EnsemblePredictor
 
             # duck-typed: folder, meta, classes, predict_proba, predict as a Predictor's
-            # each part loaded as a folder of its own, by the same ``load_model``
-            return cast(
-                Predictor,
-                EnsemblePredictor.load_ensemble(
-                    folder, device, lambda part, dev: cls.load(part, dev, load_model)
-                ),
-            )
-        check_folder(folder, meta)  # files present and as recorded, before any is read
-        inference_precision(folder, meta)
-        if (folder / TOKENIZER).is_dir():
-            check_tokenizer_folder(folder)  # before the weights: fail fast, no remote code
-        model = load_model(folder)
+            parts = [cls._built(part, device, load_model) for part in folder.parts]
+            return cast(Predictor, EnsemblePredictor.from_folder(folder, parts))
+        path, meta, classes = folder.path, folder.meta, folder.classes
+        model = load_model(path)
         if reads(model) == TEXTS:
-            return cls(folder, meta, classes, model)
+            return cls(path, meta, classes, model)
         from lttw.encoder.tokenizer import load_saved_tokenizer
 
         lookup = None
         if meta.get("with_factors"):  # imported here: scikit-learn only where it is needed
             from lttw.factors.features import FactorLookup
 
-            lookup = FactorLookup.load(
-                folder / FACTORS, folder / FACTORS, model_words(folder, meta)
-            )
-        words = saved_words(folder)
-        tokenizer = None if words is not None else load_saved_tokenizer(folder / TOKENIZER)
+            lookup = FactorLookup.load(path / FACTORS, path / FACTORS, model_words(path, meta))
+        words = saved_words(path)
+        tokenizer = None if words is not None else load_saved_tokenizer(path / TOKENIZER)
         if reads(model) == ARRAYS:  # runs itself on the CPU: no torch runtime
-            return cls(folder, meta, classes, model.to(device), tokenizer, lookup, None, words)
-        runtime = inference_runtime(folder, meta, device)
-        return cls(
-            folder, meta, classes, model.to(runtime.device), tokenizer, lookup, runtime, words
-        )
+            return cls(path, meta, classes, model.to(device), tokenizer, lookup, None, words)
+        runtime = inference_runtime(path, meta, device)
+        return cls(path, meta, classes, model.to(runtime.device), tokenizer, lookup, runtime, words)
 
     def factors(self, texts: list[str]) -> np.ndarray | None:
         if self.lookup is None:

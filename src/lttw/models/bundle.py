@@ -22,19 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
+from lttw.model_files import CONFIG_NAME, FACTORS, LABELS, META, TOKENIZER, WORDS
 from lttw.models.file_limits import check_size
-from lttw.text.word_ids import WORDS_DIR as WORDS
 
 if TYPE_CHECKING:
     from lttw.settings import CountSettings, ModelSettings
 
-LABELS = "labels.json"
-META = "lttw.json"
-#: the classifier's own files (``registry.save_model``): variant + config, and its weights
-CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
-FACTORS = "factors"
-TOKENIZER = "tokenizer"
 #: how every prediction from a model folder runs (the evaluate stage, ``lttw predict``,
 #: ``explain``, ``serve``): float32 weights and activations, no bf16 autocast and no TF32,
 #: on every device, so one model gives one answer; recorded in lttw.json as ``precision``

@@ -28,8 +28,8 @@ import numpy as np
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
+from lttw.model_files import ENSEMBLE_FILE
 
-ENSEMBLE_FILE = "ensemble.json"
 #: ensemble variants -> the variants of their parts, in weight order
 ENSEMBLE_PARTS: dict[str, tuple[str, ...]] = {"lttw_tfidf": ("lttw", "tfidf_linear")}
 #: the candidate weights of the first part (the second gets 1 - w)

@@ -2,9 +2,11 @@
 sha256 checksums.
 
 ``lttw.json`` records ``sha256``, ``{relative path: hex digest}`` for every file the loader
-reads (all but ``lttw.json`` itself, which is parsed and checked key by key instead). The
-train stage records them when it writes ``models/fold_N``, ``lttw export`` when it writes its
-copy. On load (``check_folder``) every recorded file must be there with its recorded digest,
+reads; its entry for ``lttw.json`` itself is the digest of the settings prediction reads
+(``SETTINGS_KEYS``, canonical JSON: the file gains other keys after it is recorded, e.g. the
+final model's record), and an ensemble's also holds each part's ``lttw.json`` (which records
+the part's own files). The train stage records them when it writes ``models/fold_N``,
+``lttw export`` when it writes its copy. On load (``folder_check.check_folder``) every recorded file must be there with its recorded digest,
 and every file the loader would read must be recorded; the first that is not raises a
 one-line ``UserError`` naming it. A folder written before checksums were recorded (no
 ``sha256`` key) loads as before, after the check that the files it needs are present;
@@ -19,34 +21,63 @@ folder can rewrite ``lttw.json`` too.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
-from lttw.models.bundle import FACTORS, LABELS, META, TOKENIZER, WORDS
-from lttw.models.calibration import CALIBRATION
-from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS
-from lttw.models.file_limits import check_size, size_problem
+from lttw.model_files import (
+    CALIBRATION,
+    CARD,
+    CHECKSUMS,
+    CONFIG_NAME,
+    ENSEMBLE_FILE,
+    FACTORS,
+    LABELS,
+    META,
+    METRICS,
+    ONNX_FILE,
+    ONNX_RECORD,
+    TFIDF_VOCABULARY,
+    TOKENIZER,
+    WEIGHTS_NAME,
+    WORDS,
+)
+from lttw.models.ensemble import ENSEMBLE_PARTS
+from lttw.models.file_limits import check_size
 
-CHECKSUMS = "sha256"
+#: the keys of lttw.json that prediction reads, under its checksum
+SETTINGS_KEYS = (
+    "variant",
+    "max_len",
+    "k",
+    "s",
+    "ranking",
+    "counts",
+    "words",
+    "vocab",
+    "with_factors",
+    "precision",
+    "multi_label",
+    "frozen_encoder",
+)
 #: the top-level files a loader reads: the classifier (torch, or tfidf's extra vocabulary),
 #: what prediction needs, and what ``lttw export --onnx`` / ``lttw serve`` add (model.onnx
-#: and onnx.json: ``serving.onnx_runtime``; metrics.json: ``serving.info``), how scores
+#: and onnx.json: ``models.onnx_classifier``; metrics.json: ``serving.info``), how scores
 #: become probabilities and labels (calibration.json: ``models.calibration``; absent:
 #: softmax, temperature 1), an ensemble's weights (``models.ensemble``), and the model card
 #: (README.md with metrics.json: ``lttw.model_card``; checked and carried like the rest)
 TOP_LEVEL = (
-    "README.md",
-    "config.json",
-    "model.safetensors",
-    "vocabulary.json",
+    CARD,
+    CONFIG_NAME,
+    WEIGHTS_NAME,
+    TFIDF_VOCABULARY,
     LABELS,
     META,
-    "model.onnx",
-    "onnx.json",
-    "metrics.json",
+    ONNX_FILE,
+    ONNX_RECORD,
+    METRICS,
     CALIBRATION,
     ENSEMBLE_FILE,
 )
@@ -81,6 +112,13 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def settings_sha256(meta: dict) -> str:
+    """The hex sha256 of lttw.json's ``SETTINGS_KEYS`` as canonical JSON."""
+    settings = {key: meta[key] for key in SETTINGS_KEYS if key in meta}
+    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def ensemble_parts(folder: str | Path) -> tuple[str, ...]:
     """The part sub-folders of an ensemble model folder (``models.ensemble``), by the variant
     its lttw.json names; () for any other folder."""
@@ -95,10 +133,13 @@ def record_checksums(folder: str | Path) -> dict[str, str]:
     last step of writing a model folder; an ensemble's parts first, each into its own
     lttw.json); returns the folder's own."""
     folder = Path(folder)
-    for part in ensemble_parts(folder):
+    parts = ensemble_parts(folder)
+    for part in parts:
         record_checksums(folder / part)
     sums = {name: file_sha256(folder / name) for name in loader_files(folder) if name != META}
+    sums.update({f"{part}/{META}": file_sha256(folder / part / META) for part in parts})
     meta = read_json(folder / META)
+    sums[META] = settings_sha256(meta)
     meta[CHECKSUMS] = sums
     write_json(folder / META, meta)
     return sums
@@ -110,11 +151,11 @@ def required_files(folder: Path, meta: dict) -> dict[str, str]:
     and config, the word vocabulary, the factor files, a multi-label folder's thresholds."""
     if meta.get("variant") in ENSEMBLE_PARTS:  # its parts are model folders of their own
         return {LABELS: "class names", ENSEMBLE_FILE: "ensemble weights"}
-    needed = {LABELS: "class names", "config.json": "model config"}
-    if not (folder / "model.onnx").is_file():
-        needed["model.safetensors"] = "model weights"
+    needed = {LABELS: "class names", CONFIG_NAME: "model config"}
+    if not (folder / ONNX_FILE).is_file():
+        needed[WEIGHTS_NAME] = "model weights"
     if meta.get("variant") == "tfidf_linear":
-        needed["vocabulary.json"] = "tf-idf vocabulary"
+        needed[TFIDF_VOCABULARY] = "tf-idf vocabulary"
     if (folder / TOKENIZER).is_dir():
         needed[f"{TOKENIZER}/tokenizer.json"] = "tokenizer vocabulary"
         needed[f"{TOKENIZER}/tokenizer_config.json"] = "tokenizer config"
@@ -127,18 +168,6 @@ def required_files(folder: Path, meta: dict) -> dict[str, str]:
         needed[f"{FACTORS}/word_label_counts.safetensors"] = "word-label counts"
         needed[f"{FACTORS}/latent_factors.safetensors"] = "latent factors"
     return needed
-
-
-@dataclass
-class FolderCheck:
-    """What ``verify`` found: ``recorded`` (checksums present), files checked, problems
-    (each one line naming a file), and files present that the loader does not read."""
-
-    folder: Path
-    recorded: bool
-    checked: int = 0
-    problems: list[str] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)
 
 
 def unread_files(folder: str | Path, read: set[str] | None = None) -> list[str]:
@@ -178,93 +207,3 @@ def copy_loader_files(source: str | Path, dest: str | Path) -> list[str]:
         (dest / part).mkdir()
         left_out += [f"{part}/{name}" for name in copy_loader_files(source / part, dest / part)]
     return left_out
-
-
-def verify(folder: str | Path, meta: dict | None = None, first_only: bool = False) -> FolderCheck:
-    """Check ``folder`` against its recorded checksums (and for the files it needs)."""
-    folder = Path(folder)
-    if meta is None:
-        check_size(folder / META)
-        meta = read_json(folder / META)
-    sums = meta.get(CHECKSUMS) if isinstance(meta, dict) else None
-    check = FolderCheck(folder, recorded=sums is not None)
-    meta_path = folder / META
-    if sums is not None and not (
-        isinstance(sums, dict)
-        and all(isinstance(k, str) and isinstance(v, str) for k, v in sums.items())
-    ):
-        check.problems.append(f"{meta_path}: {CHECKSUMS!r} is not a map of file to digest")
-        return check
-    sums = sums or {}
-    for name in loader_files(folder):  # by size on disk, before any is read or hashed
-        too_large = size_problem(folder / name, name)
-        if too_large:
-            check.problems.append(too_large)
-            if first_only:
-                return check
-    for name, what in required_files(folder, meta).items():
-        if not (folder / name).is_file() and name not in sums:
-            check.problems.append(
-                f"{folder / name}: missing (no {what} here); the model folder is incomplete "
-                "(copy it again whole, or retrain)"
-            )
-            if first_only:
-                return check
-    for name, want in sorted(sums.items()):
-        path = folder / name
-        if ".." in Path(name).parts or Path(name).is_absolute():
-            check.problems.append(f"{meta_path}: checksum for a path outside the folder: {name}")
-        elif not path.is_file():
-            check.problems.append(
-                f"{path}: missing (its sha256 is recorded in {meta_path}); "
-                "the model folder is incomplete"
-            )
-        elif file_sha256(path) != want:
-            check.problems.append(
-                f"{path}: changed since the model folder was written (sha256 differs from "
-                f"the one recorded in {meta_path}); restore the file or retrain"
-            )
-        check.checked += 1
-        if first_only and check.problems:
-            return check
-    if check.recorded:
-        for name in loader_files(folder):
-            if name != META and name not in sums:
-                check.problems.append(
-                    f"{folder / name}: not among the checksums recorded in {meta_path}; "
-                    "added after the folder was written (remove it, or re-export the folder)"
-                )
-                if first_only:
-                    return check
-    read = set(loader_files(folder)) | set(sums)
-    for part in ENSEMBLE_PARTS.get(str(meta.get("variant")), ()):
-        read |= _verify_part(check, folder, part, first_only)
-        if first_only and check.problems:
-            return check
-    check.ignored = unread_files(folder, read)
-    return check
-
-
-def _verify_part(check: FolderCheck, folder: Path, part: str, first_only: bool) -> set[str]:
-    """An ensemble's part (a whole model folder of its own, ``folder/part``) verified into
-    ``check``; the part's files the loader reads, as paths relative to ``folder``."""
-    sub = folder / part
-    if not (sub / META).is_file():
-        check.problems.append(
-            f"{sub / META}: missing (the ensemble's part {part!r}); the model folder is incomplete"
-        )
-        return set()
-    found = verify(sub, first_only=first_only)
-    check.problems += found.problems
-    check.checked += found.checked
-    check.recorded = check.recorded and found.recorded
-    part_read = set(loader_files(sub)) | set(read_json(sub / META).get(CHECKSUMS) or {})
-    return {f"{part}/{name}" for name in part_read | {META}}
-
-
-def check_folder(folder: str | Path, meta: dict) -> None:
-    """Raise a one-line ``UserError`` for the first missing, changed or unrecorded file of
-    ``folder`` (what ``Predictor.load`` and the evaluate stage call before reading it)."""
-    found = verify(folder, meta, first_only=True)
-    if found.problems:
-        raise UserError(found.problems[0])

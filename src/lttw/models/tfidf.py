@@ -28,6 +28,8 @@ import numpy as np
 
 from lttw.errors import UserError
 from lttw.io import read_arrays, read_json, write_arrays, write_json
+from lttw.model_files import CONFIG_NAME, WEIGHTS_NAME
+from lttw.model_files import TFIDF_VOCABULARY as VOCAB_NAME
 from lttw.models.tfidf_vectorizer import VectorizerSettings
 from lttw.text.words import WordSplitter
 
@@ -36,9 +38,6 @@ VARIANT = "tfidf_linear"
 ABSENT = -1e4
 #: the constant score of a multi-label class that is always (+) or never (-) present in fit
 CONSTANT_SCORE = 30.0
-CONFIG_NAME = "config.json"
-VOCAB_NAME = "vocabulary.json"
-WEIGHTS_NAME = "model.safetensors"
 
 
 class TfidfLinear:

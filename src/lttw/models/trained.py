@@ -5,7 +5,7 @@ Two kinds of classifier share it, told apart by what they read (``reads``):
     "tokens"  the torch classifiers of the registry (``registry.Classifier``): token tensors
               and latent-factor rows, batched (``data.batching.Batchable``)
     "texts"   ``tfidf_linear`` (``tfidf.TfidfLinear``): a list of raw texts
-    "arrays"  an exported classifier run without torch (``serving.onnx_runtime``'s
+    "arrays"  an exported classifier run without torch (``models.onnx_classifier``'s
               ``OnnxClassifier``): the same token ids, masks and factor rows as numpy
               arrays (``TokenArrays``), batched here as ``Batchable`` batches them
 
@@ -25,13 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lttw.encoder.tokens import trimmed_length
+
 if TYPE_CHECKING:
     from lttw.models.calibration import Calibration
 
 TOKENS, TEXTS, ARRAYS = "tokens", "texts", "arrays"
-#: trimmed batch lengths are rounded up to a multiple of this (tensor-core friendly, and
-#: at most max_len / 8 distinct shapes for ``torch.compile``)
-LENGTH_MULTIPLE = 8
 
 
 def reads(model: Any) -> str:
@@ -44,12 +43,6 @@ def row_lengths(attention_mask: np.ndarray) -> np.ndarray:
     """(n,) int64: 1 + the position of each row's last real token (any padding side)."""
     positions = np.arange(1, attention_mask.shape[1] + 1)
     return ((np.asarray(attention_mask) != 0) * positions).max(1, initial=0).astype(np.int64)
-
-
-def trimmed_length(longest: int, seq: int) -> int:
-    """The columns a batch whose longest row has ``longest`` tokens keeps of ``seq``: the
-    padding no row uses is cut, to a multiple of ``LENGTH_MULTIPLE``."""
-    return min(seq, -(-max(1, longest) // LENGTH_MULTIPLE) * LENGTH_MULTIPLE)
 
 
 @dataclass(frozen=True)
@@ -132,7 +125,8 @@ def folder_calibration(folder: str | Path, meta: dict) -> Calibration | None:
     ``calibration.json``, or for a multi-label folder (lttw.json ``multi_label``) without
     one the sigmoid at 0.5; None for a single-label folder without one (the model's own
     softmax, as before calibration existed)."""
-    from lttw.models.calibration import CALIBRATION, load_calibration
+    from lttw.model_files import CALIBRATION
+    from lttw.models.calibration import load_calibration
 
     multi = bool(meta.get("multi_label", False))  # data.label_sets.MULTI_LABEL_KEY
     if not multi and not (Path(folder) / CALIBRATION).is_file():
@@ -196,7 +190,8 @@ def save_classifier(model: Any, folder: str | Path) -> None:
 def load_classifier(folder: str | Path, device: Any = "cpu") -> Any:
     """The classifier saved in ``folder`` (either kind), ready to predict on ``device``."""
     from lttw.io import read_json
-    from lttw.models.tfidf import CONFIG_NAME, VARIANT, TfidfLinear
+    from lttw.model_files import CONFIG_NAME
+    from lttw.models.tfidf import VARIANT, TfidfLinear
 
     config = Path(folder) / CONFIG_NAME
     if config.is_file() and read_json(config).get("variant") == VARIANT:

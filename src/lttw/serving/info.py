@@ -9,10 +9,9 @@ from pathlib import Path
 
 from lttw import layout
 from lttw.io import read_json
+from lttw.model_files import META
+from lttw.model_files import METRICS as METRICS_FILE
 from lttw.models.calibration import Calibration
-
-#: the metrics an exported folder carries (the pipeline's evaluate and train metrics)
-METRICS_FILE = "metrics.json"
 
 
 def folder_metrics(folder: str | Path) -> dict:
@@ -24,7 +23,7 @@ def folder_metrics(folder: str | Path) -> dict:
     if (folder / METRICS_FILE).is_file():
         doc = read_json(folder / METRICS_FILE)
         return doc if isinstance(doc, dict) else {}
-    meta = read_json(folder / "lttw.json") if (folder / "lttw.json").is_file() else {}
+    meta = read_json(folder / META) if (folder / META).is_file() else {}
     fold = meta.get("fold") if isinstance(meta, dict) else None
     root = folder.resolve().parent.parent
     if not isinstance(fold, int) or folder.resolve().parent.name != layout.MODELS_DIR.name:
@@ -58,7 +57,7 @@ def encoder_name(encoder: str | None) -> str | None:
 
 def model_info(predictor, backend: str) -> dict:
     """The ``GET /info`` document of a loaded ``Predictor``."""
-    from lttw.serving.onnx_runtime import read_record
+    from lttw.models.onnx_classifier import read_record
 
     meta = predictor.meta
     calibration = getattr(predictor, "calibration", None) or Calibration()

@@ -13,8 +13,8 @@ ones none (0.9161 vs torch's 0.9132 on the 1,000 held-out texts), at the same sp
 The export checks itself on a held-out labelled sample (by default the pipeline's
 ``data/sample/test.parquet``): fp32 must give the torch model's label on every text; int8
 must keep macro F1 within ``max_f1_drop`` (0.005) of torch's, either way (a higher F1 is a
-changed model too). Nothing is written otherwise. An int8 folder holds only what it runs:
-the torch weights (``model.safetensors``, fp32) are left out once the check has passed.
+changed model too). Nothing is written otherwise. An ONNX folder (fp32 or int8) holds only
+what it runs: the torch weights (``model.safetensors``) are left out once the check passed.
 """
 
 from __future__ import annotations
@@ -28,16 +28,14 @@ from pathlib import Path
 import numpy as np
 
 from lttw.errors import UserError
+from lttw.inference.loading import load_predictor
+from lttw.model_files import ONNX_FILE, ONNX_RECORD, WEIGHTS_NAME
 from lttw.serving.check_sample import read_labelled
-from lttw.serving.onnx_runtime import ONNX_FILE, ONNX_RECORD, load_predictor
 
 OPSET = 17
 #: fp32: every label equal and probabilities this close to torch's
 FP32_ATOL = 1e-4
 MAX_F1_DROP = 0.005
-#: the torch weights, which an int8 folder leaves out (models.folder_files reads them only
-#: where there is no model.onnx)
-TORCH_WEIGHTS = "model.safetensors"
 #: texts of varied length (padding in the traced batch) for the trace and a check without data
 PROBE_TEXTS = [
     "lttw export check",
@@ -245,8 +243,8 @@ def add_onnx(
     say(check.summary(precision))
     if not check.passed:
         raise UserError(f"the ONNX {precision} export fails its check: {check.summary(precision)}")
-    if int8:  # it runs on model.onnx alone: the fp32 weights would only be carried along
-        (folder / TORCH_WEIGHTS).unlink(missing_ok=True)
+    # it runs on model.onnx alone: the torch weights would only be carried along
+    (folder / WEIGHTS_NAME).unlink(missing_ok=True)
     write_json(
         folder / ONNX_RECORD,
         {

@@ -12,7 +12,7 @@ the user already runs (``--ray-address``, or ``RAY_ADDRESS``):
   ``LineCap`` (refused with its shard and row, or cut), a CSV record to the same byte bound
   before pandas reads it.
 - **predict**: ``map_batches`` over an ``ActorPoolStrategy`` of ``actors`` actors; each loads
-  the model once (``lttw.serving.onnx_runtime.load_predictor``: ONNX where the folder holds
+  the model once (``lttw.inference.loading.load_predictor``: ONNX where the folder holds
   ``model.onnx``) and adds the columns ``lttw predict --file --no-text`` writes (label, prob,
   prob_<class>; multi-label: labels).
 - **write**: parquet shards into a temporary folder beside ``out``, renamed into place when
@@ -201,7 +201,7 @@ class _PredictorActor:
     """An actor of the pool: the model loaded once, then one prediction frame per batch."""
 
     def __init__(self, model_dir: str, settings: RayBatchSettings):
-        from lttw.serving.onnx_runtime import load_predictor
+        from lttw.inference.loading import load_predictor
 
         self.predictor = load_predictor(model_dir, threads=max(1, int(settings.cpus_per_actor)))
         self.settings = settings

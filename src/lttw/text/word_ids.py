@@ -22,8 +22,6 @@ from lttw.text.words import WordSplitter, read_rule, write_rule
 PAD_ID, UNK_ID = 0, 1
 SPECIALS = ("<pad>", "<unk>")
 VOCAB_PARAMETER = "model.vocab"
-#: the model folder's sub-folder holding the vocabulary and the splitting rule
-WORDS_DIR = "words"
 VOCABULARY_FILE = "vocabulary.json"
 
 

@@ -47,6 +47,7 @@ from lttw.data.folds import read_fold_parts
 from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.errors import UserError
 from lttw.io import atomic_dir, read_json, write_arrays, write_json, write_metrics
+from lttw.model_files import META
 from lttw.settings import check_batch_size
 
 if TYPE_CHECKING:
@@ -56,9 +57,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: the model folder's metadata file, ``lttw.models.bundle.META`` (not imported from there: the
-#: ``lttw.models`` package imports torch and every variant)
-META = "lttw.json"
 FINAL_MODEL_DIR = layout.FINAL_MODEL_DIR
 FINAL_METRICS = layout.FINAL_METRICS
 FINAL_CHECKPOINTS = layout.CHECKPOINTS_DIR / "final"

@@ -11,10 +11,10 @@ from lttw import layout
 from lttw.errors import UserError
 from lttw.evaluation.estimate import SOURCES
 from lttw.io import read_json, write_json
-from lttw.model_card import CARD, METRICS, card_metrics, write_card
+from lttw.model_card import card_metrics, write_card
 from lttw.model_card_text import card_source, render_card
-from lttw.models.bundle import META
-from lttw.models.folder_files import CHECKSUMS, file_sha256
+from lttw.model_files import CARD, CHECKSUMS, META, METRICS
+from lttw.models.folder_files import file_sha256
 
 if TYPE_CHECKING:
     from lttw.training.run_settings import RunSettings

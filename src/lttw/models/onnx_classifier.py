@@ -1,4 +1,4 @@
-"""A model folder's classifier run by onnxruntime instead of torch.
+"""A model folder's classifier run by onnxruntime instead of torch (the ONNX backend).
 
 ``lttw export --onnx`` (``serving.onnx_export``) adds ``model.onnx`` to a model folder: the
 classifier's forward pass (encoder, latent-factor fusion, attention, head) from
@@ -8,43 +8,22 @@ the ``Predictor``'s own. ``OnnxClassifier`` stands in for the torch classifier w
 ``Predictor`` calls it (``models.trained.predict_proba``: length-sorted, trimmed batches,
 as numpy arrays), so both paths share every step but the forward pass itself, and this
 one imports no torch: the slim install (``pip install lttw``) answers with it.
-
-``load_predictor(folder)`` is what ``lttw predict`` / ``serve`` and ``lttw.load_model``
-call: ONNX when the folder holds ``model.onnx``, torch otherwise.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
 from lttw.errors import UserError
+from lttw.model_files import CONFIG_NAME, ONNX_FILE, ONNX_RECORD
 from lttw.models.trained import ARRAYS
-
-ONNX_FILE = "model.onnx"
-#: what the export recorded: precision (fp32 | int8), opset, inputs, its check's figures
-ONNX_RECORD = "onnx.json"
-
-
-def has_onnx(folder: str | Path) -> bool:
-    """Whether ``folder`` holds ``model.onnx``, or is an ensemble one of whose part folders
-    does (``lttw export --onnx`` of an ensemble: each neural part)."""
-    from lttw.models.ensemble import ENSEMBLE_FILE, ENSEMBLE_PARTS
-
-    folder = Path(folder)
-    if (folder / ONNX_FILE).is_file():
-        return True
-    parts = {part for parts in ENSEMBLE_PARTS.values() for part in parts}
-    return (folder / ENSEMBLE_FILE).is_file() and any(
-        (folder / part / ONNX_FILE).is_file() for part in parts
-    )
 
 
 def _cpu_threads() -> int:
-    import os
-
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -106,6 +85,7 @@ class OnnxClassifier:
 
 
 def read_record(folder: str | Path) -> dict:
+    """The folder's onnx.json ({} where it has none)."""
     path = Path(folder) / ONNX_RECORD
     if not path.is_file():
         return {}
@@ -120,56 +100,18 @@ def onnx_loader(threads: int | None = None):
     ensemble's part without one, e.g. its tfidf_linear part: its own classifier)."""
 
     def load(folder: str | Path):
-        from lttw.models.bundle import read_model_config
-
-        if not (Path(folder) / ONNX_FILE).is_file():
+        folder = Path(folder)
+        if not (folder / ONNX_FILE).is_file():
             from lttw.models.trained import load_classifier
 
             return load_classifier(folder)
+        from lttw.models.bundle import read_model_config
 
         _, config = read_model_config(folder)
         n_labels = config.get("n_labels")
         if not isinstance(n_labels, int):
-            raise UserError(f"{Path(folder) / 'config.json'}: no n_labels; the file is damaged")
-        record = read_record(folder)
-        return OnnxClassifier(
-            session(Path(folder) / ONNX_FILE, threads),
-            n_labels,
-            str(record.get("precision", "fp32")),
-        )
+            raise UserError(f"{folder / CONFIG_NAME}: no n_labels; the file is damaged")
+        precision = str(read_record(folder).get("precision", "fp32"))
+        return OnnxClassifier(session(folder / ONNX_FILE, threads), n_labels, precision)
 
     return load
-
-
-def load_predictor(
-    folder: str | Path, device: str = "cpu", threads: int | None = None, backend: str = "auto"
-):
-    """The folder's ``Predictor``: onnxruntime when it holds ``model.onnx`` (``backend``
-    auto or onnx), torch otherwise (or with ``backend`` torch)."""
-    from lttw.inference.predict import Predictor
-
-    if backend not in ("auto", "onnx", "torch"):
-        raise UserError(f"backend must be auto, onnx or torch (got {backend!r})")
-    if backend == "onnx" and not has_onnx(folder):
-        raise UserError(f"{folder}: no {ONNX_FILE} here; make one with `lttw export --onnx`")
-    if backend != "torch" and has_onnx(folder):
-        return Predictor.load(folder, device, load_model=onnx_loader(threads))
-    if backend == "torch" and threads:
-        try:
-            import torch
-        except ModuleNotFoundError:
-            pass  # Predictor.load says what to install
-        else:
-            torch.set_num_threads(threads)
-    return Predictor.load(folder, device)
-
-
-def backend_name(predictor) -> str:
-    """``onnx-fp32`` / ``onnx-int8`` / ``torch`` / ``texts`` (tfidf_linear), for logs and /info."""
-    parts = getattr(predictor, "parts", None)  # an ensemble: its parts' backends
-    if parts is not None:
-        return "+".join(backend_name(part) for part in parts)
-    model = predictor.model
-    if isinstance(model, OnnxClassifier):
-        return f"onnx-{model.precision}"
-    return "texts" if getattr(model, "reads", "tokens") == "texts" else "torch"

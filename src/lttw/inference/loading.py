@@ -1,0 +1,90 @@
+"""One way from a model folder to a classifier of texts: ``load_predictor`` opens the folder
+once (``models.model_folder.ModelFolder``: read, size-checked, verified, its settings checked
+against its weights) and builds the backend that runs it: onnxruntime where the folder holds
+``model.onnx`` (``models.onnx_classifier``; no torch needed), torch otherwise, a TF-IDF
+model's own arrays, or an ensemble of its parts. Every backend is a ``Classifier``.
+
+``lttw predict`` / ``explain`` / ``serve`` / ``export``, the Ray actors and
+``lttw.load_model`` load through it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from lttw.errors import UserError
+from lttw.inference.predict import Predictor
+from lttw.model_files import ONNX_FILE, WEIGHTS_NAME
+from lttw.models.model_folder import ModelFolder
+from lttw.models.onnx_classifier import OnnxClassifier, onnx_loader
+
+BACKENDS = ("auto", "onnx", "torch")
+
+
+class Classifier(Protocol):
+    """What every backend offers: the folder it came from, its classes, and the class
+    probabilities of a list of texts ((len(texts), len(classes)) float32)."""
+
+    folder: Path
+    classes: list[str]
+
+    def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray: ...
+
+
+def load_predictor(
+    folder: str | Path,
+    device: str = "cpu",
+    threads: int | None = None,
+    backend: str = "auto",
+    revision: str | None = None,
+):
+    """The folder's classifier (a ``Predictor``, or an ensemble's): onnxruntime when it holds ``model.onnx`` (``backend`` auto
+    or onnx), torch otherwise (or with ``backend`` torch). ``folder``: a path or a hub id
+    (at ``revision``)."""
+    if backend not in BACKENDS:
+        raise UserError(f"backend must be auto, onnx or torch (got {backend!r})")
+    opened = ModelFolder.open(folder, revision)
+    if backend == "onnx" and not opened.has_onnx:
+        raise UserError(f"{folder}: no {ONNX_FILE} here; make one with `lttw export --onnx`")
+    if backend != "torch" and opened.has_onnx:
+        return Predictor.from_folder(opened, device, load_model=onnx_loader(threads))
+    exports = [
+        f for f in (opened, *opened.parts) if f.onnx and not (f.path / WEIGHTS_NAME).is_file()
+    ]
+    if backend == "torch" and exports:
+        raise UserError(
+            f"{exports[0].path}: an ONNX export, without torch weights ({WEIGHTS_NAME}): run it "
+            "with onnxruntime (backend auto or onnx), or name the torch folder it came from"
+        )
+    if backend == "torch" and threads:
+        try:
+            import torch
+        except ModuleNotFoundError:
+            pass  # from_folder says what to install
+        else:
+            torch.set_num_threads(threads)
+    return Predictor.from_folder(opened, device)
+
+
+def load_model(
+    folder: str | Path = "models/final",
+    device: str = "auto",
+    backend: str = "auto",
+    revision: str | None = None,
+):
+    """``lttw.load_model``: see its docstring."""
+    return load_predictor(folder, device=device, backend=backend, revision=revision)
+
+
+def backend_name(predictor) -> str:
+    """``onnx-fp32`` / ``onnx-int8`` / ``torch`` / ``texts`` (tfidf_linear), for logs and /info."""
+    parts = getattr(predictor, "parts", None)  # an ensemble: its parts' backends
+    if parts is not None:
+        return "+".join(backend_name(part) for part in parts)
+    model = predictor.model
+    if isinstance(model, OnnxClassifier):
+        return f"onnx-{model.precision}"
+    return "texts" if getattr(model, "reads", "tokens") == "texts" else "torch"
