@@ -184,31 +184,16 @@ def verify(
     differs from metrics.json (one `error:` line each); 1: no checksums
     recorded (a folder written before lttw recorded them; `lttw export` writes a copy that
     has them)."""
-    from lttw.model_files import META
-    from lttw.models.bundle import read_model_meta
-    from lttw.models.folder_check import verify as check_files
-    from lttw.models.model_folder import ModelFolder
+    from lttw.models.model_folder import verify_folder
 
-    if not (folder / META).is_file():
-        raise UserError(f"{folder}: not a trained model folder (no {META})")
     try:
-        meta, classes = read_model_meta(folder)
+        found = verify_folder(folder)
     except UserError as err:
         raise BadInputError(str(err)) from None
-    found = check_files(folder, meta)
-    found.problems += [
-        f"{folder / name}: not a file of the ensemble's part (its loader does not read it); "
-        "added after the folder was written: remove it"
-        for name in found.stray
-    ]
     for problem in found.problems:
         typer.echo(f"error: {problem}", err=True)
     if found.problems:
         raise typer.Exit(EXIT_BAD_INPUT)
-    try:
-        ModelFolder.described(folder, meta, classes)  # its settings against its weights
-    except UserError as err:
-        raise BadInputError(str(err)) from None
     ignored = (
         f"; {len(found.ignored)} files the loader does not read, not checked: "
         + ", ".join(found.ignored[:10])

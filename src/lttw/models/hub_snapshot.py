@@ -52,7 +52,7 @@ def push_folder(
     """Upload ``folder`` to the hub model repository ``repo_id`` (made where missing) on
     branch ``revision`` (made where missing; default main), once its files match the
     checksums in its ``lttw.json``; the commit's address."""
-    from lttw.models.folder_files import verify
+    from lttw.models.model_folder import verify_folder  # (it imports this module)
 
     folder = Path(folder)
     if not HUB_ID.fullmatch(repo_id):
@@ -60,7 +60,10 @@ def push_folder(
     check_revision(revision)
     if not folder.is_dir():
         raise UserError(f"{folder}: no such model folder")
-    check = verify(folder)
+    try:
+        check = verify_folder(folder)
+    except UserError as err:
+        raise UserError(f"not pushed: {err}") from None
     if check.problems:
         raise UserError(f"not pushed: {check.problems[0]}")
     if not check.recorded:

@@ -34,7 +34,7 @@ from lttw.models.bundle import (
 )
 from lttw.models.ensemble import ENSEMBLE_PARTS, EnsembleWeights
 from lttw.models.file_limits import check_size
-from lttw.models.folder_check import check_folder
+from lttw.models.folder_check import FolderCheck, check_folder, verify
 from lttw.models.hub_snapshot import resolve_model_location
 from lttw.text.pattern_cost import check_pattern_cost
 from lttw.text.words import WORDS_FILE
@@ -106,6 +106,25 @@ class ModelFolder:
         if (path / TOKENIZER).is_dir():
             check_tokenizer_folder(path)  # before the weights: fail fast, no remote code
         return cls(path, meta, classes, variant, config, onnx=(path / ONNX_FILE).is_file())
+
+
+def verify_folder(folder: str | Path) -> FolderCheck:
+    """``lttw verify`` and ``lttw push``'s check of a local folder: every file against its
+    recorded checksum (problems listed, one line each, a stray file in an ensemble's part
+    among them); where they all match, its settings against its weights (a UserError)."""
+    folder = Path(folder)
+    if not (folder / META).is_file():
+        raise UserError(f"{folder}: not a trained model folder (no {META})")
+    meta, classes = read_model_meta(folder)
+    found = verify(folder, meta)
+    found.problems += [
+        f"{folder / name}: not a file of the ensemble's part (its loader does not read it); "
+        "added after the folder was written: remove it"
+        for name in found.stray
+    ]
+    if not found.problems:
+        ModelFolder.described(folder, meta, classes)
+    return found
 
 
 def _edited(path: Path, what: str) -> UserError:
