@@ -56,7 +56,7 @@ def test_a_study_name_that_climbs_out_of_the_work_folder_is_refused(project, tmp
     assert_user_error(result, "--study", escaped)
     assert not (tmp_path / "outside").exists() and not (project / "outside").exists()
     assert not (project / "data").exists()  # no storage, no work folder
-    # a space's name is checked the same way: experiments/search-../../../x.yaml is x.yaml
+    # a space's name is checked the same way: the space file search-<name>.yaml climbing up
     (project / "experiments" / "search-..").mkdir()
     (project / "x.yaml").write_text(yaml.safe_dump(SPACE))
     climbing = lttw(["tune", "../../../x", "--trials", "1"], project, check=False)

@@ -32,7 +32,7 @@ def push(
     after checking its files against the checksums in its lttw.json as `lttw verify` does:
     a folder that fails the check is never pushed. Files the loader does not read stay
     behind. Log in first (`hf auth login`, or HF_TOKEN); HF_ENDPOINT names another hub."""
-    from lttw.models.hub_snapshot import push_folder
+    from lttw.models.hub_push import push_folder
 
     try:
         url = push_folder(folder, repo_id, revision, private)
