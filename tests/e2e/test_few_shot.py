@@ -54,6 +54,12 @@ def test_eight_texts_a_class_at_defaults(tmp_path, tiny_encoder_dir):
     answer = run(["lttw", "predict", "--json", "Late goal wins the cup final"], project)
     assert json.loads(answer.splitlines()[-1])["label"] in ("World", "Sports")
 
+    # every row's out-of-fold probabilities, from the eight folds: lttw data issues checks all
+    issues = run(["lttw", "data", "issues"], project)
+    assert f"among {2 * PER_CLASS} of the {2 * PER_CLASS} training rows (100%" in issues, issues
+    table = pd.read_csv(project / "label_issues.csv")
+    assert list(table.columns) == ["row", "text", "label", "suggested", "score", "suggested_prob"]
+
 
 def test_init_refuses_a_bad_set_param_in_one_line(tmp_path):
     data = few_shot_csv(tmp_path / "few.csv")
