@@ -1,5 +1,6 @@
 """Build step of the wheel (the metadata is in pyproject.toml): the package ships this
-repository's own pipeline — ``dvc.yaml``, ``params.yaml`` and ``stages/*.py`` — as
+repository's own pipeline — ``dvc.yaml``, ``params.yaml``, ``stages/*.py`` and the search spaces
+``experiments/search-*.yaml`` — as
 ``lttw/_pipeline/``, copied from the repository root at build time, so there is one source of
 truth and no copy to keep in step (``lttw init`` reads them; ``lttw.pipeline_files``)."""
 
@@ -11,6 +12,7 @@ from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 PIPELINE = ["dvc.yaml", "params.yaml", "stages"]  # the same list as lttw.pipeline_files
+SEARCH_SPACES = "experiments/search-*.yaml"  # lttw.pipeline_files.SEARCH_SPACES
 
 
 class BuildPyWithPipeline(build_py):
@@ -29,6 +31,9 @@ class BuildPyWithPipeline(build_py):
                     shutil.copyfile(script, target / name / script.name)
             else:
                 shutil.copyfile(source, target / name)
+        for space in sorted(ROOT.glob(SEARCH_SPACES)):
+            (target / space.parent.name).mkdir(exist_ok=True)
+            shutil.copyfile(space, target / space.parent.name / space.name)
 
 
 setup(cmdclass={"build_py": BuildPyWithPipeline})

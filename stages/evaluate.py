@@ -1,6 +1,8 @@
 """Stage `evaluate`: macro precision / recall / F1 and accuracy of one fold's model on the
 fold's test part and on the held-out test and predict samples (each part's size is its
-``n``); per-class report, confusion matrix (a dvc plot) and predictions. An absent predict
+``n``); per-class report, confusion matrix (a dvc plot) and predictions (``predictions.parquet``:
+per row its part, its row in its sample, label, prediction, top and per-class probabilities;
+the fold test part's are the out-of-fold probabilities ``lttw data issues`` reads). An absent predict
 sample (``data.predict_size: 0``) is left out of all three. The model runs at the precision
 its folder states (lttw.json ``precision``: fp32, whatever train.bf16 says), as
 ``lttw predict`` runs it, so the metrics' labels are the ones ``lttw predict`` gives.
@@ -18,6 +20,7 @@ The pictures read the calibrated probabilities, as ``lttw predict`` gives them."
 import logging
 import shutil
 
+import numpy as np
 import pandas as pd
 
 from lttw import layout
@@ -80,9 +83,12 @@ def main(settings, fold: int):
             pd.DataFrame(
                 {
                     "part": part,
+                    # the row of its sample (fold_test: of the train sample)
+                    "row": inputs.parts["fold_test"] if part == "fold_test" else np.arange(len(y)),
                     "label": label,
                     "pred": predicted,
                     "prob": top_probability(probs[part]),
+                    "probs": list(np.asarray(probs[part], dtype=np.float32)),  # per class
                 }
             )
         )

@@ -17,12 +17,15 @@ import hashlib
 import io
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from lttw.errors import UserError
 
 #: what the wheel ships, relative to the repository root (setup.py copies the same list)
 PIPELINE = ("dvc.yaml", "params.yaml", "stages")
+#: the search spaces of ``lttw tune`` a new project gets (setup.py ships the same files)
+SEARCH_SPACES = "experiments/search-*.yaml"
 #: the code stamp of a user project: every stage depends on it in place of the code
 STAMP = "lttw-version.json"
 #: where ``lttw init`` puts the user's data (``data.root`` of the project)
@@ -45,6 +48,12 @@ def pipeline_root() -> Path:
         f"{_PACKAGE}: this lttw has no pipeline files (_pipeline/dvc.yaml); install it from "
         "a wheel built by `pip wheel` / `python -m build`, or from a source checkout"
     )
+
+
+def search_spaces() -> list[Path]:
+    """The pipeline's search spaces (``SEARCH_SPACES``): ``lttw init`` copies them into the
+    project's ``experiments/``, so that ``lttw tune NAME`` works there."""
+    return sorted(pipeline_root().glob(SEARCH_SPACES))
 
 
 def stage_script(name: str) -> Path:
@@ -159,12 +168,14 @@ def project_params(
     label_column: str | None = None,
     label_delimiter: str | None = None,
     profile: str = "default",
+    values: Sequence[tuple[str, object, str]] = (),
 ) -> str:
     """The ``params.yaml`` of a user project: the shipped defaults (comments kept) with the
     user's data (``data.root`` = ``DATA_ROOT``, ``data.dataset``, the columns), every row
     used (``data.sampling: all``), the held-out figure on the whole test part
-    (``data.predict_size: 0``), where the pipeline has it the final model on, and then the
-    ``profile``'s values (``lttw.profiles``), each line saying which profile set it."""
+    (``data.predict_size: 0``), where the pipeline has it the final model on, then the
+    ``profile``'s values (``lttw.profiles``), each line saying which profile set it, then
+    ``values``: (dotted name, value, the line's comment), validated by the caller."""
     from lttw.profiles import DESCRIPTIONS, PROFILES
 
     if profile not in PROFILES:
@@ -181,9 +192,9 @@ def project_params(
     if "final" in doc:  # the final stage: a model on every labelled row
         doc["final"]["enabled"] = True
     for dotted, value in PROFILES[profile].items():
-        group, name = dotted.split(".")
-        doc[group][name] = _flow(value)
-        doc[group].yaml_add_eol_comment(f"{profile} profile", name, _COLUMN)
+        _set(doc, dotted, value, f"{profile} profile")
+    for dotted, value, comment in values:
+        _set(doc, dotted, value, comment)
     if "final" in doc:  # the line says what the value does, whichever it is
         enabled = doc["final"]["enabled"]
         said = "retrained on every labelled row" if enabled else "the first fold's model"
@@ -200,6 +211,14 @@ def project_params(
 
 #: the column of a nested parameter's end-of-line comment, as the shipped params.yaml aligns it
 _COLUMN = 30
+
+
+def _set(doc, dotted: str, value, comment: str) -> None:
+    """``doc``'s parameter ``dotted`` (``seed`` or ``group.name``) set, with ``comment``."""
+    *group, name = dotted.split(".")
+    node = doc[group[0]] if group else doc
+    node[name] = _flow(value)
+    node.yaml_add_eol_comment(comment, name, _COLUMN if group else _COLUMN - 2)
 
 
 def _spaced(text: str) -> str:

@@ -46,3 +46,58 @@ DESCRIPTIONS = {
     "default": "lttw's defaults (one fold; the final model retrained on every row)",
     "paper": "the paper's protocol: ten folds, batch 128, lr 2e-5 (hours on a GPU)",
 }
+
+#: below this many rows in its rarest class a single-label dataset is *small*: ``lttw init``
+#: fits the folds, the training and the variant to it (``fit_to_data``)
+SMALL_PER_CLASS = 50
+#: the most folds (the shipped ``folds.n_folds``); a small dataset gets fewer where a class
+#: has fewer rows
+MAX_FOLDS = 10
+#: the fewest folds the folds stage takes (``folds.n_folds >= 3``)
+MIN_FOLDS = 3
+#: the largest train batch (the shipped ``train.batch_size``)
+MAX_BATCH = 32
+#: the most epochs a small dataset's training runs to reach ``train.min_steps``
+SMALL_MAX_EPOCHS = 50
+
+
+def fit_to_data(per_class: list[int], test_split: bool) -> list[tuple[str, object, str]]:
+    """The parameters ``lttw init`` sets for a small single-label dataset (its rarest class
+    under ``SMALL_PER_CLASS`` rows; ``per_class``: the rows of each class the train sample
+    takes, ``test_split``: whether the data has its own test split), each with the reason;
+    empty for larger data, or one whose rarest class is under ``MIN_FOLDS`` rows (the folds
+    stage cannot split it: ``lttw init`` refuses it)."""
+    rarest, rows = min(per_class), sum(per_class)
+    if rarest >= SMALL_PER_CLASS or rarest < MIN_FOLDS:
+        return []
+    n_folds = min(MAX_FOLDS, rarest)
+    train_rows = rows * (n_folds - 2) // n_folds - len(per_class)  # a fold's train part, at least
+    batch = max(1, min(MAX_BATCH, train_rows // 2))
+    plan: list[tuple[str, object, str]] = []
+    if not test_split:
+        plan.append(("data.test_size", 0, "no test sample carved: every row is in the folds"))
+    plan += [
+        (
+            "folds.n_folds",
+            n_folds,
+            f"every class in every fold's test part ({rarest} rows in the rarest)",
+        ),
+        (
+            "folds.run",
+            list(range(n_folds)),
+            "every fold: each row is held out once, so the estimate is out-of-fold over every row, with its interval",
+        ),
+        (
+            "train.batch_size",
+            batch,
+            f"at least two steps an epoch on a fold's ~{train_rows} train rows",
+        ),
+        ("train.max_epochs", SMALL_MAX_EPOCHS, "enough epochs for train.min_steps on few rows"),
+        ("train.patience", 0, "no early stop on a validation part of a row or two per class"),
+        (
+            "model.variant",
+            "encoder",
+            "word-label factors of so few texts are noise: the fine-tuned encoder alone",
+        ),
+    ]
+    return plan

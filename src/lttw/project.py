@@ -4,7 +4,9 @@
 the user's data under ``data/raw/`` tracked by ``dvc add`` (an edit shows in ``dvc status``
 and reruns ``sample`` and what follows), ``dvc.yaml`` and ``params.yaml`` derived from the
 installed lttw's pipeline (``lttw.pipeline_files``), ``lttw-version.json``, ``.gitignore``
-(every pipeline output, ``pipeline_files.pipeline_ignores``) and a README stub; it runs ``git init`` and ``dvc init`` and commits the lot where git knows who
+(every pipeline output, ``pipeline_files.pipeline_ignores``, and ``lttw tune``'s
+``data/tune/``), the search spaces of ``lttw tune`` (``experiments/search-*.yaml``) and a
+README stub; it runs ``git init`` and ``dvc init`` and commits the lot where git knows who
 the user is. ``upgrade_project`` rewrites ``dvc.yaml`` and the stamp for the installed lttw.
 """
 
@@ -14,6 +16,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from lttw.pipeline_files import (
     pipeline_ignores,
     project_dvc_yaml,
     project_params,
+    search_spaces,
     stamp,
 )
 
@@ -34,6 +38,8 @@ __pycache__/
 *.py[cod]
 /data/checkpoints/
 /evaluation/
+# lttw tune's studies (Optuna's database) and trial folders
+/data/tune/
 # every pipeline output (lttw init writes them; DVC adds its own entries beside each, but
 # drops them after a failed run): `git add -A` commits none of them
 {outputs}
@@ -46,7 +52,11 @@ A text classifier trained on `{data}` with lttw's DVC pipeline (made by `lttw in
 Parameters: `params.yaml`; the data: `{data}` (tracked by `dvc add`).
 
     dvc repro                         # train and evaluate: metrics/summary.json, models/
-    dvc exp run -S model.k=32         # an experiment with one parameter changed; dvc exp show
+    git add -A && git commit -m run   # dvc.lock and metrics/ (what `dvc metrics diff` reads)
+    dvc exp run -S model.k=32         # an experiment with one parameter changed
+    lttw exp compare -p model.k       # the experiments' figures side by side
+    dvc checkout                      # back to the committed model after an experiment
+    lttw tune lr                      # a search of experiments/search-lr.yaml (Optuna)
     lttw predict "a text to classify" # the trained model's label and probability
 
 After an edit of the data, `dvc status` shows it and `dvc repro` reruns what depends on it.
@@ -89,11 +99,13 @@ def init_project(
     label_column: str | None = None,
     label_delimiter: str | None = None,
     profile: str = "default",
+    values: Sequence[tuple[str, object, str]] = (),
 ) -> Project:
     """Create the project in ``dest`` (new, or an empty folder) from ``data`` (a CSV / TSV /
     parquet / JSON Lines file or a folder of them, copied in); ``label_delimiter`` (multi-label
     data) goes into params.yaml as ``data.label_delimiter``; ``profile``: the parameters'
-    profile (``lttw.profiles``)."""
+    profile (``lttw.profiles``); ``values``: more parameters, (dotted name, value, comment),
+    validated by the caller (``lttw.pipeline_files.project_params``)."""
     dest, data = Path(dest), Path(data)
     if not data.exists():
         raise FileNotFoundError(2, "no such file or folder (--data)", str(data))
@@ -112,10 +124,13 @@ def init_project(
         else:
             shutil.copy2(data, raw / name)
         (tmp / "params.yaml").write_text(
-            project_params(name, text_column, label_column, label_delimiter, profile),
+            project_params(name, text_column, label_column, label_delimiter, profile, values),
             encoding="utf-8",
         )
         write_pipeline(tmp)
+        for space in search_spaces():  # `lttw tune NAME` reads experiments/search-NAME.yaml
+            (tmp / "experiments").mkdir(exist_ok=True)
+            shutil.copy2(space, tmp / "experiments" / space.name)
         ignores = GITIGNORE.format(outputs="\n".join(pipeline_ignores()))
         (tmp / ".gitignore").write_text(ignores, encoding="utf-8")
         (tmp / "README.md").write_text(

@@ -74,6 +74,9 @@ def build_wheel(dest: Path) -> Path:
     source = dest / "source"
     for name in BUILD_FILES:
         shutil.copy2(REPO / name, source / name if source.exists() else _mk(source) / name)
+    _mk(source / "experiments")
+    for space in REPO.glob("experiments/search-*.yaml"):
+        shutil.copy2(space, source / "experiments" / space.name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     shutil.copytree(REPO / "stages", source / "stages", ignore=ignore)
     shutil.copytree(REPO / "src", source / "src", ignore=ignore)
@@ -137,10 +140,12 @@ def test_the_wheel_ships_this_repositorys_pipeline(venv):
     )
     expected = [Path("dvc.yaml"), Path("params.yaml")]
     expected += [p.relative_to(REPO) for p in (REPO / "stages").glob("*.py")]
+    expected += [p.relative_to(REPO) for p in REPO.glob("experiments/search-*.yaml")]
     assert shipped == sorted(expected)
     for rel in shipped:
         assert (root / rel).read_bytes() == (REPO / rel).read_bytes(), rel
     assert _run(venv, [venv / "bin" / "lttw", "--version"], venv).stdout.startswith("lttw ")
+    assert (Path(module).parent / "examples" / "news.csv").is_file()  # lttw init --example
 
 
 def test_a_project_of_ones_own(venv, tmp_path, tiny_encoder_dir):

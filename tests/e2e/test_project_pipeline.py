@@ -112,3 +112,55 @@ def test_init_upgrade_rewrites_the_pipeline_and_the_stamp(tmp_path):
     assert (tmp_path / "dvc.yaml").read_text() == project_dvc_yaml()
     # the user's values stay; the train command's train.launcher is added where missing
     assert (tmp_path / "params.yaml").read_text() == "seed: 7\ntrain:\n  launcher: python\n"
+
+
+def test_init_example_ships_what_this_repository_has(tmp_path):
+    """`lttw init DIR --example` (issue 67.3): the packaged CSV, the search spaces of
+    `lttw tune`, data/tune/ ignored, metrics/ not; -S values validated and marked."""
+    code, out = _init(tmp_path / "demo", "--example", "-S", "model.k=7")
+    assert code == 0, out
+    project = tmp_path / "demo"
+    assert (project / "data/raw/news.csv.dvc").is_file()
+    spaces = sorted(p.name for p in (project / "experiments").iterdir())
+    assert spaces == sorted(p.name for p in REPO.glob("experiments/search-*.yaml"))
+    assert "search-lr.yaml" in spaces
+    ignored = (project / ".gitignore").read_text().splitlines()
+    assert "/data/tune/" in ignored and not any(line.startswith("/metrics") for line in ignored)
+    text = (project / "params.yaml").read_text()
+    assert "k: 7" in text and "# lttw init -S / --params" in text
+    assert "a small dataset" not in out  # 100 rows a class: lttw's defaults
+    readme = (project / "README.md").read_text()
+    assert "lttw exp compare" in readme and "dvc checkout" in readme
+
+
+def test_init_set_params_and_params_file_are_validated(tmp_path):
+    (tmp_path / "d.csv").write_text("text,label\n" + "a b,x\nc d,y\n" * 30)
+    code, out = _init(tmp_path / "p", "--data", tmp_path / "d.csv", "-S", "model.nope=1")
+    assert code == 2 and "unknown parameter 'model.nope'" in out
+    code, out = _init(tmp_path / "p", "--data", tmp_path / "d.csv", "-S", "model.k=-4")
+    assert code == 2 and "model.k" in out and len(out.strip().splitlines()) == 1, out
+    code, out = _init(tmp_path / "p", "--data", tmp_path / "d.csv", "-S", "data.root=x")
+    assert code == 2 and "lttw init sets it from --data" in out
+    (tmp_path / "p.yaml").write_text("train:\n  epochs: 0\n")
+    code, out = _init(tmp_path / "p", "--data", tmp_path / "d.csv", "--params", tmp_path / "p.yaml")
+    assert code == 2 and "train.epochs" in out
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_small_dataset_gets_parameters_fitted_to_it(tmp_path):
+    from lttw.profiles import fit_to_data
+
+    assert fit_to_data([500, 400], test_split=False) == []
+    assert fit_to_data([2, 40], test_split=False) == []  # refused by init: too few to fold
+    plan = {key: value for key, value, _ in fit_to_data([8, 8], test_split=False)}
+    assert plan["folds.n_folds"] == 8 and plan["folds.run"] == list(range(8))
+    assert plan["data.test_size"] == 0 and plan["model.variant"] == "encoder"
+    assert 1 <= plan["train.batch_size"] <= 16 * 6 // 8  # within every fold's train part
+    assert "data.test_size" not in dict((k, v) for k, v, _ in fit_to_data([8, 8], test_split=True))
+    (tmp_path / "d.csv").write_text("text,label\n" + "a b,x\nc d,y\n" * 8)
+    code, out = _init(tmp_path / "p", "--data", tmp_path / "d.csv", "-S", "folds.n_folds=4")
+    assert code == 0, out
+    assert "a small dataset (16 rows)" in out and "folds.run=[0, 1, 2, 3]" in out
+    params = yaml.safe_load((tmp_path / "p/params.yaml").read_text())
+    assert params["folds"]["n_folds"] == 4  # -S wins over the fitted value ...
+    Settings(**params)  # ... and the whole file is valid

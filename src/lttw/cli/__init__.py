@@ -4,8 +4,8 @@ application, its error handling and exit codes (see its docstring), and the opti
 commands share. Importing this package registers every command on ``app``."""
 
 # --help lists the commands in the order their modules register them
-from lttw.cli import predicting, evaluating, datasets, folders, sharing, serving  # noqa: F401  # isort: skip
-from lttw.cli import reports, grid_jobs, comparing, tuning  # noqa: F401  # isort: skip
+from lttw.cli import predicting, evaluating, datasets, label_issues, initialising  # noqa: F401  # isort: skip
+from lttw.cli import folders, sharing, serving, reports, grid_jobs, comparing, tuning  # noqa: F401  # isort: skip
 from lttw.cli.main import (
     EXIT_BAD_INPUT,
     EXIT_USAGE,

@@ -1,5 +1,5 @@
-"""`lttw data check`, `lttw data list`, `lttw data fetch` and `lttw init`: a dataset checked,
-listed or downloaded, a project of your own made."""
+"""`lttw data check`, `lttw data list`, `lttw data fetch`: a dataset checked, listed or
+downloaded."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from typing import Annotated
 
 import typer
 
-from lttw.choices import Profile, Sampling
+from lttw.choices import Sampling
 from lttw.cli.main import (
     Params,
     _examples,
-    app,
     data_app,
 )
 from lttw.console import console
@@ -178,136 +177,6 @@ def data_fetch(
     typer.echo(
         f"{done.folder}: {state} ({rows}); use it with data.dataset={done.folder.name}{hint}"
     )
-
-
-@app.command(
-    epilog=_examples(
-        "lttw init reviews --data reviews.csv --text-column review --label-column stars",
-        "lttw init first-try --data reviews.csv --profile quick",
-        "lttw init news --data news/",
-        "lttw init emotions --data emotions.csv --label-delimiter '|'",
-        "lttw init --upgrade .",
-    )
-)
-def init(
-    directory: Annotated[Path, typer.Argument(metavar="DIR", help="the new project's folder")],
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            "-d",
-            help="labelled texts: a CSV/TSV/parquet file, or a folder of them (files named "
-            "train* / test* are the splits); copied into DIR/data/raw and tracked by DVC",
-        ),
-    ] = None,
-    text_column: Annotated[str | None, typer.Option(help="text column [default: text]")] = None,
-    label_column: Annotated[str | None, typer.Option(help="label column [default: label]")] = None,
-    label_delimiter: Annotated[
-        str | None,
-        typer.Option(
-            help="separator of several labels in one label cell (e.g. '|'): multi-label data; "
-            "written to params.yaml as data.label_delimiter"
-        ),
-    ] = None,
-    profile: Annotated[
-        Profile,
-        typer.Option(
-            help="the parameters: quick (a first run in minutes on a laptop CPU: one short "
-            "epoch, a smoke test), default (lttw's defaults), paper (the paper's protocol: "
-            "ten folds, batch 128; hours on a GPU)"
-        ),
-    ] = "default",
-    upgrade: Annotated[
-        bool,
-        typer.Option(
-            "--upgrade",
-            help="in an existing project: rewrite dvc.yaml and lttw-version.json for the "
-            "installed lttw (params.yaml and the data stay)",
-        ),
-    ] = False,
-) -> None:
-    """Create a DVC project of your own in DIR: git + DVC, your data tracked by `dvc add`,
-    the pipeline (dvc.yaml) and its parameters (params.yaml: your columns, every row used,
-    the --profile's values), a .gitignore of every pipeline output, then check the data as
-    `lttw data check` does. Next: `cd DIR && dvc repro`."""
-    from lttw.project import init_project, upgrade_project
-
-    if upgrade:
-        if data is not None:
-            raise UserError("--upgrade keeps the project's data: leave --data out")
-        if profile != "default":
-            raise UserError("--upgrade keeps the project's params.yaml: leave --profile out")
-        new = upgrade_project(directory)
-        typer.echo(
-            f"{directory}: dvc.yaml and lttw-version.json now for lttw {new['lttw']}; "
-            "`dvc repro` reruns what the new code changes"
-        )
-        return
-    if data is None:
-        raise UserError("give --data FILE_OR_FOLDER (your labelled texts)")
-    if label_delimiter is not None and not label_delimiter.strip():
-        raise UserError("--label-delimiter: give the character between labels (e.g. '|')")
-    if (text_column or "text") == (label_column or "label"):
-        raise UserError(
-            f"--text-column and --label-column name the same column {text_column or 'text'!r}"
-        )
-    outer = _git_checkout_around(directory)
-    if outer is not None:
-        raise UserError(
-            f"{directory}: inside the git checkout {outer}; lttw init makes a git + DVC "
-            "project of its own there: choose a folder outside it"
-        )
-    # checked before anything is written
-    check = _check_new_data(data, text_column, label_column, label_delimiter)
-    if check.folds_error:  # the pipeline's folds stage would stop on it
-        raise DataError(f"{data}: {check.folds_error}")
-    project = init_project(directory, data, text_column, label_column, label_delimiter, profile)
-    from lttw.checks.dataset_tables import render
-
-    render(check, console())
-    for problem in check.problems:
-        typer.echo(f"advice: {problem}")
-    typer.echo(
-        f"created {directory}: {project.data} (dvc add), dvc.yaml, params.yaml ({profile} "
-        "profile)"
-        + ("" if project.committed else "; not committed (git has no user.name / user.email)")
-    )
-    typer.echo(
-        "next:\n"
-        f"  cd {directory}\n"
-        "  dvc repro                          # train and evaluate (metrics/summary.json)\n"
-        '  lttw predict "a text to classify"  # the trained model answers\n'
-        "  lttw evaluate FILE                 # its scores and pictures on labelled texts"
-    )
-
-
-def _git_checkout_around(directory: Path) -> str | None:
-    """The top of the git checkout that ``directory`` would be made in, if any (lttw init
-    would nest a second .git there)."""
-    import subprocess
-
-    folder = directory.resolve()
-    while not folder.is_dir():
-        folder = folder.parent
-    done = subprocess.run(
-        ["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    return done.stdout.strip() or None if done.returncode == 0 else None
-
-
-def _check_new_data(
-    data: Path, text_column: str | None, label_column: str | None, label_delimiter: str | None
-):
-    """``lttw data check`` of ``data`` with a new project's parameters (every row used)."""
-    from lttw.checks.dataset import check_dataset
-
-    if not data.exists():
-        raise FileNotFoundError(2, "no such file or folder (--data)", str(data))
-    settings = _new_project_settings(data)
-    return check_dataset(settings, str(data), text_column, label_column, label_delimiter)
 
 
 def _new_project_settings(data: Path):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import logging
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -63,9 +64,30 @@ def _message(err: BaseException) -> str:
     return one_line(err)
 
 
+#: --help's words for typer's types (``<str>`` reads TEXT, as click writes it)
+_TYPE_WORDS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "bool": ""}
+
+
+def _type_word(param, ctx) -> str:
+    """A parameter's type in --help as a word: TEXT, INTEGER, NUMBER, PATH, or its choices
+    (``quick|default|paper``); nothing for a flag."""
+    if getattr(param, "param_type_name", "") == "argument" and param.metavar:
+        return ""  # an argument's own name says it (DIR, TEXT)
+    label = type(param).display_type(param, ctx).strip("<>")
+    label = label.removeprefix("list[").removesuffix("]").removesuffix(" range")
+    return _TYPE_WORDS.get(label, label if "|" in label else label.upper())
+
+
 class _Group(TyperGroup):
     """Turns user errors raised by any (sub)command into one line and exit code 2 (usage)
-    or 3 (bad input): ``exit_code``."""
+    or 3 (bad input): ``exit_code``. --help names the options' types as words."""
+
+    def get_command(self, ctx, cmd_name):
+        command = super().get_command(ctx, cmd_name)
+        for param in getattr(command, "params", []):
+            if hasattr(param, "display_type"):
+                param.display_type = partial(_type_word, param)
+        return command
 
     def invoke(self, ctx):
         try:
@@ -108,7 +130,7 @@ def _typer(help_text: str) -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_show_locals=False,
-        rich_markup_mode="markdown",
+        rich_markup_mode=None,  # click's plain help: types as words, wide descriptions at 80 columns
         context_settings={"help_option_names": ["-h", "--help"]},
     )
 

@@ -287,7 +287,8 @@ def predict_chunks(
     progress: bool = True,
     rule: AnswerRule | None = None,
 ) -> Iterator[pd.DataFrame]:
-    """One prediction frame per chunk of ``source`` (an empty frame for an empty file)."""
+    """One prediction frame per chunk of ``source`` (an empty frame for an empty file); the
+    progress bar moves after every forward batch of ``batch_size`` texts."""
     from lttw.progress import progress as progress_bar
 
     empty = True
@@ -295,11 +296,14 @@ def predict_chunks(
     with progress_bar(total=source.total, desc="predict", unit="text", disable=not progress) as bar:
         for texts, extra in source.chunks():
             empty = False
-            frame = prediction_frame(
-                texts, predictor.predict_proba(texts, batch_size), classes, with_text, rule
-            )
+            parts = []
+            for start in range(0, len(texts), batch_size):  # one forward batch each
+                batch = texts[start : start + batch_size]
+                parts.append(predictor.predict_proba(batch, batch_size))
+                bar.update(len(batch))
+            probs = np.concatenate(parts) if parts else np.zeros((0, len(classes)))
+            frame = prediction_frame(texts, probs, classes, with_text, rule)
             yield with_kept(frame, extra)
-            bar.update(len(texts))
     if empty:
         frame = prediction_frame([], np.zeros((0, len(classes))), classes, with_text, rule)
         yield with_kept(frame, pd.DataFrame(columns=source.kept, dtype=str))

@@ -213,10 +213,16 @@ def _numbers(values, digits: int = 3) -> str:
     return " ".join(f"{v:.{digits}f}" for v in values)
 
 
-def _affinity(entry: dict, classes: list[str]) -> list[str]:
-    """Per-class affinity columns (or, for many classes, the three strongest in one cell)."""
+#: below this many columns the words table leaves out the factor rows and puts the class
+#: affinities into one cell, so that no word or class name is cut
+WIDE = 120
+
+
+def _affinity(entry: dict, classes: list[str], columns: bool = True) -> list[str]:
+    """Per-class affinity columns (or, for many classes or a narrow terminal, the three
+    strongest in one cell)."""
     aff = entry["class_affinity"]
-    if len(classes) <= 5:
+    if columns and len(classes) <= 5:
         return [f"{aff[c]:.3f}" for c in classes]
     best = sorted(aff, key=aff.get, reverse=True)[:3]
     return [", ".join(f"{c} {aff[c]:.2f}" for c in best)]
@@ -255,11 +261,18 @@ def render(doc: dict, console) -> None:
         matrix = Table(
             title=f"Factor-label matrix H ({f['rank']} factors x {len(classes)} classes)"
         )
-        matrix.add_column("factor")
-        for c in classes:
-            matrix.add_column(escape(c), justify="right")
-        for i, row in enumerate(f["factor_label"]):
-            matrix.add_row(str(i), *(f"{v:.3f}" for v in row))
+        if console.width >= WIDE:  # a factor a row, a class a column
+            matrix.add_column("factor")
+            for c in classes:
+                matrix.add_column(escape(c), justify="right")
+            for i, row in enumerate(f["factor_label"]):
+                matrix.add_row(str(i), *(f"{v:.3f}" for v in row))
+        else:  # narrow: a class a row, so that no class name is cut
+            matrix.add_column("class")
+            for i in range(len(f["factor_label"])):
+                matrix.add_column(f"factor {i}", justify="right")
+            for j, c in enumerate(classes):
+                matrix.add_row(escape(c), *(f"{row[j]:.3f}" for row in f["factor_label"]))
         console.print(matrix)
         if "words" in f:
             console.print(
@@ -271,10 +284,12 @@ def render(doc: dict, console) -> None:
             "the factor vocabulary)",
             caption=escape("affinity = W[w] @ H"),
         )
-        for name in ("slot", "kind", "word", "count", "n(w)", "factor row W[w]"):
-            words.add_column(escape(name))
-        for c in classes if len(classes) <= 5 else ["affinity (top 3)"]:
-            words.add_column(escape(c), justify="right")
+        wide = console.width >= WIDE  # else: no factor rows, the affinities in one cell
+        names = ["slot", "kind", "word", "count", "n(w)"] + ["factor row W[w]"] * wide
+        for name in names:
+            words.add_column(escape(name), no_wrap=name == "word")
+        for c in classes if wide and len(classes) <= 5 else ["affinity (top 3)"]:
+            words.add_column(escape(c), justify="right", no_wrap=wide)
         for e in f["top"] + f["bottom"]:
             words.add_row(
                 str(e["slot"]),
@@ -282,8 +297,8 @@ def render(doc: dict, console) -> None:
                 escape(e["word"]),
                 str(e["count_in_text"]),
                 str(e["corpus_count"]),
-                _numbers(e["factor"]),
-                *map(escape, _affinity(e, classes)),
+                *[_numbers(e["factor"])] * wide,
+                *map(escape, _affinity(e, classes, wide)),
             )
         console.print(words)
         filled = f["slots_filled"]

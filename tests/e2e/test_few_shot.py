@@ -1,0 +1,72 @@
+"""Eight labelled texts a class, no parameter touched (issue 67.1): `lttw init` fits the folds,
+the training and the variant to the data and says so, `dvc repro` trains, and the estimate
+is out-of-fold over every row with its interval; `lttw predict` answers. Only the encoder is
+the tiny one (`-S model.encoder=...`, which also checks `-S`), texts are cut short and
+`train.min_steps=0` keeps each fold's training to `train.epochs` (2): eight folds' stages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from support.tiny_project import DATASETS, ran, run
+
+PER_CLASS = 8
+
+pytestmark = pytest.mark.slow
+
+
+def few_shot_csv(path: Path, per_class: int = PER_CLASS) -> Path:
+    rows = pd.read_parquet(DATASETS / "ag_news" / "train.parquet")
+    rows = rows[rows.label < 2].groupby("label", group_keys=False).head(per_class)
+    rows.assign(label=rows.label.map({0: "World", 1: "Sports"})).to_csv(path, index=False)
+    return path
+
+
+def test_eight_texts_a_class_at_defaults(tmp_path, tiny_encoder_dir):
+    data = few_shot_csv(tmp_path / "few.csv")
+    project = tmp_path / "few"
+    out = run(
+        ["lttw", "init", str(project), "--data", str(data)]
+        + ["-S", f"model.encoder={tiny_encoder_dir}", "-S", "model.max_len=32"]
+        + ["-S", "train.min_steps=0"],
+        tmp_path,
+        extra_env={"COLUMNS": "200"},
+    )
+    assert "a small dataset (16 rows)" in out and "folds.n_folds=8" in out, out
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    assert params["folds"] == {"n_folds": 8, "run": list(range(8))}
+    assert params["model"]["variant"] == "encoder" and params["data"]["test_size"] == 0
+    assert params["model"]["encoder"] == str(tiny_encoder_dir)  # -S
+    text = (project / "params.yaml").read_text()
+    assert "# fitted: every fold" in text and "# lttw init -S / --params" in text
+
+    first = run(["dvc", "repro"], project)
+    assert {"train@7", "evaluate@7", "final", "summary"} <= ran(first), first
+    final = json.loads((project / "metrics/summary.json").read_text())["final"]
+    estimate = final["estimate"]
+    assert estimate["from_folds"] and estimate["n"] == 2 * PER_CLASS, estimate
+    assert estimate["f1_macro_low"] <= estimate["f1_macro"] <= estimate["f1_macro_high"]
+
+    answer = run(["lttw", "predict", "--json", "Late goal wins the cup final"], project)
+    assert json.loads(answer.splitlines()[-1])["label"] in ("World", "Sports")
+
+    # every row's out-of-fold probabilities, from the eight folds: lttw data issues checks all
+    issues = run(["lttw", "data", "issues"], project)
+    assert f"among {2 * PER_CLASS} of the {2 * PER_CLASS} training rows (100%" in issues, issues
+    table = pd.read_csv(project / "label_issues.csv")
+    assert list(table.columns) == ["row", "text", "label", "suggested", "score", "suggested_prob"]
+
+
+def test_init_refuses_a_bad_set_param_in_one_line(tmp_path):
+    data = few_shot_csv(tmp_path / "few.csv")
+    out = run(
+        ["lttw", "init", str(tmp_path / "p"), "--data", str(data), "-S", "model.nope=1"],
+        tmp_path,
+        check=False,
+    )
+    assert out.strip().startswith("error: ") and "model.nope" in out, out
+    assert len(out.strip().splitlines()) == 1 and not (tmp_path / "p").exists()
