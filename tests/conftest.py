@@ -76,6 +76,7 @@ def tiny_encoder_dir(tmp_path_factory) -> Path:
     return folder
 
 
+from support.fixed_predictor import fixed_model  # noqa: E402,F401  (fixture: a stand-in model)
 from support.queued_grids import queued_grids  # noqa: E402,F401  (session fixture: DVC's queue)
 from support.stage_cases import stage_runs  # noqa: E402,F401  (session fixture: stage runs on bad inputs)
 from support.stand_in_hub import stand_in_hub  # noqa: E402,F401  (fixture: a local hub)

@@ -121,7 +121,11 @@ def test_a_hand_written_complete_manifest_is_refused(mirror, tmp_path):
     pd.DataFrame({"text": ["a", "b"], "label": [0, 1]}).to_parquet(fake / "train.parquet")
     manifest = {"complete": True, "splits": {"train": "train.parquet"}, "classes": ["x", "y"]}
     (fake / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(DataError, match="says complete but records no sha256 for train.parquet"):
+    with pytest.raises(DataError, match="complete but records neither a sha256 nor the rows"):
+        load_dataset(DataSettings(dataset="fake", root=str(root)))
+    manifest["rows"] = {"train": 1000}  # rows claimed that the file does not hold
+    (fake / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(DataError, match="train.parquet: 2 rows, .* says 1,000"):
         load_dataset(DataSettings(dataset="fake", root=str(root)))
     (root / "ag_news" / "test.parquet").write_bytes((fake / "train.parquet").read_bytes())
     with pytest.raises(DataError, match="test.parquet: changed since it was fetched"):

@@ -10,28 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from support.cli_runner import invoke
 
-from lttw import cli
 from lttw.inference import batch_predict, csv_records
 from lttw.inference.text_lines import LineCap
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class FakePredictor:
-    classes = ["neg", "pos"]
-
-    def predict_proba(self, texts, batch_size=64):
-        return np.tile(np.array([[0.3, 0.7]], np.float32), (len(texts), 1))
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    monkeypatch.setattr(cli.predicting, "_load", lambda *a, **k: FakePredictor())
 
 
 def spanning_record_file(path: Path, field_bytes: int, records: int = 1) -> Path:
@@ -44,7 +30,9 @@ def spanning_record_file(path: Path, field_bytes: int, records: int = 1) -> Path
     return path
 
 
-def test_a_quoted_field_spanning_lines_past_the_bound_is_refused_even_with_truncate(fake, tmp_path):
+def test_a_quoted_field_spanning_lines_past_the_bound_is_refused_even_with_truncate(
+    fixed_model, tmp_path
+):
     """--max-chars 10: a record may hold 1 MiB + 40 bytes; a 1.5 MB field in 100-byte lines
     is refused (before it is read whole), with or without --truncate."""
     path = spanning_record_file(tmp_path / "in.csv", 1_500_000)

@@ -5,30 +5,16 @@ chunk boundary too."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.cli_runner import invoke
 
-from lttw import cli
 from lttw.inference import batch_predict, csv_records
 
 
-class FakePredictor:
-    classes = ["neg", "pos"]
-
-    def predict_proba(self, texts, batch_size=64):
-        return np.tile(np.array([[0.3, 0.7]], np.float32), (len(texts), 1))
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    monkeypatch.setattr(cli.predicting, "_load", lambda *a, **k: FakePredictor())
-
-
-def test_a_damaged_parquet_page_names_the_input(fake, tmp_path):
+def test_a_damaged_parquet_page_names_the_input(fixed_model, tmp_path):
     texts = [f"text number {i} " * 20 for i in range(2000)]
     path = tmp_path / "in.parquet"
     pq.write_table(pa.table({"text": texts}), path, compression="snappy", use_dictionary=False)
@@ -45,7 +31,7 @@ def test_a_damaged_parquet_page_names_the_input(fake, tmp_path):
     assert not out.exists()
 
 
-def test_lone_cr_line_ends_read_as_pandas_reads_them(fake, tmp_path):
+def test_lone_cr_line_ends_read_as_pandas_reads_them(fixed_model, tmp_path):
     """80,000 rows (1.5 MB) ended by CR alone: one record each, as pandas reads them (with
     --max-chars 10 a record may hold 1 MiB + 40 bytes)."""
     path = tmp_path / "cr.csv"
@@ -62,7 +48,7 @@ def test_lone_cr_line_ends_read_as_pandas_reads_them(fake, tmp_path):
 @pytest.mark.parametrize("ending", [b"\r", b"\r\n", b"\n"])
 @pytest.mark.parametrize("chunk", [1, 2, 3])
 def test_a_quoted_line_end_after_a_cr_at_the_chunk_boundary(
-    fake, tmp_path, monkeypatch, ending, chunk
+    fixed_model, tmp_path, monkeypatch, ending, chunk
 ):
     """``x\\r"a\\nb"``: the quote after a CR opens a quoted field, wherever the chunks of
     records (and the 1 MiB reads: ``_BLOCK`` made small) fall."""

@@ -131,7 +131,7 @@ def init(
     columns = (text_column, label_column, label_delimiter)
     # checked before anything is written
     check = _check_new_data(data, columns, profile, given)
-    fitted = _fitted(check, given)
+    fitted = _fitted(check, given, profile)
     if fitted:
         check = _check_new_data(data, columns, profile, given + [v[:2] for v in fitted])
     if check.folds_error:  # the pipeline's folds stage would stop on it
@@ -218,10 +218,13 @@ def _check_new_data(
     return check_dataset(settings, str(data), *columns)
 
 
-def _fitted(check, given: list[tuple[str, object]]) -> list[tuple[str, object, str]]:
+def _fitted(
+    check, given: list[tuple[str, object]], profile: str
+) -> list[tuple[str, object, str]]:
     """``lttw.profiles.fit_to_data`` for the checked data (single-label only), less what
-    ``given`` sets (``folds.run``: every fold of a given ``folds.n_folds``)."""
-    from lttw.profiles import fit_to_data
+    ``given`` or the chosen ``profile`` sets (the quick profile's one short epoch stays;
+    ``folds.run``: every fold of a given ``folds.n_folds``)."""
+    from lttw.profiles import PROFILES, fit_to_data
 
     dataset = check.dataset
     if dataset.multi_label:
@@ -230,7 +233,7 @@ def _fitted(check, given: list[tuple[str, object]]) -> list[tuple[str, object, s
     test_split = check.settings.use_splits and {"train", "test"} <= present
     labels = dataset.labels[dataset.rows_of("train")] if test_split else dataset.labels
     counts = [int((labels == c).sum()) for c in range(len(dataset.classes))]
-    chosen = dict(given)
+    chosen = {k: v for k, v in PROFILES[profile].items() if k != "folds.run"} | dict(given)
     fitted = [item for item in fit_to_data(counts, test_split) if item[0] not in chosen]
     if "folds.n_folds" in chosen:  # every fold of the user's count
         runs = list(range(int(chosen["folds.n_folds"])))  # type: ignore[call-overload]

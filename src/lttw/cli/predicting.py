@@ -341,12 +341,9 @@ def explain(
 
     text = _utf8_argument(text, "TEXT")
     folder = _model_dir(model, params)
-    if (folder / "model.onnx").is_file() and not (folder / "model.safetensors").is_file():
-        raise BadInputError(
-            f"{folder}: an int8 ONNX export holds no torch weights, which explain reads; "
-            "explain with the model folder it was exported from"
-        )
-    doc = build(_load(folder, params, onnx=not _has_torch()), text)
+    # an ONNX export holds no torch weights: explained on onnxruntime (no attention weights)
+    export = (folder / "model.onnx").is_file() and not (folder / "model.safetensors").is_file()
+    doc = build(_load(folder, params, onnx=export or not _has_torch()), text)
     if as_json:
         typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
