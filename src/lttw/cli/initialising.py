@@ -218,9 +218,7 @@ def _check_new_data(
     return check_dataset(settings, str(data), *columns)
 
 
-def _fitted(
-    check, given: list[tuple[str, object]], profile: str
-) -> list[tuple[str, object, str]]:
+def _fitted(check, given: list[tuple[str, object]], profile: str) -> list[tuple[str, object, str]]:
     """``lttw.profiles.fit_to_data`` for the checked data (single-label only), less what
     ``given`` or the chosen ``profile`` sets (the quick profile's one short epoch stays;
     ``folds.run``: every fold of a given ``folds.n_folds``)."""
