@@ -21,7 +21,6 @@ sha256. Run it where a full AG News folder is (the workplace's copy, or one fetc
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import tempfile
@@ -33,6 +32,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # lttw from this checkout when it is not installed
 
+from lttw.data.dataset_manifest import file_sha256  # noqa: E402
 from lttw.data.datasets import load_dataset  # noqa: E402
 from lttw.data.sampling import draw_samples  # noqa: E402
 from lttw.settings import read_settings  # noqa: E402
@@ -49,14 +49,6 @@ LICENCE = (
     "research purposes and any other non-commercial activity "
     "(http://groups.di.unipi.it/~gulli/AG_corpus_of_news_articles.html)."
 )
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def build(source: Path, out: Path) -> dict:
@@ -89,7 +81,7 @@ def build(source: Path, out: Path) -> dict:
         name = f"{split}.parquet"
         frame.to_parquet(out / name, index=False, compression="zstd")
         files[split], rows[split] = name, len(frame)
-        checksums[name] = sha256(out / name)
+        checksums[name] = file_sha256(out / name)
     assert all(int(r) in position for r in drawn)
     manifest = {
         "name": "ag_news",
@@ -142,7 +134,8 @@ def main() -> int:
             stale = [
                 n
                 for n in names
-                if not (target / n).is_file() or sha256(target / n) != sha256(Path(tmp, n))
+                if not (target / n).is_file()
+                or file_sha256(target / n) != file_sha256(Path(tmp, n))
             ]
             print("up to date" if not stale else f"differs: {', '.join(stale)}")
             return 1 if stale else 0

@@ -18,7 +18,8 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 _BLOCK = 1 << 20
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a dataset file, read in 1 MiB blocks: what a manifest records."""
     digest = hashlib.sha256()
     with path.open("rb") as f:
         while block := f.read(_BLOCK):
@@ -53,7 +54,7 @@ def verify_manifest(folder: Path, manifest: dict) -> None:
             raise DataError(f"{path}: a sha256 for a path outside the folder: {name}")
         if not file.is_file():
             raise DataError(f"{file}: missing (its sha256 is recorded in {path}); {again}")
-        if _sha256(file) != want:
+        if file_sha256(file) != want:
             raise DataError(
                 f"{file}: changed since it was fetched (sha256 differs from {path}); {again}"
             )

@@ -7,7 +7,6 @@ in time: each read waits at most ``TIMEOUT_S``, every ``TIMEOUT_S`` must bring a
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import os
 import re
@@ -17,6 +16,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
+from lttw.data.dataset_manifest import file_sha256
 from lttw.errors import DataError
 
 #: the largest file downloaded (the datasets' parquet files are far smaller)
@@ -51,14 +51,6 @@ def _stated(headers: list, name: str) -> str | None:
         if value:
             return value.strip().strip('"').removeprefix("W/").strip('"')
     return None
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def download(url: str, dest: Path, token: str | None = None) -> dict:
@@ -122,7 +114,7 @@ def _receive(response, redirected: list, url: str, part: Path, dest: Path, have:
             f"{url}: the download broke off at {written:,} of {total:,} bytes; rerun to continue it"
         )
     stated = (_stated(headers, "X-Linked-Etag") or _stated(headers, "ETag") or "").lower()
-    if SHA256.match(stated) and sha256_of(part) != stated:
+    if SHA256.match(stated) and file_sha256(part) != stated:
         part.unlink()
         raise DataError(f"{url}: the file's sha256 is not the {stated} the server states; rerun")
     os.replace(part, dest)

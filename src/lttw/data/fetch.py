@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from lttw.data import hub_fetch
-from lttw.data.dataset_manifest import verify_manifest
-from lttw.data.download import download, sha256_of
+from lttw.data.dataset_manifest import file_sha256, verify_manifest
+from lttw.data.download import download
 from lttw.data.fetch_sources import SOURCES, FetchSpec, hub_manual
 from lttw.errors import DataError, UserError
 from lttw.hub import download_snapshot
@@ -196,7 +196,7 @@ def fetch(
         checksums = {}
         for split, frame in frames.items():
             frame.to_parquet(tmp / f"{split}.parquet", index=False, compression="zstd")
-            checksums[f"{split}.parquet"] = sha256_of(tmp / f"{split}.parquet")
+            checksums[f"{split}.parquet"] = file_sha256(tmp / f"{split}.parquet")
         rows = {split: len(frame) for split, frame in frames.items()}
         write_json(tmp / "manifest.json", manifest_of(spec, rows, checksums, spec.revision))
     shutil.rmtree(Path(to) / f".{spec.name}.download", ignore_errors=True)
