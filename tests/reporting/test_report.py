@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from scipy.stats import ttest_rel, wilcoxon
@@ -367,9 +368,24 @@ def test_the_paper_grid_renders_tables_4_and_5_from_written_and_running_cells(
         saved = running / f"fold_{fold}"
         metrics = json.loads((running / "tmp" / "folds" / f"fold_{fold}.json").read_text())
         metrics.update(dataset="ag_news", fusion="none", attention="linformer")
+        metrics.pop("device")  # a saved fold's metrics: numbers only
         (saved / "metrics" / "folds").mkdir(parents=True)
+        (saved / "data" / "eval" / f"fold_{fold}").mkdir(parents=True)
         (saved / "metrics" / "folds" / f"fold_{fold}.json").write_text(json.dumps(metrics))
         (saved / "complete").touch()
+        # the fold's held-out predictions, as the direct runner saves them, and its record
+        # of the card (the fold's metrics name no device)
+        rows = np.arange(20)
+        pd.DataFrame(
+            {"part": "test", "label": rows % 4, "pred": np.where(rows < 15 + fold, rows % 4, 0)}
+        ).to_parquet(saved / "data" / "eval" / f"fold_{fold}" / "predictions.parquet")
+        (saved / "grid").mkdir()
+        (saved / "grid" / f"fold_{fold}.json").write_text(json.dumps(record))
+    pd.DataFrame(
+        {"fold": np.repeat(folds, 20), "row": np.tile(np.arange(20), 10), "label": 0, "pred": 0}
+    ).assign(label=lambda f: f["row"] % 4, pred=lambda f: f["row"] % 4).to_parquet(
+        cells / "paper-lttw" / "test_predictions.parquet"
+    )
     shutil.rmtree(running / "tmp")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["report", "--no-experiments", "--out", "report.md"])
@@ -380,6 +396,10 @@ def test_the_paper_grid_renders_tables_4_and_5_from_written_and_running_cells(
     assert "| LTTW [lttw-tuned] | 10 | Wilcoxon signed-rank | -1.09 |" in table4
     assert "| LTTW-M | 2 of 10 (running) |" in table5 and "[lttw-tuned]" not in table5
     assert "| LTTW-M | 2 | paired t-test |" in table5
+    # McNemar on the running cell's saved folds (right only with LTTW: 4 + 3 texts), and
+    # its device from the runner's records
+    assert "| 0.016 (7 / 0) |" in row(table5.split("LTTW vs")[1], "LTTW-M")
+    assert "| NVIDIA H100 80GB HBM3 (3 cell(s) at once) |" in row(table5, "LTTW-M")
     lttw_row = row(table5, "LTTW")
     assert "| 7.00 (+11.0) | 100.0 | NVIDIA H100 80GB HBM3 (3 cell(s) at once) |" in lttw_row
     assert "| 10.50* |" in row(table5, "LTTW-M")  # no start-up measured apart

@@ -165,10 +165,34 @@ def make_run(
     return run
 
 
+def test_predictions(fold: int, frame: pd.DataFrame) -> pd.DataFrame:
+    """The evaluate stage's predictions of one fold (``data/eval/fold_<i>``) reduced to the
+    held-out test sample's rows: fold, row, label, pred."""
+    test = frame[frame["part"] == PART]
+    return pd.DataFrame(
+        {
+            "fold": fold,
+            "row": np.arange(len(test)),
+            "label": test["label"].to_numpy(),
+            "pred": test["pred"].to_numpy(),
+        }
+    )
+
+
 def read_test_predictions(folder: str | Path) -> pd.DataFrame | None:
-    """A cell's held-out test predictions (fold, row, label, pred); None where it has none."""
-    path = Path(folder) / PREDICTIONS
-    return pd.read_parquet(path) if path.is_file() else None
+    """A cell's held-out test predictions (fold, row, label, pred); a stopped cell's folder
+    (``.partial/<cell>``): those of the folds it saved; None where it has none."""
+    folder = Path(folder)
+    path = folder / PREDICTIONS
+    if path.is_file():
+        return pd.read_parquet(path)
+    saved = []
+    for mark in sorted(folder.glob("fold_*/complete")):
+        fold = int(mark.parent.name.removeprefix("fold_"))
+        fold_path = mark.parent / f"data/eval/fold_{fold}/predictions.parquet"
+        if fold_path.is_file():
+            saved.append(test_predictions(fold, pd.read_parquet(fold_path)))
+    return pd.concat(saved, ignore_index=True) if saved else None
 
 
 def read_predictions(run: Run, fold: int) -> tuple[np.ndarray, np.ndarray] | None:

@@ -20,16 +20,15 @@ import os
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from lttw.experiments.cell_folder import (
-    PART,
     PREDICTIONS,
     Run,
     make_run,
     read_cell,
     read_params,
+    test_predictions,
     with_machines,
 )
 from lttw.io import atomic_dir, atomic_path, read_json, remove_inside, write_json, write_parquet
@@ -179,20 +178,6 @@ def progress(cells: list, runs_dir: Path) -> dict[str, str]:
         folds = cell.params.get("folds.run")
         out[cell.name] = f"{saved}/{len(folds) if folds else '?'} folds" if saved else "not run"
     return out
-
-
-def test_predictions(fold: int, frame: pd.DataFrame) -> pd.DataFrame:
-    """The evaluate stage's predictions of one fold (``data/eval/fold_<i>``) reduced to the
-    held-out test sample's rows: fold, row, label, pred."""
-    test = frame[frame["part"] == PART]
-    return pd.DataFrame(
-        {
-            "fold": fold,
-            "row": np.arange(len(test)),
-            "label": test["label"].to_numpy(),
-            "pred": test["pred"].to_numpy(),
-        }
-    )
 
 
 def train_seconds(folds: dict[int, dict]) -> float:

@@ -73,7 +73,11 @@ def _epoch_time(run: Run) -> str:
 def _device(run: Run) -> str:
     """The device (the card's name where recorded) and how many cells trained on it at once."""
     names = sorted(
-        {str(m.get("device_name") or m.get("device", "?")) for m in run.folds.values()}
+        {
+            str(m.get("device_name") or m.get("device", "?"))
+            for fold, m in run.folds.items()
+            if m.get("device_name") or m.get("device") or not run.trained.get(fold, {}).get("card")
+        }
         | {str(r["card"]) for r in run.trained.values() if r.get("card")}
     )
     shared = sorted({int(r["cells_at_once"]) for r in run.trained.values() if "cells_at_once" in r})
