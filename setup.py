@@ -2,7 +2,7 @@
 repository's own pipeline — ``dvc.yaml``, ``params.yaml``, ``stages/*.py`` and the search spaces
 ``experiments/search-*.yaml`` — as
 ``lttw/_pipeline/``, copied from the repository root at build time, so there is one source of
-truth and no copy to keep in step (``lttw init`` reads them; ``lttw.pipeline_files``)."""
+truth and no copy to keep in step (``lttw init`` reads them; ``lttw.project.files``)."""
 
 import shutil
 from pathlib import Path
@@ -11,8 +11,8 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-PIPELINE = ["dvc.yaml", "params.yaml", "stages"]  # the same list as lttw.pipeline_files
-SEARCH_SPACES = "experiments/search-*.yaml"  # lttw.pipeline_files.SEARCH_SPACES
+PIPELINE = ["dvc.yaml", "params.yaml", "stages"]  # the same list as lttw.project.files
+SEARCH_SPACES = "experiments/search-*.yaml"  # lttw.project.files.SEARCH_SPACES
 
 
 class BuildPyWithPipeline(build_py):

@@ -10,7 +10,7 @@ import yaml
 from support.multi_label_data import CLASSES, label_rows, texts_for, write_multi_label_folder
 
 from lttw.checks.dataset import check_dataset
-from lttw.pipeline_files import project_params
+from lttw.project.files import project_params
 from lttw.settings import Settings
 
 

@@ -14,8 +14,8 @@ import pytest
 import yaml
 from support.cli_runner import assert_user_error, invoke
 
-from lttw.pipeline_files import pipeline_ignores, project_params
 from lttw.profiles import PROFILES, QUICK_STEPS
+from lttw.project.files import pipeline_ignores, project_params
 from lttw.settings import read_settings, settings_from_dict
 
 

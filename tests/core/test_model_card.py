@@ -16,8 +16,8 @@ from support.serving_models import shared_lttw_folder
 from typer.testing import CliRunner
 
 from lttw import cli
-from lttw.model_card import card_metrics, write_card
-from lttw.model_card_text import VARIANT_NAMES, card_source, render_card, trained_params
+from lttw.models.card import card_metrics, write_card
+from lttw.models.card_text import VARIANT_NAMES, card_source, render_card, trained_params
 from lttw.settings.variants import MODEL_PARAMS, VARIANTS
 
 HOSTILE = [

@@ -131,7 +131,7 @@ def test_the_wheel_ships_this_repositorys_pipeline(venv):
     """One source of truth: the installed package's dvc.yaml, params.yaml and stages are
     this repository's files byte for byte, and `lttw` there is the wheel's, not this checkout."""
     python = venv / "bin" / "python"
-    code = "import lttw.pipeline_files as p; print(p.pipeline_root()); print(p.__file__)"
+    code = "import lttw.project.files as p; print(p.pipeline_root()); print(p.__file__)"
     root, module = _run(venv, [python, "-c", code], venv).stdout.split()
     root = Path(root)
     assert root.name == "_pipeline" and Path(module).is_relative_to(venv)

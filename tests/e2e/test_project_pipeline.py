@@ -1,5 +1,5 @@
 """What ``lttw init`` writes, checked without running DVC: the project's dvc.yaml and
-params.yaml are this repository's, rewritten by code (``lttw.pipeline_files``), the stage
+params.yaml are this repository's, rewritten by code (``lttw.project.files``), the stage
 runner refuses code other than the project's stamp names, and init's errors are one line."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from lttw import pipeline_files
 from lttw.cli import app
 from lttw.errors import UserError
-from lttw.pipeline_files import STAMP, project_dvc_yaml, project_params
-from lttw.pipeline_stage import check_stamp
+from lttw.project import files as pipeline_files
+from lttw.project.files import STAMP, project_dvc_yaml, project_params
+from lttw.project.run_stage import check_stamp
 from lttw.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ def test_the_projects_dvc_yaml_is_the_repositorys_without_its_code_paths():
         ).groups()
         assert (REPO / "stages" / f"{script}.py").is_file()
         assert stage["cmd"] == original["cmd"].replace(
-            f"{launcher} stages/{script}.py", f"{launcher} -m lttw.pipeline_stage {script}"
+            f"{launcher} stages/{script}.py", f"{launcher} -m lttw.project.run_stage {script}"
         )
         kept = [d for d in original["deps"] if not d.startswith(("src/", "stages/"))]
         assert stage["deps"] == [STAMP, *kept], name

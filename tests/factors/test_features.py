@@ -98,7 +98,7 @@ def test_explain_says_how_many_slots_are_filled(tmp_path):
     from lttw.factors.nmf import FACTORS_FILE
     from lttw.inference.explain import factor_section, render
     from lttw.io import write_arrays
-    from lttw.model_files import FACTORS as FACTORS_DIR
+    from lttw.models.files import FACTORS as FACTORS_DIR
 
     (tmp_path / FACTORS_DIR).mkdir()
     write_arrays(

@@ -13,6 +13,7 @@ from support.stage_graph import LIB, _imports
 
 #: lowest first: a subpackage may import the ones before it, never the ones after it
 LAYERS = [
+    "project",
     "evaluation",
     "encoder",
     "text",

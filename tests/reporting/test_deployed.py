@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from lttw.experiments.compare import WIDTH, compare_rows, render_table
-from lttw.model_card import card_metrics
-from lttw.model_card_text import render_card
+from lttw.models.card import card_metrics
+from lttw.models.card_text import render_card
 from lttw.reporting.deployed import deployed_doc, deployed_section
 from lttw.reporting.report import render
 from lttw.reporting.study_report import with_study

@@ -11,8 +11,8 @@ from pathlib import Path
 def calibrated_copy(source: Path, dest: Path, multi_label: bool = False, **calibration) -> Path:
     """``source`` copied to ``dest`` with ``Calibration(multi_label, **calibration)``."""
     from lttw.io import read_json, write_json
-    from lttw.model_files import META
     from lttw.models.calibration import Calibration, save_calibration
+    from lttw.models.files import META
     from lttw.models.folder_files import record_checksums
 
     shutil.copytree(source, dest)

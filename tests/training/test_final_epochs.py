@@ -49,7 +49,7 @@ def test_a_fold_without_training_record_is_named(tmp_path, monkeypatch):
 def test_the_final_stage_names_the_model_folders_metadata_file():
     """``lttw.training.final`` spells the model folder's metadata file itself (importing
     ``lttw.models`` would cost the copy of ``final.enabled: false`` torch's start-up)."""
-    from lttw.model_files import META
+    from lttw.models.files import META
     from lttw.training import final
 
     assert final.META == META

@@ -101,8 +101,8 @@ def test_the_folds_estimate_pools_their_fold_test_predictions(tmp_path):
 def test_the_card_spells_the_model_folders_files_as_the_loader_does():
     """``training.final_card`` records the card's checksums itself (importing ``lttw.models``
     would cost the copy of ``final.enabled: false`` torch's start-up)."""
-    from lttw.model_card import CARD, METRICS
-    from lttw.model_files import META
+    from lttw.models.card import CARD, METRICS
+    from lttw.models.files import META
     from lttw.models.folder_files import CHECKSUMS, TOP_LEVEL
     from lttw.training import final_card
 

@@ -84,7 +84,7 @@ def export(
 
     from lttw.inference.predict import Predictor
     from lttw.io import atomic_dir
-    from lttw.model_files import META
+    from lttw.models.files import META
     from lttw.models.folder_files import copy_loader_files, record_checksums
 
     source = _model_dir(model, params)
@@ -154,13 +154,13 @@ def _size(folder: Path) -> str:
 
 def _carry_card(source: Path, dest: Path) -> None:
     """The model card travels with an export: ``source``'s README.md and metrics.json
-    (``lttw.model_card``); a fold's folder without one gets one made from its project's files
+    (``lttw.models.card``); a fold's folder without one gets one made from its project's files
     (``reporting.fold_card``), else its pipeline metrics as metrics.json."""
     import shutil
 
     from lttw.io import write_json
-    from lttw.model_card import write_card
-    from lttw.model_files import CARD, METRICS
+    from lttw.models.card import write_card
+    from lttw.models.files import CARD, METRICS
     from lttw.reporting.fold_card import fold_card
     from lttw.serving.info import folder_metrics
 
@@ -211,10 +211,10 @@ def verify(
 
 
 def _say_card(folder: Path) -> None:
-    """The model card's headline (``lttw.model_card``), where the folder has one; its
+    """The model card's headline (``lttw.models.card``), where the folder has one; its
     README.md's model-index must hold metrics.json's numbers (``card_problems``)."""
-    from lttw.model_card import card_problems, headline, read_card
-    from lttw.model_files import CARD
+    from lttw.models.card import card_problems, headline, read_card
+    from lttw.models.files import CARD
 
     card = read_card(folder)
     if card is None:

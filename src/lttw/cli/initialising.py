@@ -1,4 +1,4 @@
-"""`lttw init`: a DVC project of your own (``lttw.project``), its parameters fitted to the
+"""`lttw init`: a DVC project of your own (``lttw.project.create``), its parameters fitted to the
 data's size (``lttw.profiles.fit_to_data``) and set by ``-S`` / ``--params``."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def init(
     the --profile's values; for a small dataset, folds, training and variant fitted to it;
     then -S / --params), lttw tune's search spaces, a .gitignore of every pipeline output,
     then check the data as `lttw data check` does. Next: `cd DIR && dvc repro`."""
-    from lttw.project import init_project, upgrade_project
+    from lttw.project.create import init_project, upgrade_project
 
     if upgrade:
         if data is not None or example:

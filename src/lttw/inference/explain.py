@@ -25,7 +25,7 @@ from lttw.factors.nmf import FACTORS_FILE
 from lttw.factors.slots import slot_fill
 from lttw.inference.answers import explained_prediction
 from lttw.io import read_arrays
-from lttw.model_files import FACTORS
+from lttw.models.files import FACTORS
 
 if TYPE_CHECKING:
     import torch

@@ -17,7 +17,7 @@ import numpy as np
 
 from lttw.errors import UserError
 from lttw.inference.predict import Predictor
-from lttw.model_files import ONNX_FILE, WEIGHTS_NAME
+from lttw.models.files import ONNX_FILE, WEIGHTS_NAME
 from lttw.models.model_folder import ModelFolder
 from lttw.models.onnx_classifier import OnnxClassifier, onnx_loader
 

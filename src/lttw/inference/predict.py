@@ -14,9 +14,9 @@ import numpy as np
 from lttw.inference.scores import checked_calibration, model_logits
 from lttw.inference.text_lines import as_texts
 from lttw.io import read_json
-from lttw.model_files import FACTORS, META, TOKENIZER, WORDS
 from lttw.models.calibration import Calibration
 from lttw.models.ensemble import ENSEMBLE_PARTS
+from lttw.models.files import FACTORS, META, TOKENIZER, WORDS
 from lttw.models.trained import ARRAYS, TEXTS, TokenArrays, load_classifier, predict_proba, reads
 from lttw.settings import CountSettings, TrainSettings
 

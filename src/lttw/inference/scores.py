@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from lttw.data.label_sets import is_multi_label
-from lttw.model_files import META
 from lttw.models.calibration import Calibration, load_calibration
+from lttw.models.files import META
 from lttw.models.trained import TEXTS, reads
 
 
@@ -59,7 +59,7 @@ def checked_calibration(folder: str | Path, meta: dict, n_classes: int) -> Calib
     """The folder's ``Calibration``, checked against its lttw.json and classes: a UserError
     naming calibration.json where they disagree."""
     from lttw.errors import UserError
-    from lttw.model_files import CALIBRATION
+    from lttw.models.files import CALIBRATION
 
     calibration = load_calibration(folder, is_multi_label(meta))
     where = Path(folder) / CALIBRATION

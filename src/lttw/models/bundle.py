@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
-from lttw.model_files import CONFIG_NAME, FACTORS, LABELS, META, TOKENIZER, WORDS
 from lttw.models.file_limits import check_size
+from lttw.models.files import CONFIG_NAME, FACTORS, LABELS, META, TOKENIZER, WORDS
 
 if TYPE_CHECKING:
     from lttw.settings import CountSettings, ModelSettings

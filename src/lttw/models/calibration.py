@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from lttw.io import read_json, write_json
-from lttw.model_files import CALIBRATION
+from lttw.models.files import CALIBRATION
 
 
 @dataclass(frozen=True)

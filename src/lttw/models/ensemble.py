@@ -28,7 +28,7 @@ import numpy as np
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
-from lttw.model_files import ENSEMBLE_FILE
+from lttw.models.files import ENSEMBLE_FILE
 
 #: ensemble variants -> the variants of their parts, in weight order
 ENSEMBLE_PARTS: dict[str, tuple[str, ...]] = {"lttw_tfidf": ("lttw", "tfidf_linear")}

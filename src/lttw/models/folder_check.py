@@ -10,9 +10,9 @@ from pathlib import Path
 
 from lttw.errors import UserError
 from lttw.io import read_json
-from lttw.model_files import CHECKSUMS, META
 from lttw.models.ensemble import ENSEMBLE_PARTS
 from lttw.models.file_limits import check_size, size_problem
+from lttw.models.files import CHECKSUMS, META
 from lttw.models.folder_files import (
     file_sha256,
     loader_files,

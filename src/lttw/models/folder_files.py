@@ -27,7 +27,9 @@ from pathlib import Path
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
-from lttw.model_files import (
+from lttw.models.ensemble import ENSEMBLE_PARTS
+from lttw.models.file_limits import check_size
+from lttw.models.files import (
     CALIBRATION,
     CARD,
     CHECKSUMS,
@@ -44,8 +46,6 @@ from lttw.model_files import (
     WEIGHTS_NAME,
     WORDS,
 )
-from lttw.models.ensemble import ENSEMBLE_PARTS
-from lttw.models.file_limits import check_size
 
 #: the keys of lttw.json that prediction reads, under its checksum
 SETTINGS_KEYS = (
@@ -67,7 +67,7 @@ SETTINGS_KEYS = (
 #: and onnx.json: ``models.onnx_classifier``; metrics.json: ``serving.info``), how scores
 #: become probabilities and labels (calibration.json: ``models.calibration``; absent:
 #: softmax, temperature 1), an ensemble's weights (``models.ensemble``), and the model card
-#: (README.md with metrics.json: ``lttw.model_card``; checked and carried like the rest)
+#: (README.md with metrics.json: ``lttw.models.card``; checked and carried like the rest)
 TOP_LEVEL = (
     CARD,
     CONFIG_NAME,

@@ -15,7 +15,7 @@ typed value that every backend (torch, TF-IDF, ONNX, ensemble) is built from.
   pattern compiled once with a bound on its cost (``text.pattern_cost``);
 - the tokenizer's JSON files parse and ask to run no code.
 
-Every problem is one ``UserError`` line naming the file. File names: ``lttw.model_files``.
+Every problem is one ``UserError`` line naming the file. File names: ``lttw.models.files``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from pathlib import Path
 
 from lttw.errors import UserError
 from lttw.io import read_json
-from lttw.model_files import ENSEMBLE_FILE, FACTORS, META, ONNX_FILE, TOKENIZER, WORDS
 from lttw.models.bundle import (
     check_tokenizer_folder,
     inference_precision,
@@ -34,6 +33,7 @@ from lttw.models.bundle import (
 )
 from lttw.models.ensemble import ENSEMBLE_PARTS, EnsembleWeights
 from lttw.models.file_limits import check_size
+from lttw.models.files import ENSEMBLE_FILE, FACTORS, META, ONNX_FILE, TOKENIZER, WORDS
 from lttw.models.folder_check import FolderCheck, check_folder, verify
 from lttw.models.hub_snapshot import resolve_model_location
 from lttw.text.pattern_cost import check_pattern_cost

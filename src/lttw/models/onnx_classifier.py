@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from lttw.errors import UserError
-from lttw.model_files import CONFIG_NAME, ONNX_FILE, ONNX_RECORD
+from lttw.models.files import CONFIG_NAME, ONNX_FILE, ONNX_RECORD
 from lttw.models.trained import ARRAYS
 
 

@@ -28,8 +28,8 @@ from torch import nn
 
 from lttw.errors import UserError, one_line
 from lttw.io import atomic_path, sort_safetensors_metadata, write_json
-from lttw.model_files import CONFIG_NAME, WEIGHTS_NAME
 from lttw.models.bundle import read_model_config
+from lttw.models.files import CONFIG_NAME, WEIGHTS_NAME
 from lttw.models.registrar import registrar
 
 #: modules of ``lttw.models`` that support the variants rather than define one

@@ -28,8 +28,8 @@ import numpy as np
 
 from lttw.errors import UserError
 from lttw.io import read_arrays, read_json, write_arrays, write_json
-from lttw.model_files import CONFIG_NAME, WEIGHTS_NAME
-from lttw.model_files import TFIDF_VOCABULARY as VOCAB_NAME
+from lttw.models.files import CONFIG_NAME, WEIGHTS_NAME
+from lttw.models.files import TFIDF_VOCABULARY as VOCAB_NAME
 from lttw.models.tfidf_vectorizer import VectorizerSettings
 from lttw.text.words import WordSplitter
 

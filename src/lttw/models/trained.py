@@ -125,8 +125,8 @@ def folder_calibration(folder: str | Path, meta: dict) -> Calibration | None:
     ``calibration.json``, or for a multi-label folder (lttw.json ``multi_label``) without
     one the sigmoid at 0.5; None for a single-label folder without one (the model's own
     softmax, as before calibration existed)."""
-    from lttw.model_files import CALIBRATION
     from lttw.models.calibration import load_calibration
+    from lttw.models.files import CALIBRATION
 
     multi = bool(meta.get("multi_label", False))  # data.label_sets.MULTI_LABEL_KEY
     if not multi and not (Path(folder) / CALIBRATION).is_file():
@@ -190,7 +190,7 @@ def save_classifier(model: Any, folder: str | Path) -> None:
 def load_classifier(folder: str | Path, device: Any = "cpu") -> Any:
     """The classifier saved in ``folder`` (either kind), ready to predict on ``device``."""
     from lttw.io import read_json
-    from lttw.model_files import CONFIG_NAME
+    from lttw.models.files import CONFIG_NAME
     from lttw.models.tfidf import VARIANT, TfidfLinear
 
     config = Path(folder) / CONFIG_NAME

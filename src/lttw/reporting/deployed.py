@@ -1,5 +1,5 @@
 """The first section of ``lttw report``: the deployed model, ``models/final``, from its card's
-``metrics.json`` (``lttw.model_card``; else the summary's ``final`` block): its rows,
+``metrics.json`` (``lttw.models.card``; else the summary's ``final`` block): its rows,
 classes, estimate with its interval and where it comes from, calibration, and its own
 held-out figures. The folds' tables follow it as the study."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from lttw import layout
 from lttw.evaluation.estimate import SOURCES
-from lttw.model_card import headline, read_card
+from lttw.models.card import headline, read_card
 
 
 def deployed_doc(root: Path, summary_final: dict | None) -> dict | None:

@@ -11,8 +11,8 @@ from pathlib import Path
 from lttw import layout
 from lttw.evaluation.estimate import SOURCES, fold_estimate, own_test_estimate
 from lttw.io import read_json, read_yaml
-from lttw.model_card import card_metrics
-from lttw.model_card_text import card_source, render_card
+from lttw.models.card import card_metrics
+from lttw.models.card_text import card_source, render_card
 from lttw.settings import DataSettings
 from lttw.training.final import fold_train_counts
 from lttw.training.final_card import GROUPS, META, code_version, dataset_manifest

@@ -17,7 +17,7 @@ import numpy as np
 from lttw.evaluation.metrics import held_out_source
 from lttw.experiments.cell_folder import REFERENCE, Run, read_test_predictions
 from lttw.experiments.paper_numbers import PaperTables
-from lttw.model_card import headline
+from lttw.models.card import headline
 from lttw.reporting.deployed import deployed_section
 from lttw.reporting.runs import merge_runs
 from lttw.reporting.stats import WILCOXON_MIN, paired_test, pct, pooled_mcnemar

@@ -1,5 +1,5 @@
 """What a served model is: labels, variant, encoder, word-splitting rule, how it runs, and the
-model folder's metrics (``GET /info``): its model card's ``metrics.json`` (``lttw.model_card``:
+model folder's metrics (``GET /info``): its model card's ``metrics.json`` (``lttw.models.card``:
 rows, classes, the estimate with its interval and source, calibration; ``models/final`` has
 one, ``lttw export`` carries it), else the pipeline's metrics of a fold's folder."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 from lttw import layout
 from lttw.io import read_json
-from lttw.model_files import META
-from lttw.model_files import METRICS as METRICS_FILE
 from lttw.models.calibration import Calibration
+from lttw.models.files import META
+from lttw.models.files import METRICS as METRICS_FILE
 
 
 def folder_metrics(folder: str | Path) -> dict:

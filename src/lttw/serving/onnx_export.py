@@ -29,7 +29,7 @@ import numpy as np
 
 from lttw.errors import UserError
 from lttw.inference.loading import load_predictor
-from lttw.model_files import ONNX_FILE, ONNX_RECORD, WEIGHTS_NAME
+from lttw.models.files import ONNX_FILE, ONNX_RECORD, WEIGHTS_NAME
 from lttw.serving.check_sample import read_labelled
 
 OPSET = 17

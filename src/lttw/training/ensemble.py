@@ -19,10 +19,10 @@ import numpy as np
 
 from lttw.evaluation.temperature import logits_of
 from lttw.io import atomic_dir, write_metrics
-from lttw.model_files import ENSEMBLE_FILE
 from lttw.models.bundle import write_model_folder
 from lttw.models.calibration import load_calibration, save_calibration
 from lttw.models.ensemble import ENSEMBLE_PARTS, EnsembleWeights, choose_weights
+from lttw.models.files import ENSEMBLE_FILE
 from lttw.models.folder_files import record_checksums
 from lttw.models.trained import TEXTS, load_classifier, predict_proba, reads
 from lttw.training.calibrating import temperature_calibration

@@ -47,7 +47,7 @@ from lttw.data.folds import read_fold_parts
 from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.errors import UserError
 from lttw.io import atomic_dir, read_json, write_arrays, write_json, write_metrics
-from lttw.model_files import META
+from lttw.models.files import META
 from lttw.settings import check_batch_size
 
 if TYPE_CHECKING:

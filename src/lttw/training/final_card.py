@@ -1,4 +1,4 @@
-"""The final model's card (``lttw.model_card``): written into ``models/final`` by the final
+"""The final model's card (``lttw.models.card``): written into ``models/final`` by the final
 stage, from its record, the sample's ``labels.json``, the dataset's ``manifest.json`` (its hub
 id, language and licence) and the settings that made it."""
 
@@ -11,9 +11,9 @@ from lttw import layout
 from lttw.errors import UserError
 from lttw.evaluation.estimate import SOURCES
 from lttw.io import read_json, write_json
-from lttw.model_card import card_metrics, write_card
-from lttw.model_card_text import card_source, render_card
-from lttw.model_files import CARD, CHECKSUMS, META, METRICS
+from lttw.models.card import card_metrics, write_card
+from lttw.models.card_text import card_source, render_card
+from lttw.models.files import CARD, CHECKSUMS, META, METRICS
 from lttw.models.folder_files import file_sha256
 
 if TYPE_CHECKING:
@@ -27,8 +27,8 @@ MANIFEST_MAX_BYTES = 1 << 20
 
 
 def code_version() -> dict:
-    """The lttw version and the sha256 of the code a stage runs (``pipeline_files.stamp``)."""
-    from lttw.pipeline_files import stamp
+    """The lttw version and the sha256 of the code a stage runs (``project.files.stamp``)."""
+    from lttw.project.files import stamp
 
     return stamp()
 

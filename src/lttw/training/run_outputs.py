@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from lttw import layout
 from lttw.io import atomic_dir, read_arrays_metadata, write_metrics
-from lttw.model_files import CALIBRATION
 from lttw.models.bundle import write_model_folder
 from lttw.models.calibration import Calibration, load_calibration, save_calibration
+from lttw.models.files import CALIBRATION
 from lttw.models.folder_files import record_checksums
 from lttw.models.trained import save_classifier
 from lttw.text.words import read_rule

@@ -1,5 +1,5 @@
 """A model folder's card: ``README.md`` for people and the Hugging Face hub (a model card
-made by ``huggingface_hub``: ``lttw.model_card_text``) and ``metrics.json`` for programs
+made by ``huggingface_hub``: ``lttw.models.card_text``) and ``metrics.json`` for programs
 (``GET /info``'s ``metrics``, ``lttw verify``). The README's model-index holds the estimate of
 ``metrics.json`` (``card_results``); ``lttw verify`` checks that they agree (``card_problems``).
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lttw.io import atomic_path, load_yaml, read_json, write_json
-from lttw.model_files import CARD, METRICS
+from lttw.models.files import CARD, METRICS
 
 #: the version of ``metrics.json``'s layout
 CARD_VERSION = 1

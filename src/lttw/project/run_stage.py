@@ -1,4 +1,4 @@
-"""``python -m lttw.pipeline_stage NAME [--fold N] [--params F]``: run the installed lttw's
+"""``python -m lttw.project.run_stage NAME [--fold N] [--params F]``: run the installed lttw's
 pipeline stage ``stages/NAME.py`` in the current folder, as a user project's ``dvc.yaml``
 does (``lttw init``). It first checks the project's ``lttw-version.json`` against the
 installed lttw: a stage run with other code than the stamp says would store its outputs under
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from lttw.errors import UserError, one_line
-from lttw.pipeline_files import STAMP, read_stamp, stage_script, stamp
+from lttw.project.files import STAMP, read_stamp, stage_script, stamp
 
 
 def check_stamp(project: Path) -> None:
@@ -29,7 +29,7 @@ def check_stamp(project: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0].startswith("-"):
-        print("usage: python -m lttw.pipeline_stage NAME [stage options]", file=sys.stderr)
+        print("usage: python -m lttw.project.run_stage NAME [stage options]", file=sys.stderr)
         sys.exit(2)
     try:
         check_stamp(Path.cwd())

@@ -5,7 +5,7 @@ source of truth: a user project's ``dvc.yaml`` and ``params.yaml`` are derived f
 files by code (``project_dvc_yaml``, ``project_params``), never kept by hand.
 
 In a user project there is no ``src/lttw`` or ``stages/``: each stage runs the installed
-package's script (``python -m lttw.pipeline_stage NAME``), and the stages' code dependencies
+package's script (``python -m lttw.project.run_stage NAME``), and the stages' code dependencies
 are replaced by one file, ``lttw-version.json`` (the lttw version and a digest of its code),
 which ``lttw init`` writes and ``lttw init --upgrade`` rewrites, so that an upgrade of lttw
 reruns the stages it touches (all of them) and nothing else does.
@@ -31,11 +31,11 @@ STAMP = "lttw-version.json"
 #: where ``lttw init`` puts the user's data (``data.root`` of the project)
 DATA_ROOT = "data/raw"
 #: the project's stage command for ``stages/NAME.py``
-STAGE_COMMAND = "python -m lttw.pipeline_stage"
+STAGE_COMMAND = "python -m lttw.project.run_stage"
 #: DVC's top-level ``plots:`` of this repository that belong to its paper study only
 REPO_ONLY_PREFIXES = ("evidence/",)
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parents[1]  # the lttw package
 
 
 def pipeline_root() -> Path:

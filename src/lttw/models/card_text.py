@@ -1,7 +1,7 @@
 """A model folder's ``README.md``: a Hugging Face model card made by ``huggingface_hub``
 (``ModelCardData`` writes the front matter: licence, language, datasets, metrics, base model,
 tags and the model-index holding the estimate and its interval; ``ModelCard`` joins it to the
-text) for the card ``lttw.model_card.card_metrics`` makes. Every name and text that comes
+text) for the card ``lttw.models.card.card_metrics`` makes. Every name and text that comes
 from the data (labels, the dataset's name, its licence) is escaped (``md_text``): the card
 shows it as written and no label can add markup, HTML, table cells or front matter.
 """
@@ -12,7 +12,7 @@ import json
 import re
 import unicodedata
 
-from lttw.model_card import card_results, headline, percent
+from lttw.models.card import card_results, headline, percent
 
 #: characters that Markdown or HTML would read as markup, written as numeric character
 #: references in the card's text (``md_text``)

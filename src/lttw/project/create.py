@@ -3,8 +3,8 @@
 ``init_project`` writes, into a new folder (all or nothing: built beside it, then renamed):
 the user's data under ``data/raw/`` tracked by ``dvc add`` (an edit shows in ``dvc status``
 and reruns ``sample`` and what follows), ``dvc.yaml`` and ``params.yaml`` derived from the
-installed lttw's pipeline (``lttw.pipeline_files``), ``lttw-version.json``, ``.gitignore``
-(every pipeline output, ``pipeline_files.pipeline_ignores``, and ``lttw tune``'s
+installed lttw's pipeline (``lttw.project.files``), ``lttw-version.json``, ``.gitignore``
+(every pipeline output, ``project.files.pipeline_ignores``, and ``lttw tune``'s
 ``data/tune/``), the search spaces of ``lttw tune`` (``experiments/search-*.yaml``) and a
 README stub; it runs ``git init`` and ``dvc init`` and commits the lot where git knows who
 the user is. ``upgrade_project`` rewrites ``dvc.yaml`` and the stamp for the installed lttw.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from lttw.errors import UserError
 from lttw.io import atomic_dir, atomic_path
-from lttw.pipeline_files import (
+from lttw.project.files import (
     DATA_ROOT,
     STAMP,
     params_with_launcher,
@@ -105,7 +105,7 @@ def init_project(
     parquet / JSON Lines file or a folder of them, copied in); ``label_delimiter`` (multi-label
     data) goes into params.yaml as ``data.label_delimiter``; ``profile``: the parameters'
     profile (``lttw.profiles``); ``values``: more parameters, (dotted name, value, comment),
-    validated by the caller (``lttw.pipeline_files.project_params``)."""
+    validated by the caller (``lttw.project.files.project_params``)."""
     dest, data = Path(dest), Path(data)
     if not data.exists():
         raise FileNotFoundError(2, "no such file or folder (--data)", str(data))
