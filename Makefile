@@ -1,5 +1,6 @@
-# `make install`: the virtual environment with the package, training (the `train` extra) and
-#                 its test tools.
+# `make install`: the virtual environment with the package and the extras the test suite
+#                 exercises (train, test, bench, tune, cluster, ray; each one's purpose:
+#                 docs/how-to/install.md, "Extras").
 # `make repro`:   the pipeline on params.yaml (`dvc repro`).
 # `make test`:    lint, types, the docs site, then the test suite (its numeric tests twice: the
 #                 CPU's own kernels, then another family); `make lint`: ruff (lint +
