@@ -137,6 +137,7 @@ def test_init_set_params_and_params_file_are_validated(tmp_path):
     (tmp_path / "d.csv").write_text("text,label\n" + "a b,x\nc d,y\n" * 30)
     code, out = _init(tmp_path / "p", "--data", tmp_path / "d.csv", "-S", "model.nope=1")
     assert code == 2 and "unknown parameter 'model.nope'" in out
+    assert out.startswith("error: ") and len(out.strip().splitlines()) == 1, out
     code, out = _init(tmp_path / "p", "--data", tmp_path / "d.csv", "-S", "model.k=-4")
     assert code == 2 and "model.k" in out and len(out.strip().splitlines()) == 1, out
     code, out = _init(tmp_path / "p", "--data", tmp_path / "d.csv", "-S", "data.root=x")
