@@ -52,7 +52,7 @@ def main(settings, fold: int):
     calibration = folder_calibration(model_dir, checked_meta(model_dir))
     multi = calibration is not None and calibration.multi_label
     decide = calibration.decide if calibration is not None and multi else predicted_labels
-    # single-label: the probabilities at T = 1 (the labels and predictions.parquet as before);
+    # single-label: the labels and predictions.parquet from the probabilities at T = 1;
     # the folder's temperature enters the calibration metrics (ece, nll) only
     probs = predict_cached_parts(
         model_dir, inputs, fold, settings.train, calibration if multi else None

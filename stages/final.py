@@ -27,8 +27,8 @@ def main(settings):
         batch_size=settings.train.eval_batch_size,
         seed=settings.seed,
     )
-    card = partial(write_final_card, settings=run, rows=rows, license=final.license)
-    record = write_final_model(run, final, measure, card)
+    card = partial(write_final_card, settings=settings, rows=rows, license=final.license)
+    record = write_final_model(run, final, settings.folds.run, settings.nmf, measure, card)
     estimate = record["estimate"]
     log.info(
         "%s: trained on %d rows%s; macro F1 %.4f (%d%% interval %.4f to %.4f, %s)",

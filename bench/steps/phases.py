@@ -92,7 +92,7 @@ COUNTED = ("aten::copy_", "aten::_to_copy", "aten::item", "aten::_local_scalar_d
 
 def phase_of(event) -> str:
     """The loop phase an event ran in: the ``lttw.*`` range around it (see
-    ``training.loop._step``; a range is in its own phase), or ``backward`` for ops the autograd
+    ``training.steps.train_step``; a range is in its own phase), or ``backward`` for ops the autograd
     engine ran (on CUDA they run in the engine's own thread, outside the loop's ranges)."""
     node = event
     while node is not None:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import BaseModel
 from support.params import base_params, with_value  # noqa: F401
 
 from lttw import layout
 from lttw.settings import (
-    BaseModel,
     Settings,
     SettingsError,
     check_batch_size,

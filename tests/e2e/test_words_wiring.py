@@ -10,6 +10,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 from support.datasets import EMBEDDED, full_root, needs_full
 
 from lttw.checks.dataset import check_dataset
+from lttw.errors import DataError
 from lttw.factors.counts import choose_splitter, corpus_counts, word_label_counts
 from lttw.factors.features import latent_factor_tensor
 from lttw.inference.predict import model_words
@@ -61,13 +62,16 @@ def test_tfidf_linear_splits_with_the_rule_and_keeps_it_when_saved(tmp_path):
     assert loaded.predict(["冠军球队", "股票上涨"]).tolist() == [0, 1]
 
 
-def test_model_words_reads_lttw_json_and_falls_back_to_counts(tmp_path):
+def test_model_words_reads_lttw_json_only(tmp_path):
+    """The rule is lttw.json's ``words``; a folder without one is a one-line error naming
+    lttw.json, not a rule guessed from its ``counts``."""
     record = WordSplitter("char").record()
     assert model_words(tmp_path, {"words": record}) == WordSplitter("char")
-    old = {"counts": {"token_pattern": r"(?u)\b\w\w+\b", "lowercase": False, "min_count": 1}}
-    assert model_words(tmp_path, old) == WordSplitter("regex", r"(?u)\b\w\w+\b", False)
-    with pytest.raises(Exception, match="lttw.json"):
-        model_words(tmp_path, {"words": {"splitter": "spaces"}})
+    counts = {"counts": {"token_pattern": r"(?u)\b\w\w+\b", "lowercase": False, "min_count": 1}}
+    for meta in (counts, {"words": {"splitter": "spaces"}}):
+        with pytest.raises(DataError, match="lttw.json: word-splitting record") as err:
+            model_words(tmp_path, meta)
+        assert "\n" not in str(err.value)
 
 
 def test_data_check_reports_the_rule_and_degenerate_splitting(tmp_path):

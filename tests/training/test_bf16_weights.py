@@ -11,8 +11,9 @@ from support.tiny_lttw import BATCH, tiny_data, tiny_model
 
 from lttw.device import Runtime
 from lttw.settings import TrainSettings
-from lttw.training import loop
 from lttw.training.bf16_weights import Bf16Weights, applies
+from lttw.training.session import lr_schedule, make_optimizer
+from lttw.training.steps import train_step
 
 BF16 = Runtime(device=torch.device("cpu"), bf16=True)
 
@@ -44,14 +45,14 @@ def test_the_gradients_are_autocasts_to_bf16_precision():
 def losses(wrapped: bool, steps: int) -> list[float]:
     model, data = tiny_model(), tiny_data()
     cfg = TrainSettings(device="cpu", batch_size=BATCH, lr=3e-3, log_every=1, distributed="off")
-    optimizer = loop._optimizer(model, cfg, BF16)
-    scheduler = loop._schedule(optimizer, 1, steps)
+    optimizer = make_optimizer(model, cfg, BF16)
+    scheduler = lr_schedule(optimizer, 1, steps)
     step_model = Bf16Weights(model) if wrapped else model
     model.train()
     out = []
     for i in range(steps):
         inputs, labels = data.batch(torch.arange(i * BATCH, (i + 1) * BATCH) % len(data), BF16)
-        loss = loop._step(step_model, model, inputs, labels, 1.0, optimizer, scheduler, cfg, BF16)
+        loss = train_step(step_model, model, inputs, labels, 1.0, optimizer, scheduler, cfg, BF16)
         out.append(float(loss))
     return out
 

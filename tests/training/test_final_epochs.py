@@ -44,12 +44,3 @@ def test_a_fold_without_training_record_is_named(tmp_path, monkeypatch):
     record({0: 1})
     with pytest.raises(UserError, match="fold_3.json: missing; run the train stage for fold 3"):
         chosen_epochs([0, 3])
-
-
-def test_the_final_stage_names_the_model_folders_metadata_file():
-    """``lttw.training.final`` spells the model folder's metadata file itself (importing
-    ``lttw.models`` would cost the copy of ``final.enabled: false`` torch's start-up)."""
-    from lttw.models.files import META
-    from lttw.training import final
-
-    assert final.META == META

@@ -21,8 +21,9 @@ from torch.profiler import ProfilerActivity, profile
 
 from lttw.device import Runtime
 from lttw.settings import TrainSettings
-from lttw.training import loop
 from lttw.training.bf16_weights import Bf16Weights, applies
+from lttw.training.session import lr_schedule, make_optimizer
+from lttw.training.steps import train_step
 
 #: aten::copy_ calls per step, at most (fp32, bf16 autocast)
 COPY_LIMIT = {False: 75, True: 110}
@@ -32,17 +33,17 @@ def run_steps(model, data, rt, steps: int, adamw: str = "loop") -> list[float]:
     """Losses of ``steps`` steps with the loop's optimiser (``loop``), torch's fused AdamW
     (``torch-fused``) or torch's per-parameter AdamW, the loop's before (``per-parameter``)."""
     cfg = TrainSettings(device="cpu", batch_size=BATCH, log_every=1, distributed="off")
-    optimizer = loop._optimizer(model, cfg, rt)
+    optimizer = make_optimizer(model, cfg, rt)
     if adamw != "loop":
         fused = adamw == "torch-fused"
         optimizer = torch.optim.AdamW(optimizer.param_groups, foreach=False, fused=fused)
-    scheduler = loop._schedule(optimizer, 1, 100)
+    scheduler = lr_schedule(optimizer, 1, 100)
     model.train()
     losses = []
     for i in range(steps):
         inputs, labels = data.batch(torch.arange(i * BATCH, (i + 1) * BATCH) % len(data), rt)
         losses.append(
-            float(loop._step(model, model, inputs, labels, 1.0, optimizer, scheduler, cfg, rt))
+            float(train_step(model, model, inputs, labels, 1.0, optimizer, scheduler, cfg, rt))
         )
     return losses
 
@@ -53,17 +54,17 @@ def op_counts(bf16: bool) -> Counter:
     model, data = tiny_model(), tiny_data()
     counts: Counter = Counter()
     cfg = TrainSettings(device="cpu", batch_size=BATCH, log_every=1, distributed="off")
-    optimizer = loop._optimizer(model, cfg, rt)
-    scheduler = loop._schedule(optimizer, 1, 100)
-    step_model = Bf16Weights(model) if applies(rt, compiled=False) else model  # as _set_up
+    optimizer = make_optimizer(model, cfg, rt)
+    scheduler = lr_schedule(optimizer, 1, 100)
+    step_model = Bf16Weights(model) if applies(rt, compiled=False) else model  # as set_up
     model.train()
     for i in range(2):
         inputs, labels = data.batch(torch.arange(i * BATCH, (i + 1) * BATCH), rt)
         if i == 0:
-            loop._step(step_model, model, inputs, labels, 1.0, optimizer, scheduler, cfg, rt)
+            train_step(step_model, model, inputs, labels, 1.0, optimizer, scheduler, cfg, rt)
             continue
         with profile(activities=[ProfilerActivity.CPU]) as prof:
-            loop._step(step_model, model, inputs, labels, 1.0, optimizer, scheduler, cfg, rt)
+            train_step(step_model, model, inputs, labels, 1.0, optimizer, scheduler, cfg, rt)
         counts.update(e.name for e in prof.events())
     return counts
 

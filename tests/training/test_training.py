@@ -213,7 +213,7 @@ def test_default_budget_plans_two_epochs_at_4000_rows():
     from support.tiny_project import REPO
 
     from lttw.settings import read_settings
-    from lttw.training.loop import plan_epochs
+    from lttw.training.session import plan_epochs
 
     default = read_settings(REPO / "params.yaml").train
     assert default.batch_size == 32 and plan_epochs(4000, default) == 2
@@ -225,7 +225,7 @@ def test_default_budget_plans_two_epochs_at_4000_rows():
 def test_max_epochs_caps_only_the_extension():
     """train.epochs is always run; max_epochs caps only the epochs min_steps adds."""
     from lttw.settings import settings_from_dict
-    from lttw.training.loop import plan_epochs
+    from lttw.training.session import plan_epochs
 
     cfg = settings_from_dict({"train": {"epochs": 5, "max_epochs": 3}}).train
     assert plan_epochs(40, cfg) == 5  # 2 steps an epoch: min_steps would ask for 100
@@ -263,7 +263,7 @@ def test_still_rising_validation_f1_is_reported(tiny_encoder_dir, tmp_path, monk
     from lttw.training import loop
 
     scores = iter([0.4, 0.5, 0.45, 0.6])
-    monkeypatch.setattr(loop, "_validate", lambda *a: next(scores))
+    monkeypatch.setattr(loop, "validate", lambda *a: next(scores))
     with caplog.at_level("WARNING", logger="lttw.training"):
         result = train_classifier(
             build_model(tiny_encoder_dir),
@@ -304,7 +304,7 @@ def _scripted(monkeypatch, scores, snapshots=None):
             snapshots.append({k: v.clone() for k, v in model.state_dict().items()})
         return next(scores)
 
-    monkeypatch.setattr(loop, "_validate", validate)
+    monkeypatch.setattr(loop, "validate", validate)
 
 
 def test_training_continues_while_rising_and_keeps_the_best_epoch(

@@ -50,7 +50,7 @@ def out_of_fold(folds: list[int], root: Path = Path(".")) -> tuple[np.ndarray, n
         frame = pd.read_parquet(path)
         if "probs" not in frame.columns or "row" not in frame.columns:
             raise UserError(
-                f"{path}: no per-class probabilities (written by an older lttw); "
+                f"{path}: no per-class probabilities (columns row and probs); "
                 "rerun the evaluate stage (dvc repro)"
             )
         frame = frame[frame["part"] == "fold_test"]

@@ -189,10 +189,7 @@ def held_out_samples(labels_info: dict) -> dict:
 
 
 def held_out_source(held_out: dict) -> str:
-    """Where the held-out test sample comes from, in words (``held_out_samples``; a summary
-    written before it recorded true/false says it itself, ``test_sample``)."""
-    if "test_sample" in held_out:
-        return str(held_out["test_sample"])
+    """Where the held-out test sample comes from, in words (``held_out_samples``)."""
     if held_out.get("whole_test_split"):
         return "the whole test split"
     if held_out.get("from_test_split"):

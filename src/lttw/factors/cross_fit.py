@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
+from lttw.choices import Ranking
 from lttw.data.label_sets import label_counts
 from lttw.errors import DataError
 from lttw.factors.counts import (
@@ -34,7 +35,7 @@ from lttw.factors.counts import (
 )
 from lttw.factors.features import FactorLookup, tensor_from_document_terms
 from lttw.factors.nmf import factors_given_labels
-from lttw.settings import CountSettings, NMFSettings, Ranking
+from lttw.settings import CountSettings, NMFSettings
 from lttw.text.words import WordSplitter
 
 log = logging.getLogger(__name__)

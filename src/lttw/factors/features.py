@@ -25,10 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
+from lttw.choices import Ranking
 from lttw.errors import DataError
 from lttw.factors.counts import load_corpus_counts
 from lttw.factors.nmf import load_word_factors
-from lttw.settings import RANKINGS, Ranking
+from lttw.settings import RANKINGS
 from lttw.text.words import WordSplitter, read_rule
 
 

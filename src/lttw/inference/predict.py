@@ -18,7 +18,7 @@ from lttw.models.calibration import Calibration
 from lttw.models.ensemble import ENSEMBLE_PARTS
 from lttw.models.files import FACTORS, META, TOKENIZER, WORDS
 from lttw.models.trained import ARRAYS, TEXTS, TokenArrays, load_classifier, predict_proba, reads
-from lttw.settings import CountSettings, TrainSettings
+from lttw.settings import TrainSettings
 
 if TYPE_CHECKING:  # imported where used: `lttw predict` needs neither pandas nor sklearn
     from lttw.data.fold_inputs import FoldInputs
@@ -111,15 +111,11 @@ def saved_words(folder: str | Path):
 
 
 def model_words(folder: Path, meta: dict):
-    """The word-splitting rule a model folder was trained with: lttw.json's ``words``, else
-    (a folder saved before the rule was recorded) the regex rule of its ``counts``."""
+    """The word-splitting rule a model folder was trained with: lttw.json's ``words`` (a
+    one-line error naming lttw.json where it is missing or malformed)."""
     from lttw.text.words import WordSplitter
 
-    if "words" in meta:
-        return WordSplitter.from_record(meta["words"], str(Path(folder) / META))
-    from lttw.factors.counts import regex_splitter
-
-    return regex_splitter(CountSettings(**meta["counts"]))
+    return WordSplitter.from_record(meta.get("words"), str(Path(folder) / META))
 
 
 class Predictor:

@@ -61,18 +61,13 @@ def model_info(predictor, backend: str) -> dict:
 
     meta = predictor.meta
     calibration = getattr(predictor, "calibration", None) or Calibration()
-    words = meta.get("words")
-    if words is None and "counts" in meta:  # a folder saved before the rule was recorded
-        from lttw.inference.predict import model_words
-
-        words = model_words(Path(predictor.folder), meta).record()
     return {
         "labels": list(predictor.classes),
         "multi_label": calibration.multi_label,
         "calibration": calibration.to_dict(),
         "variant": meta["variant"],
         "encoder": encoder_name(meta.get("encoder")),
-        "words": words,
+        "words": meta.get("words"),  # an ensemble's parts record theirs
         "max_len": meta.get("max_len"),
         "latent_factors": (
             {"k": meta["k"], "s": meta["s"], "ranking": meta["ranking"]}

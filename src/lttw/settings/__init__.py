@@ -12,10 +12,6 @@ parameter group), ``data``, ``model`` and ``train`` (the groups), ``reading`` (`
 validated when read). Import every name from ``lttw.settings``.
 """
 
-# BaseModel and Ranking: importers take them from here as well
-from pydantic import BaseModel
-
-from lttw.choices import Ranking
 from lttw.settings.data import (
     DEFAULT_TOKEN_PATTERN,
     CountSettings,
@@ -24,7 +20,7 @@ from lttw.settings.data import (
     NMFSettings,
     WordSettings,
 )
-from lttw.settings.group import _Group
+from lttw.settings.group import Group
 from lttw.settings.model import ModelSettings
 from lttw.settings.reading import (
     MAX_SEED,
@@ -62,19 +58,17 @@ __all__ = [
     "RANKINGS",
     "VARIANTS",
     "WORD_VOCAB_VARIANTS",
-    "BaseModel",
     "CountSettings",
     "DataSettings",
     "FinalSettings",
     "FoldSettings",
     "ModelSettings",
     "NMFSettings",
-    "Ranking",
     "Settings",
     "SettingsError",
     "TrainSettings",
     "WordSettings",
-    "_Group",
+    "Group",
     "check_batch_size",
     "read_settings",
     "settings_from_dict",

@@ -7,14 +7,14 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from lttw.choices import Sampling
-from lttw.settings.group import _Group
+from lttw.settings.group import Group
 
 #: counts.token_pattern's default: runs of unicode word characters (within jieba's words /
 #: around CJK characters); lttw.text.words and tfidf_linear take it from here
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w+\b"
 
 
-class DataSettings(_Group):
+class DataSettings(Group):
     """``data``: which dataset and columns, and how the train / test / predict samples are
     drawn (the ``sample`` stage)."""
 
@@ -100,7 +100,7 @@ class DataSettings(_Group):
         return value
 
 
-class FoldSettings(_Group):
+class FoldSettings(Group):
     """``folds``: the stratified fold assignment (the ``folds`` stage) and the folds that the
     per-fold stages run."""
 
@@ -128,7 +128,7 @@ class FoldSettings(_Group):
         return self
 
 
-class WordSettings(_Group):
+class WordSettings(Group):
     """``words``: how texts are split into words, one rule for every consumer of words."""
 
     splitter: Literal["auto", "regex", "jieba", "char"] = Field(
@@ -141,7 +141,7 @@ class WordSettings(_Group):
     )
 
 
-class CountSettings(_Group):
+class CountSettings(Group):
     """``counts``: the word-label count matrix n(w, c) of a fold's train part (Algorithm 1)."""
 
     token_pattern: str = Field(
@@ -157,7 +157,7 @@ class CountSettings(_Group):
     )
 
 
-class NMFSettings(_Group):
+class NMFSettings(Group):
     """``nmf``: the factorisation V ~ W H of the row-normalised count matrix (eqs 1-3)."""
 
     rank: Annotated[int, Field(ge=1, le=1000)] | Literal["auto"] = Field(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 
-class _Group(BaseModel):
+class Group(BaseModel):
     """A parameter group: unknown names are rejected, values are frozen once read."""
 
     # allow_inf_nan: a float parameter is a finite number (.inf / .nan in YAML are rejected)

@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from lttw.choices import Attention, Fusion, Ranking, Variant
-from lttw.settings.group import _Group
+from lttw.settings.group import Group
 from lttw.settings.variants import FACTOR_VARIANTS, WORD_VOCAB_VARIANTS
 
 
-class ModelSettings(_Group):
+class ModelSettings(Group):
     """``model``: the classifier, its encoder, the latent-factor slots and the LTTW block; the
     baselines' own settings are ignored by the variants that do not use them."""
 

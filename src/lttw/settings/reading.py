@@ -20,7 +20,7 @@ from lttw.settings.data import (
     NMFSettings,
     WordSettings,
 )
-from lttw.settings.group import _Group
+from lttw.settings.group import Group
 from lttw.settings.model import ModelSettings
 from lttw.settings.train import FinalSettings, TrainSettings
 from lttw.settings.variants import ENCODER_VARIANTS
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 MAX_SEED = 2**32 - 1
 
 
-class Settings(_Group):
+class Settings(Group):
     """Every parameter of ``params.yaml``, one group per concern, validated when read."""
 
     seed: int = Field(

@@ -7,10 +7,10 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from lttw.choices import Device
-from lttw.settings.group import _Group
+from lttw.settings.group import Group
 
 
-class TrainSettings(_Group):
+class TrainSettings(Group):
     """``train``: the fine-tuning loop (optimiser, schedule, budget, early stopping) and
     where it runs."""
 
@@ -169,7 +169,7 @@ class TrainSettings(_Group):
         return value
 
 
-class FinalSettings(_Group):
+class FinalSettings(Group):
     """``final``: the model a user takes away (``models/final``, the DVC artifact)."""
 
     enabled: bool = Field(

@@ -21,7 +21,6 @@ from lttw.text.words import WordSplitter, read_rule, write_rule
 
 PAD_ID, UNK_ID = 0, 1
 SPECIALS = ("<pad>", "<unk>")
-VOCAB_PARAMETER = "model.vocab"
 VOCABULARY_FILE = "vocabulary.json"
 
 

@@ -153,7 +153,7 @@ class WordSplitter:
         }
 
     @classmethod
-    def from_record(cls, record: dict, source: str) -> WordSplitter:
+    def from_record(cls, record: object, source: str) -> WordSplitter:
         """Inverse of ``record``; ``source`` (a file) is named when the record is malformed."""
         fields = {"splitter": str, "token_pattern": str, "lowercase": bool}
         if not isinstance(record, dict) or any(

@@ -10,7 +10,7 @@ under autocast, which now casts only what is fp32: inputs, fp32-only ops) and, a
 backward, casts their bf16 gradients back at once into the fp32 parameters' ``.grad`` (one
 ``torch.cat`` and one cast). The fp32 parameters stay the model's own, the optimiser's
 master weights: AdamW, clipping, checkpoints, the best weights and the saved folder see
-fp32 tensors, as before.
+fp32 tensors.
 
 What changes is the forward's precision where autocast kept fp32 and the op follows its
 inputs: on the CPU (whose autocast runs LayerNorm in the input's dtype) the embeddings,

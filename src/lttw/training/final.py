@@ -51,7 +51,7 @@ from lttw.models.files import META
 from lttw.settings import check_batch_size
 
 if TYPE_CHECKING:
-    from lttw.settings import FinalSettings
+    from lttw.settings import FinalSettings, NMFSettings
     from lttw.training.run_outputs import RunPaths
     from lttw.training.run_settings import RunSettings
 
@@ -100,6 +100,8 @@ def chosen_epochs(folds: list[int]) -> tuple[int, dict[str, int]]:
 def write_final_model(
     settings: RunSettings,
     final: FinalSettings,
+    folds: list[int],
+    nmf: NMFSettings,
     measure: Callable[[Any], dict] | None = None,
     card: Callable[[Path, dict, dict], None] | None = None,
 ) -> dict:
@@ -110,13 +112,14 @@ def write_final_model(
     the record (the stage passes ``inference.held_out.held_out_test``: training does not
     import inference). ``card``: called with the model folder, the record and its prose, to
     write the model card and record its checksums (``training.final_card``). ``final``: whether
-    to train it (``final.enabled``) or copy the first fold's, and on which rows."""
+    to train it (``final.enabled``) or copy the first fold's, and on which rows; ``folds``:
+    ``folds.run``; ``nmf``: the ``nmf`` group (the rows' latent factors)."""
     if final.enabled:
-        record, about = _train_final(settings, final.rows, measure)
+        record, about = _train_final(settings, final.rows, folds, nmf, measure)
     else:
-        record, about = _copy_first_fold(settings.folds.run[0])
+        record, about = _copy_first_fold(folds[0])
     if "estimate" not in record:
-        record["estimate"] = _estimate(settings.folds.run, record["classes"], settings.seed)
+        record["estimate"] = _estimate(folds, record["classes"], settings.seed)
     about["estimate_source"] = "folds" if record["estimate"]["from_folds"] else "test"
     with atomic_dir(FINAL_MODEL_DIR) as tmp:
         shutil.copytree(FINAL_MODEL_DIR, tmp, dirs_exist_ok=True)
@@ -192,16 +195,20 @@ def _carved(rows: str) -> tuple[str, ...]:
 
 
 def _train_final(
-    settings: RunSettings, rows: str, measure: Callable[[Any], dict] | None
+    settings: RunSettings,
+    rows: str,
+    folds: list[int],
+    nmf: NMFSettings,
+    measure: Callable[[Any], dict] | None,
 ) -> tuple[dict, dict]:
     # imported here: torch, scikit-learn and the factor code cost seconds of start-up that
     # the copy of ``final.enabled: false`` (the tiny profiles, quick experiments) never uses
     from lttw.data.fold_inputs import join_samples, load_fold_inputs
     from lttw.training.fold import train_run
 
-    epochs, per_fold = chosen_epochs(settings.folds.run)
+    epochs, per_fold = chosen_epochs(folds)
     joined = _carved(rows)
-    inputs = join_samples(load_fold_inputs(settings.folds.run[0]), joined)
+    inputs = join_samples(load_fold_inputs(folds[0]), joined)
     everything = np.arange(len(inputs.labels["train"]), dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
     inputs = replace(inputs, parts={"train": everything, "val": none, "fold_test": none})
@@ -236,7 +243,7 @@ def _train_final(
     # earlier sample must not be resumed (a killed final run starts over)
     shutil.rmtree(FINAL_CHECKPOINTS, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="lttw-final-") as work:
-        paths = _factor_inputs(settings, inputs, Path(work))
+        paths = _factor_inputs(settings, nmf, inputs, Path(work), first_fold=folds[0])
         t0 = time.perf_counter()
         summary = train_run(settings, "final", inputs, paths, extra_meta={"final": record})
     train_time = time.perf_counter() - t0
@@ -250,9 +257,12 @@ def _train_final(
     return record, about
 
 
-def _factor_inputs(settings: RunSettings, inputs, work: Path) -> RunPaths:
+def _factor_inputs(
+    settings: RunSettings, nmf_settings: NMFSettings, inputs, work: Path, first_fold: int
+) -> RunPaths:
     """Counts (and the word-splitting rule), NMF factors and factor tensors of every labelled
-    row, in ``work``: what the counts, nmf and features stages write for a fold."""
+    row, in ``work``: what the counts, nmf and features stages write for a fold; the
+    calibration is ``first_fold``'s (``CALIBRATION_RULE``)."""
     from lttw.factors.counts import write_part_counts
     from lttw.factors.features import empty_features
     from lttw.factors.nmf import factor_counts_folder
@@ -276,7 +286,7 @@ def _factor_inputs(settings: RunSettings, inputs, work: Path) -> RunPaths:
     )
     metadata = None
     if settings.model.uses_factors:
-        factor_counts_folder(counts, nmf, settings.nmf, settings.seed)
+        factor_counts_folder(counts, nmf, nmf_settings, settings.seed)
         arrays, metadata = factor_tensors(
             inputs.texts,
             rows,
@@ -286,13 +296,13 @@ def _factor_inputs(settings: RunSettings, inputs, work: Path) -> RunPaths:
             nmf,
             model=settings.model,
             counts=settings.counts,
-            nmf=settings.nmf,
+            nmf=nmf_settings,
             seed=settings.seed,
         )
     else:
         arrays = {split: empty_features(len(t)) for split, t in inputs.texts.items()}
     write_arrays(features, metadata=metadata, **arrays)
-    first_fold = layout.model_dir(settings.folds.run[0])  # its calibration: see CALIBRATION_RULE
+    calibration_from = layout.model_dir(first_fold)
     return RunPaths(
-        counts, nmf, features, FINAL_CHECKPOINTS, FINAL_MODEL_DIR, None, None, first_fold
+        counts, nmf, features, FINAL_CHECKPOINTS, FINAL_MODEL_DIR, None, None, calibration_from
     )

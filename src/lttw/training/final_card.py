@@ -17,7 +17,7 @@ from lttw.models.files import CARD, CHECKSUMS, META, METRICS
 from lttw.models.folder_files import file_sha256
 
 if TYPE_CHECKING:
-    from lttw.training.run_settings import RunSettings
+    from lttw.settings import Settings
 
 #: the settings groups a card lists (what the final stage reads; the data come from
 #: labels.json, the folds from ``folds.run``)
@@ -33,7 +33,7 @@ def code_version() -> dict:
     return stamp()
 
 
-def card_params(settings: RunSettings, rows: str | None) -> dict:
+def card_params(settings: Settings, rows: str | None) -> dict:
     """The parameters that made the final model, as a card lists them."""
     params: dict = {"seed": settings.seed, "folds.run": list(settings.folds.run)}
     params.update({name: getattr(settings, name).model_dump() for name in GROUPS})
@@ -59,12 +59,14 @@ def write_final_card(
     folder: Path,
     record: dict,
     about: dict,
-    settings: RunSettings,
+    settings: Settings,
     rows: str | None,
     license: str | None = None,
 ) -> None:
-    """``README.md`` and ``metrics.json`` of the final model in ``folder``; ``license``: the
-    card's licence (``final.license``; None: the dataset manifest's)."""
+    """``README.md`` and ``metrics.json`` of the final model in ``folder``; ``settings``: the
+    parameters (the card lists ``GROUPS``, the seed and ``folds.run``; ``data`` names the
+    dataset's manifest); ``license``: the card's licence (``final.license``; None: the
+    dataset manifest's)."""
     labels_info = read_json(layout.LABELS_JSON)
     about = {**about, "estimate_source": SOURCES[about["estimate_source"]]}
     doc = card_metrics(record, about, labels_info, code_version())

@@ -4,9 +4,9 @@ resumable checkpoints, dvclive logging, and optional DistributedDataParallel.
 The loop is the same on 1 CPU process, 1 GPU or N processes under ``torchrun``: the global
 batch is ``batch_size`` and each of the N ranks takes its 1/N share of every batch.
 
-Its steps: ``_set_up`` (optimiser, schedule over the planned steps, checkpoint restore:
+Its steps: ``set_up`` (optimiser, schedule over the planned steps, checkpoint restore:
 ``lttw.training.session``), ``_run_epoch`` (the optimiser steps of one epoch, each
-``lttw.training.steps._step``), ``_end_epoch`` (validation, best weights, checkpoint, early
+``lttw.training.steps.train_step``), ``_end_epoch`` (validation, best weights, checkpoint, early
 stop). The budget adapts to the data (``plan_epochs``): at least
 ``train.epochs`` epochs and ``train.min_steps`` optimiser steps, at most ``train.max_epochs``.
 Where validation F1 is still rising at the planned end (the last epoch gained at least
@@ -32,25 +32,8 @@ from lttw.device import Runtime
 from lttw.progress import progress
 from lttw.settings import TrainSettings
 from lttw.training.live import log_epoch, log_steps
-
-# the set-up and the step live in their own modules; their names are importable from here too
-from lttw.training.session import (  # noqa: F401
-    _fresh_state,
-    _optimizer,
-    _schedule,
-    _Session,
-    _set_up,
-    plan_epochs,
-)
-from lttw.training.steps import (  # noqa: F401
-    CompiledOrEager,
-    _compile_failure,
-    _forward_backward,
-    _rank_rows,
-    _step,
-    _validate,
-    compiles,
-)
+from lttw.training.session import Session, set_up
+from lttw.training.steps import rank_rows, train_step, validate
 
 log = logging.getLogger(__name__)
 
@@ -105,9 +88,7 @@ def train_classifier(
     A mid-epoch checkpoint is written every ``checkpoint_every_s`` seconds (None: the
     ``Checkpointer`` default; 0: after every step), and one at the end of every epoch.
     """
-    run = _set_up(
-        model, train, cfg, seed, rt, checkpoint_dir, fingerprint, checkpoint_every_s, live
-    )
+    run = set_up(model, train, cfg, seed, rt, checkpoint_dir, fingerprint, checkpoint_every_s, live)
     state = run.state
     bar = progress(
         total=run.total, initial=state["step"], desc="train", unit="step", disable=not rt.is_main
@@ -151,7 +132,7 @@ def train_classifier(
     return result
 
 
-def _extend(run: _Session, bar) -> bool:
+def _extend(run: Session, bar) -> bool:
     """At the planned end: one epoch more where the last one raised validation F1 by at least
     ``train.min_gain`` over the best before it, up to ``train.max_epochs`` (not past
     ``train.max_steps``). The learning rate of an added epoch decays linearly from
@@ -188,7 +169,7 @@ def _extend(run: _Session, bar) -> bool:
     return True
 
 
-def _result(run: _Session) -> TrainResult:
+def _result(run: Session) -> TrainResult:
     state, history = run.state, run.state["history"]
     times = [row["epoch_time_s"] for row in history]
     seen = sum(row["samples"] for row in history)
@@ -204,7 +185,7 @@ def _result(run: _Session) -> TrainResult:
     )
 
 
-def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float, int]:
+def _run_epoch(run: Session, train: Batchable, epoch: int, bar) -> tuple[float, int]:
     """The optimiser steps of one epoch (from the checkpoint's position when resumed);
     returns the epoch's training time and rows, including those before a resume."""
     cfg, rt, state = run.cfg, run.rt, run.state
@@ -222,10 +203,10 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
             break
         rows = order[i * cfg.batch_size : (i + 1) * cfg.batch_size]
         state["epoch_seen"] += len(rows)
-        rows, share = _rank_rows(rows, rt)
+        rows, share = rank_rows(rows, rt)
         with record_function("lttw.batch"):
             inputs, labels = train.batch(rows, rt)
-        running += _step(
+        running += train_step(
             run.step_model, run.model, inputs, labels, share, run.optimizer, run.scheduler, cfg, rt
         )
         state["step"] += 1
@@ -264,10 +245,10 @@ def _run_epoch(run: _Session, train: Batchable, epoch: int, bar) -> tuple[float,
     return time.perf_counter() - t0, state["epoch_seen"]
 
 
-def _end_epoch(run: _Session, val: Batchable, epoch: int, elapsed: float, seen: int) -> bool:
+def _end_epoch(run: Session, val: Batchable, epoch: int, elapsed: float, seen: int) -> bool:
     """Validate, keep the best weights, checkpoint; True when early stopping ends the run."""
     state, cfg = run.state, run.cfg
-    f1 = _validate(run.model, val, cfg, run.rt)
+    f1 = validate(run.model, val, cfg, run.rt)
     sps = seen / max(elapsed, 1e-9)
     row = {
         "epoch": epoch,

@@ -8,46 +8,45 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from lttw.settings import (
-    CountSettings,
-    DataSettings,
-    FoldSettings,
-    ModelSettings,
-    NMFSettings,
-    Settings,
-    TrainSettings,
-    WordSettings,
-)
+from lttw.settings import CountSettings, ModelSettings, Settings, TrainSettings, WordSettings
+
+#: the groups that made a run's input files (the sample, the folds, the factors): a run
+#: does not read them, but a change of any of them makes another run
+INPUT_GROUPS = ("data", "folds", "nmf")
+#: ``train`` parameters that say where and how a run trains, not what it trains
+WHERE_IT_TRAINS = ("log_every", "launcher", "checkpoint_storage")
+
+
+def _digest(doc: dict) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
 class RunSettings:
     """What one training run reads of the parameters: ``seed``, ``model`` (the classifier),
     ``train`` (the loop), ``words`` and ``counts`` (how the fold's words were split and
-    counted: the TF-IDF fit and the model folder's lttw.json read them). ``data``, ``folds``
-    and ``nmf`` made the run's input files: only its ``fingerprint`` reads them."""
+    counted: the TF-IDF fit and the model folder's lttw.json read them); ``inputs``, a digest
+    of the groups that made the run's input files (``INPUT_GROUPS``), which only its
+    ``fingerprint`` reads."""
 
     seed: int
     model: ModelSettings
     train: TrainSettings
     words: WordSettings
     counts: CountSettings
-    data: DataSettings
-    folds: FoldSettings
-    nmf: NMFSettings
+    inputs: str
 
     @classmethod
     def of(cls, settings: Settings) -> RunSettings:
-        """The groups of ``settings`` (every parameter but ``final``)."""
+        """The groups of ``settings`` that a training run reads."""
+        made_inputs = {name: getattr(settings, name).model_dump() for name in INPUT_GROUPS}
         return cls(
             seed=settings.seed,
             model=settings.model,
             train=settings.train,
             words=settings.words,
             counts=settings.counts,
-            data=settings.data,
-            folds=settings.folds,
-            nmf=settings.nmf,
+            inputs=_digest(made_inputs),
         )
 
     def with_variant(self, variant: str) -> RunSettings:
@@ -59,22 +58,17 @@ class RunSettings:
         return dataclasses.replace(self, train=self.train.model_copy(update=values))
 
     def fingerprint(self, run: int | str) -> str:
-        """What defines this training run (``run``: the fold, or "final"); a checkpoint of
-        another run is never resumed. The same value as of the whole parameters' groups
-        before this class existed: a checkpoint written then is resumed."""
-        relevant = {
-            "seed": self.seed,
-            **{
-                name: getattr(self, name).model_dump()
-                for name in ("data", "folds", "words", "counts", "nmf", "model", "train")
-            },
-        }
-        for how in ("log_every", "launcher", "checkpoint_storage"):  # where, not what, it trains
-            relevant["train"].pop(how, None)
-        if relevant["train"].get("class_weight") == "none":  # as before the parameter existed
-            relevant["train"].pop("class_weight")
-        if relevant["model"].get("vocab") == "encoder":  # as before these parameters existed
-            relevant["model"].pop("vocab")
-            relevant["model"].pop("word_vectors", None)
-        blob = json.dumps({"fold": run, **relevant}, sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        """What defines this training run (``run``: the fold, or "final"): a checkpoint of
+        another run is never resumed."""
+        train = self.train.model_dump(exclude=set(WHERE_IT_TRAINS))
+        return _digest(
+            {
+                "run": run,
+                "seed": self.seed,
+                "inputs": self.inputs,
+                "model": self.model.model_dump(),
+                "train": train,
+                "words": self.words.model_dump(),
+                "counts": self.counts.model_dump(),
+            }
+        )

@@ -1,5 +1,5 @@
 """A training run's set-up and shared state: the epoch plan, the optimiser, the learning-rate
-schedule, the checkpoint restore, and ``_Session``, which the loop's epochs share."""
+schedule, the checkpoint restore, and ``Session``, which the loop's epochs share."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def plan_epochs(n_train: int, cfg: TrainSettings) -> int:
     return max(cfg.epochs, min(math.ceil(cfg.min_steps / steps_per_epoch), cfg.max_epochs))
 
 
-def _optimizer(model: nn.Module, cfg: TrainSettings, rt: Runtime) -> torch.optim.Optimizer:
+def make_optimizer(model: nn.Module, cfg: TrainSettings, rt: Runtime) -> torch.optim.Optimizer:
     raw = cast("Classifier", model.module if hasattr(model, "module") else model)  # DDP-wrapped
     groups = []
     for name, params in raw.parameter_groups().items():
@@ -135,7 +135,9 @@ class FusedAdamW(torch.optim.AdamW):
         return None
 
 
-def _schedule(optimizer, warmup: int, total: int | list[int]) -> torch.optim.lr_scheduler.LambdaLR:
+def lr_schedule(
+    optimizer, warmup: int, total: int | list[int]
+) -> torch.optim.lr_scheduler.LambdaLR:
     """Linear warm-up, then linear decay to 0 at ``total`` steps; ``total`` may be a one-item
     list that ``_extend`` raises (the decay then stretches to the new end from the step
     where it is raised)."""
@@ -150,7 +152,7 @@ def _schedule(optimizer, warmup: int, total: int | list[int]) -> torch.optim.lr_
 
 
 @dataclass
-class _Session:
+class Session:
     """Everything the epochs share: the model (and its DDP / compiled wrapper), optimiser,
     schedule, checkpointer, the plan and the loop state (what a checkpoint stores)."""
 
@@ -228,7 +230,7 @@ def _fresh_state() -> dict:
     }
 
 
-def _set_up(
+def set_up(
     model,
     train: Batchable,
     cfg: TrainSettings,
@@ -238,10 +240,10 @@ def _set_up(
     fingerprint: str,
     checkpoint_every_s,
     live,
-) -> _Session:
+) -> Session:
     torch.manual_seed(seed)
     model.to(rt.device)
-    optimizer = _optimizer(model, cfg, rt)
+    optimizer = make_optimizer(model, cfg, rt)
     steps_per_epoch = max(1, math.ceil(len(train) / cfg.batch_size))
     epochs = plan_epochs(len(train), cfg)
     total = steps_per_epoch * epochs
@@ -249,7 +251,7 @@ def _set_up(
         total = min(total, cfg.max_steps)
     warmup = int(cfg.warmup_ratio * total)  # of the plan: an extension does not move it
     end = [total]
-    scheduler = _schedule(optimizer, warmup, end)
+    scheduler = lr_schedule(optimizer, warmup, end)
     every = {} if checkpoint_every_s is None else {"every_s": checkpoint_every_s}
     ckpt = Checkpointer(checkpoint_dir, fingerprint, enabled=rt.is_main, **every)
     # restored before DDP wraps the model, on every process alike (``checkpoint_sync``)
@@ -276,7 +278,7 @@ def _set_up(
     )
     if live is not None:
         trim_history(live, state["step"], state["history"])  # nothing after the checkpoint
-    return _Session(
+    return Session(
         model,
         step_model,
         optimizer,

@@ -29,7 +29,7 @@ def compiles(cfg: TrainSettings, rt: Runtime) -> bool:
 
 class CompiledOrEager(nn.Module):
     """``torch.compile(model)``, and ``model`` itself for the rest of the run once compiling
-    has failed (no C++ compiler or Triton, an unsupported op, ...): ``_step`` then redoes the
+    has failed (no C++ compiler or Triton, an unsupported op, ...): ``train_step`` then redoes the
     step eager, with a warning, instead of failing the run."""
 
     def __init__(self, model: nn.Module):
@@ -62,7 +62,9 @@ def _compile_failure(err: BaseException) -> bool:
     return module.startswith(("torch._inductor", "torch._dynamo", "triton"))
 
 
-def _step(ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt) -> torch.Tensor:
+def train_step(
+    ddp_model, model, inputs, labels, share, optimizer, scheduler, cfg, rt
+) -> torch.Tensor:
     """One optimiser step; returns the loss (on the device, no sync). Its phases are labelled
     for ``torch.profiler`` (``bench/train_step.py profile``); the labels cost nothing otherwise.
     A compiled step whose compiling fails is redone eager (``CompiledOrEager``)."""
@@ -96,7 +98,7 @@ def _forward_backward(ddp_model, model, inputs, labels, share, optimizer, rt) ->
     return loss
 
 
-def _rank_rows(rows: torch.Tensor, rt: Runtime) -> tuple[torch.Tensor, float]:
+def rank_rows(rows: torch.Tensor, rt: Runtime) -> tuple[torch.Tensor, float]:
     """This rank's rows of a global batch, and the weight of its mean loss.
 
     DDP averages gradients over the ranks, so with unequal shares (a last, partial batch) the
@@ -113,7 +115,7 @@ def _rank_rows(rows: torch.Tensor, rt: Runtime) -> tuple[torch.Tensor, float]:
     return mine, len(mine) * rt.world_size / len(rows)
 
 
-def _validate(model: nn.Module, val: Batchable, cfg: TrainSettings, rt: Runtime) -> float:
+def validate(model: nn.Module, val: Batchable, cfg: TrainSettings, rt: Runtime) -> float:
     """Macro-F1 on the validation part (computed on the main process, shared with all;
     multi-label: at threshold 0.5)."""
     f1 = torch.zeros((), device=rt.device)

@@ -24,7 +24,7 @@ if _OUT and _SCRIPT is not None and _SCRIPT.parent.name == "stages":
 
     _paths: dict[int, str] = {}
     _reads: set[str] = set()
-    _original_getattribute = _settings._Group.__getattribute__
+    _original_getattribute = _settings.Group.__getattribute__
 
     def _traced(self, name):
         prefix = _paths.get(id(self))
@@ -49,11 +49,11 @@ if _OUT and _SCRIPT is not None and _SCRIPT.parent.name == "stages":
     def run_stage(main, description, per_fold=False, argv=None):
         def traced_main(settings, *fold):
             _walk(settings, "")
-            _settings._Group.__getattribute__ = _traced
+            _settings.Group.__getattribute__ = _traced
             try:
                 main(settings, *fold)
             finally:
-                _settings._Group.__getattribute__ = _original_getattribute
+                _settings.Group.__getattribute__ = _original_getattribute
                 name = _SCRIPT.stem + "".join(f"@{f}" for f in fold)
                 Path(_OUT).mkdir(parents=True, exist_ok=True)
                 (Path(_OUT) / f"{name}.json").write_text(json.dumps(sorted(_reads)))
