@@ -424,3 +424,19 @@ def test_repro_times_dvc_repro_in_a_fresh_clone_and_names_the_machine(tmp_path):
     machine = result["machine"]
     assert machine["cpu"] and machine["cpus_usable"] >= 1 and machine["dvc"]
     assert not (repo / "metrics").exists()  # the checkout itself is left alone
+
+
+def test_readme_timings_name_their_machine_and_the_command_that_reruns_them():
+    """Every wall time in the README (``4 min 3 s``, ``637 s``) stands in a paragraph that
+    names the machine (cores, CPU, instruction sets) and the command that measures it again
+    (a bench script, or ``time`` of the command itself)."""
+    import re
+
+    text = re.sub(r"```.*?```", "", (BENCH.parent / "README.md").read_text(), flags=re.S)
+    timed = [
+        para for para in text.split("\n\n") if re.search(r"\b\d+ (?:min|s|seconds|minutes)\b", para)
+    ]
+    assert timed
+    for para in timed:
+        assert re.search(r"\d-core AMD EPYC with (?:AVX2|AVX-512)", para), para
+        assert re.search(r"`python bench/\w+\.py|`time ", para), para
