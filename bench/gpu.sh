@@ -159,12 +159,12 @@ for part in "${PARTS[@]}"; do
             --out "bench/results/profile-train-$enc-compile-$mode.json"
         done
       done
-      "$PY" bench/profile_summary.py ;;
+      "$PY" bench/train_step.py compile-summary ;;
     predict)
       if [ -n "$MODEL" ]; then
-        "$PY" bench/predict_throughput.py --model "$MODEL" ${QUICK[@]+"${QUICK[@]}"}
+        "$PY" bench/prediction.py batch --model "$MODEL" ${QUICK[@]+"${QUICK[@]}"}
       elif [ -n "$ENCODER" ]; then
-        "$PY" bench/predict_throughput.py --synthetic --encoder "$ENCODER" ${QUICK[@]+"${QUICK[@]}"}
+        "$PY" bench/prediction.py batch --synthetic --encoder "$ENCODER" ${QUICK[@]+"${QUICK[@]}"}
       else
         echo "gpu.sh: predict needs --model DIR or a MiniLM folder (--encoder DIR, or bench/gpu.sh --pack .minilm on a machine that has it)" >&2
         exit 4

@@ -37,8 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
-import hostile_http
-from hostile_client import BOUND_S, Server, connect, post, read_status, texts_body
+from steps import hostile_http
+from steps.hostile_client import BOUND_S, Server, connect, post, read_status, texts_body
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -281,8 +281,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench/results/serve-hostile.json")
     args = parser.parse_args()
     resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
-    sys.path.insert(0, str(ROOT / "bench"))
-    from machine import describe
+    from common import describe
 
     with tempfile.TemporaryDirectory() as tmp:
         model = tiny_model(Path(tmp)) if args.tiny else args.model

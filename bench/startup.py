@@ -1,14 +1,17 @@
-"""Start-up: wall time of a fresh process that does one small thing, the median of a few runs.
+"""How long a user waits: a fresh process that does one small thing (the median of a few
+runs), a user's first project, and ``dvc repro`` of this repository from an empty cache.
 
     python bench/startup.py cli --model models/fold_0   # lttw --help and lttw predict TEXT
     python bench/startup.py cli                         # builds a MiniLM LTTW folder itself
     python bench/startup.py cli --check                 # exit 1 above the targets
     python bench/startup.py stage --project DIR         # stages/train.py --fold 0, 3 runs
     python bench/startup.py stage --project DIR --stage evaluate --runs 5
+    python bench/startup.py first-run                   # lttw init + dvc repro + lttw evaluate
+    python bench/startup.py repro                       # dvc repro in a fresh clone (make repro)
 
 ``cli``: ``lttw --help`` and ``lttw predict --model DIR "one text"`` (imports, model load, one
 forward pass), ``--runs`` (5) runs each. Without ``--model`` the folder is built as
-``predict_throughput.py --synthetic`` builds it: an LTTW classifier around the embedded
+``prediction.py batch --synthetic`` builds it: an LTTW classifier around the embedded
 MiniLM-L6 with latent factors, laid out as the train stage writes it (the weights do not
 change the time). Targets (issue 13.7): ``lttw --help`` <= 0.4 s, ``lttw predict`` <= 2.5 s.
 Writes ``bench/results/cli_startup.json``.
@@ -19,6 +22,10 @@ tiny profile the work is small and start-up dominates, which is what the test su
 quick experiments pay per stage. ``DIR`` is a project after ``dvc repro`` (the stage reruns
 on its own inputs and rewrites its own outputs with the same content; use a copy if that
 matters). Writes ``bench/results/stage_startup.json``.
+
+``first-run`` and ``repro`` (``steps/first_run.py``): a user's first project (``lttw init
+--profile quick`` on AG News CSVs, ``dvc repro``, ``lttw evaluate``) and ``dvc repro`` of
+this checkout in a fresh clone, each timed with the machine it ran on.
 """
 
 from __future__ import annotations
@@ -37,8 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, ROOT, run_mode  # noqa: E402
-from machine import describe  # noqa: E402
+from common import RESULTS, ROOT, describe, run_mode  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -80,7 +86,7 @@ def lttw_command() -> list[str]:
 
 
 def build_model_folder(folder: Path, encoder: str | None) -> str:
-    from predict_throughput import build_synthetic_folder, default_encoder_dir
+    from steps.predict_batch import build_synthetic_folder, default_encoder_dir
 
     encoder_dir = encoder or default_encoder_dir()
     build_synthetic_folder(folder, encoder_dir, "lttw", max_len=128, seed=0)
@@ -189,7 +195,10 @@ def write(result: dict, out) -> None:
 
 
 def main(argv=None) -> dict:
-    return run_mode(__doc__, {"cli": cli, "stage": stage}, argv)
+    from steps import first_run
+
+    modes = {"cli": cli, "stage": stage, "first-run": first_run.main, "repro": first_run.repro}
+    return run_mode(__doc__, modes, argv)
 
 
 if __name__ == "__main__":

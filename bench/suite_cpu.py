@@ -33,7 +33,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
+from common import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(__file__).resolve().parent / "suite_cpu_site"

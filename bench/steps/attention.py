@@ -36,8 +36,10 @@ import time
 from pathlib import Path
 
 import torch
-from common import RESULTS  # (bench/ is on sys.path: the script's folder)
-from machine import describe
+from common import (
+    RESULTS,  # (bench/ is on sys.path: the script's folder)
+    describe,
+)
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from lttw.io import write_json

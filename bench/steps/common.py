@@ -17,8 +17,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from common import architecture, minilm_folder  # noqa: E402  (bench/ is on sys.path)
-from machine import describe  # noqa: E402
+from common import (  # noqa: E402  (bench/ is on sys.path)
+    architecture,
+    describe,  # noqa: E402
+    minilm_folder,
+)
 
 from lttw import models  # noqa: E402,F401  (registers the variants)
 from lttw.data.batching import Batchable  # noqa: E402
@@ -201,7 +204,7 @@ def model_and_data(args, encoder: str, variant: str, steps: int):
 
 
 def device_info(device: torch.device) -> dict:
-    """The machine (``machine.describe``) and whether its CPU computes bf16 natively."""
+    """The machine (``common.describe``) and whether its CPU computes bf16 natively."""
     return {**describe(device, ("torch", "transformers")), "cpu_native_bf16": cpu_supports_bf16()}
 
 

@@ -84,7 +84,7 @@ def test_nmf_rank_auto_is_capped_with_a_warning(tmp_path):
 
 def test_the_data_check_plans_samples_without_copying_the_texts(tmp_path, monkeypatch):
     """`lttw data check` / `init` plan the samples as the sample stage does but build no
-    sample frames (a copy of every text: bench/input_memory.py init measures the memory)."""
+    sample frames (a copy of every text: bench/large_data.py init measures the memory)."""
     from lttw.data import sampling
 
     def no_frames(*args, **kwargs):

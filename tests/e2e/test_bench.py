@@ -30,12 +30,12 @@ def test_profile_train_attributes_time_to_the_step_phases(tmp_path):
     result = train_step.main(["profile", "--quick", "--steps", "1", "--out", str(out)])
     assert json.loads(out.read_text()) == result
     # the step extrapolated to a 60k-text epoch beside MiniLM's GPU target; gpu.sh's
-    # compile off / on summary (profile_summary) names the card
+    # compile off / on summary (train_step.py compile-summary) names the card
     assert result["epoch_s"] > 0 and result["target_epoch_s"] == 3.0
-    import profile_summary
+    from steps import compile_summary
 
     (tmp_path / "profile-train-minilm-compile-off.json").write_text(out.read_text())
-    summary = profile_summary.summary(tmp_path)
+    summary = compile_summary.summary(tmp_path)
     assert summary["card"] == result["device_name"] and len(summary["rows"]) == 1
     assert summary["rows"][0]["compiled"] is False
     phases = result["ms_per_step_by_phase"]
@@ -226,7 +226,7 @@ def test_gpu_sh_packs_minilm_in_fp16_that_loads_as_fp32(tmp_path):
 
 
 def test_serve_bench_reports_the_median_run_and_sums_failures():
-    from serve_throughput import median_run
+    from steps.serve_load import median_run
 
     def row(rate, failed=0, wrong=0):
         return {
@@ -246,7 +246,7 @@ def test_serve_bench_reports_the_median_run_and_sums_failures():
 
 def test_machine_description_names_the_instruction_sets_that_set_the_speed(tmp_path):
     """Two AMD EPYC machines of one name, with and without VNNI / bf16, tell apart."""
-    from machine import cpu_flags
+    from common import cpu_flags
 
     info = tmp_path / "cpuinfo"
     info.write_text(
@@ -263,15 +263,16 @@ def test_machine_description_names_the_instruction_sets_that_set_the_speed(tmp_p
 def test_predict_throughput_builds_and_measures_a_synthetic_lttw_folder(tmp_path, tiny_encoder_dir):
     """--synthetic (the GPU runner's path): a model folder with latent factors that
     `Predictor` loads (k, s and rank as numbers, as the pipeline records them), measured."""
-    from predict_throughput import main as predict_throughput
+    import prediction
 
     texts = tmp_path / "texts.txt"
     texts.write_text(
         "stocks rally as oil prices fall\nlate goal wins the final\n", encoding="utf-8"
     )
     out = tmp_path / "predict.json"
-    result = predict_throughput(
+    result = prediction.main(
         [
+            "batch",
             "--synthetic",
             "--encoder",
             str(tiny_encoder_dir),
@@ -327,15 +328,115 @@ def test_suite_cpu_logs_each_python_process_and_sums_by_test_and_program(tmp_pat
 
 
 @pytest.mark.skip(
-    reason="bench/few_shot.py at its smallest (one seed, 8 a class, 50 test rows a class) "
+    reason="bench/small_data.py few-shot at its smallest (one seed, 8 a class, 50 test rows a class) "
     "runs lttw init + dvc repro of eight folds and SetFit's contrastive epoch: minutes on a "
     "CPU, far past this suite's seconds; run it by hand (its docstring)"
 )
 def test_few_shot_bench_smallest(tmp_path):
-    import few_shot
+    import small_data
+    from steps.few_shot import METHODS
 
-    out = few_shot.main(
-        ["--datasets", "ag_news", "--per-class", "8", "--seeds", "1", "--test-rows", "50"]
+    out = small_data.main(
+        [
+            "few-shot",
+            "--datasets",
+            "ag_news",
+            "--per-class",
+            "8",
+            "--seeds",
+            "1",
+            "--test-rows",
+            "50",
+        ]
         + ["--out", str(tmp_path / "few_shot.json")]
     )
-    assert {row["method"] for row in out["table"]} == set(few_shot.METHODS)
+    assert {row["method"] for row in out["table"]} == set(METHODS)
+
+
+def modes_of(script: str) -> list[str]:
+    """The modes a bench script (``script``: its name) hands to ``common.run_mode`` (the keys of its ``modes``
+    dict), [] for a script without modes: read from its source, nothing imported."""
+    import ast
+
+    tree = ast.parse((BENCH / f"{script}.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            if any(getattr(target, "id", None) == "modes" for target in node.targets):
+                return [key.value for key in node.value.keys if isinstance(key, ast.Constant)]
+    return []
+
+
+def test_bench_is_one_script_per_question_and_every_command_names_a_mode():
+    """At most 8 scripts at bench/'s top level (common.py the shared code, each part of a
+    question a mode); every bench command (script, then mode) in the docs, the README and
+    bench/README.md names a script that exists and, for a script with modes, one of them."""
+    import re
+
+    root = BENCH.parent
+    scripts = sorted(p.stem for p in BENCH.glob("*.py"))
+    assert len(scripts) <= 8, scripts
+    modes = {name: modes_of(name) for name in scripts if name != "common"}
+    assert modes["train_step"] == ["throughput", "profile", "attention", "compile-summary"]
+    assert modes["prediction"] == ["batch", "serve", "ray"]
+    pages = [root / "README.md", BENCH / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    commands = 0
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for name, rest in re.findall(r"bench/([a-z_]+)\.py(?: +([\w-]+))?", text):
+            assert name in modes, f"{page}: bench/{name}.py"
+            if modes[name] and rest and not rest.startswith("-"):
+                assert rest in modes[name], f"{page}: bench/{name}.py {rest}"
+                commands += 1
+    assert commands > 20
+
+
+def test_repro_times_dvc_repro_in_a_fresh_clone_and_names_the_machine(tmp_path):
+    """``bench/startup.py repro`` (the README's ``make repro`` figure): a fresh clone of the
+    checkout's HEAD, ``dvc repro`` there from an empty cache, its wall time beside the
+    machine (CPU, instruction sets, cores) and the held-out F1 it reached."""
+    import subprocess
+
+    import startup
+
+    repo = tmp_path / "repo"
+    (repo / ".dvc").mkdir(parents=True)
+    (repo / ".dvc" / "config").write_text("")
+    (repo / "make.py").write_text(
+        "import json, pathlib\npathlib.Path('metrics').mkdir(exist_ok=True)\n"
+        "pathlib.Path('metrics/summary.json').write_text("
+        "json.dumps({'test/f1_macro': {'mean': 0.5}}))\n"
+    )
+    (repo / "dvc.yaml").write_text(
+        "stages:\n  summary:\n    cmd: python make.py\n    deps: [make.py]\n"
+        "    metrics:\n    - metrics/summary.json:\n        cache: false\n"
+    )
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "pipeline"], check=True)
+    out = tmp_path / "repro.json"
+    result = startup.main(["repro", "--repo", str(repo), "--out", str(out)])
+    assert json.loads(out.read_text()) == result
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True)
+    assert result["commit"] == head.stdout.strip() and result["seconds"] > 0
+    assert result["held_out_f1_macro"] == 0.5
+    assert "dvc.lock" in result["files_rewritten"]  # the clone had none committed
+    machine = result["machine"]
+    assert machine["cpu"] and machine["cpus_usable"] >= 1 and machine["dvc"]
+    assert not (repo / "metrics").exists()  # the checkout itself is left alone
+
+
+def test_readme_timings_name_their_machine_and_the_command_that_reruns_them():
+    """Every wall time in the README (``4 min 3 s``, ``637 s``) stands in a paragraph that
+    names the machine (cores, CPU, instruction sets) and the command that measures it again
+    (a bench script, or ``time`` of the command itself)."""
+    import re
+
+    text = re.sub(r"```.*?```", "", (BENCH.parent / "README.md").read_text(), flags=re.S)
+    timed = [
+        para for para in text.split("\n\n") if re.search(r"\b\d+ (?:min|s|seconds|minutes)\b", para)
+    ]
+    assert timed
+    for para in timed:
+        assert re.search(r"\d-core AMD EPYC with (?:AVX2|AVX-512)", para), para
+        assert re.search(r"`python bench/\w+\.py|`time ", para), para

@@ -1,10 +1,10 @@
 """Throughput of batch prediction on Ray Data (``lttw.serving.ray_batch``) with 1 and 2 actors
 (one CPU thread each) on this machine, and what that makes of 100 million texts.
 
-    python bench/ray_batch.py                 # MiniLM LTTW, 4,000 texts in 4 parquet shards
-    python bench/ray_batch.py --quick         # a smoke run (400 texts)
+    python bench/prediction.py ray                 # MiniLM LTTW, 4,000 texts in 4 parquet shards
+    python bench/prediction.py ray --quick         # a smoke run (400 texts)
 
-The model is ``bench/predict_throughput.py``'s synthetic LTTW folder around the embedded
+The model is ``bench/prediction.py batch``'s synthetic LTTW folder around the embedded
 MiniLM-L6 (random head: throughput does not depend on the weights), exported to ONNX (what a
 batch job would run). Each run is timed end to end: Ray Data's read tasks, the actors'
 start-up (one model load each) and the parquet write. Writes ``bench/measured/ray-batch-cpu.json``.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,16 +21,16 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pandas as pd  # noqa: E402
-from common import ROOT  # noqa: E402  (bench/ is on sys.path)
-from machine import describe  # noqa: E402
-from predict_throughput import build_synthetic_folder, default_encoder_dir, synthetic_texts  # noqa: E402
+from common import ROOT, describe  # noqa: E402  (bench/ is on sys.path)
+
+from steps.predict_batch import build_synthetic_folder, default_encoder_dir, synthetic_texts  # noqa: E402
 
 OUT = ROOT / "bench" / "measured" / "ray-batch-cpu.json"
 TEXTS_AT_SCALE = 100_000_000
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="prediction.py ray", description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=4000)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=64)
@@ -83,7 +82,7 @@ def main(argv=None) -> dict:
     doc = {
         "what": "lttw.serving.ray_batch.predict_shards, MiniLM LTTW exported to ONNX, "
         "end to end (read, actor start-up, predict, parquet write)",
-        "command": "python bench/ray_batch.py",
+        "command": "python bench/prediction.py ray",
         "machine": describe(packages=("ray", "onnxruntime")),
         "texts": n,
         "shards": args.shards,
@@ -99,8 +98,3 @@ def main(argv=None) -> dict:
         write_json(OUT, doc)
         print(f"wrote {OUT.relative_to(ROOT)}")
     return doc
-
-
-if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
-    main()

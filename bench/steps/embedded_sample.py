@@ -7,21 +7,18 @@ predict rows, balanced) are drawn from both folders, a TF-IDF + linear SVM
 the macro F1 on each test and predict sample is reported. The seeds' spread on the full data
 is the yardstick for the difference between the two folders. About 10 s a seed on one CPU::
 
-    python bench/embedded_sample.py --full "$LTTW_DATA_ROOT/ag_news"
-    python bench/embedded_sample.py --full DIR/ag_news --seeds 42 43 44 45 46 --json OUT.json
+    python bench/small_data.py embedded-sample --full "$LTTW_DATA_ROOT/ag_news"
+    python bench/small_data.py embedded-sample --full DIR/ag_news --seeds 42 43 44 45 46 --json OUT.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))  # lttw from this checkout when it is not installed
+from common import ROOT, describe  # (bench/ is on sys.path: the script's folder)
 
 from lttw.data.datasets import load_dataset  # noqa: E402
 from lttw.data.sampling import draw_samples  # noqa: E402
@@ -48,12 +45,14 @@ def scores(folder: Path, seed: int) -> tuple[dict, set]:
     return out, set(train["text"])
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(
+        prog="small_data.py embedded-sample", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--full", type=Path, required=True, help="the full AG News folder")
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44, 45, 46])
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     embedded = ROOT / "datasets" / "ag_news"
     rows = []
     for seed in args.seeds:
@@ -80,11 +79,7 @@ def main() -> int:
         print(f"{split}: {summary[split]}")
     size = sum(p.stat().st_size for p in embedded.iterdir())
     print(f"datasets/ag_news: {size / 1e6:.2f} MB")
+    record = {"seeds": rows, "summary": summary, "embedded_bytes": size, "machine": describe()}
     if args.json:
-        record = {"seeds": rows, "summary": summary, "embedded_bytes": size}
         args.json.write_text(json.dumps(record, indent=2) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return record

@@ -4,16 +4,16 @@ from ``bench/train_step.py profile``) and writes ``bench/results/profile_compile
 card's name and, per encoder and mode, the step's time and its 60,000-text epoch beside the
 GPU target (MiniLM <= 3 s, BERT-base <= 10 s).
 
-    python bench/profile_summary.py
+    python bench/train_step.py compile-summary
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from common import RESULTS  # (bench/ is on sys.path: the script's folder)
+
 PATTERN = "profile-train-*-compile-*.json"
 
 
@@ -36,11 +36,12 @@ def summary(folder: Path = RESULTS) -> dict:
     return {"card": ", ".join(sorted(str(c) for c in cards)) or None, "rows": rows}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> dict:
+    if argv:
+        raise SystemExit(f"compile-summary takes no options (not {' '.join(argv)})")
     result = summary()
     if not result["rows"]:
-        print(f"no {PATTERN} in {RESULTS}: run bench/gpu.sh profile first", file=sys.stderr)
-        return 1
+        raise SystemExit(f"no {PATTERN} in {RESULTS}: run bench/gpu.sh profile first")
     (RESULTS / "profile_compile.json").write_text(json.dumps(result, indent=2) + "\n")
     for row in result["rows"]:
         target = row["target_epoch_s"]
@@ -50,8 +51,4 @@ def main() -> int:
             f"epoch" + (f" (target <= {target} s)" if target else "")
         )
     print(f"# wrote {RESULTS / 'profile_compile.json'}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return result

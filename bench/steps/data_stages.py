@@ -1,12 +1,12 @@
 """The data-side stages on the CPU, at the paper profile's sizes.
 
-    python bench/data_stages.py factors        # counts, NMF, features: bench/results/stages_cpu.json
-    python bench/data_stages.py factors --size 8000
-    python bench/data_stages.py tokens         # the tokens stage: bench/results/tokens_cpu.json
-    python bench/data_stages.py tokens --texts 14900          # a quarter of the paper's sizes
-    PYTHONPATH=/path/to/other/src python bench/data_stages.py tokens --out before.json
-    python bench/data_stages.py factors --quick               # smoke runs (2,000 texts)
-    python bench/data_stages.py tokens --quick
+    python bench/large_data.py factors        # counts, NMF, features: bench/results/stages_cpu.json
+    python bench/large_data.py factors --size 8000
+    python bench/large_data.py tokens         # the tokens stage: bench/results/tokens_cpu.json
+    python bench/large_data.py tokens --texts 14900          # a quarter of the paper's sizes
+    PYTHONPATH=/path/to/other/src python bench/large_data.py tokens --out before.json
+    python bench/large_data.py factors --quick               # smoke runs (2,000 texts)
+    python bench/large_data.py tokens --quick
 
 ``factors``: counts, NMF and latent-factor features for one fold. Paper-sized sample: 60,000
 class-balanced AG News texts. The local AG News copy has 55,496 train + 7,600 test rows, so
@@ -36,11 +36,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import RESULTS, ROOT, run_mode  # noqa: E402
-from machine import describe  # noqa: E402
+from common import RESULTS, ROOT, describe  # (bench/ is on sys.path: the script's folder)
 
 from lttw.data.datasets import load_dataset  # noqa: E402
 from lttw.data.folds import assign_folds, fold_parts
@@ -88,7 +84,7 @@ def traced_peak(fn) -> float:
 
 def factor_stages(argv=None) -> dict:
     ap = argparse.ArgumentParser(
-        prog="data_stages.py factors", description="counts, NMF, features for one fold"
+        prog="large_data.py factors", description="counts, NMF, features for one fold"
     )
     ap.add_argument("--root", default=str(DATASETS))
     ap.add_argument("--dataset", default="ag_news")
@@ -256,7 +252,7 @@ def tokens(argv=None) -> dict:
     from lttw.encoder.tokens import encode_texts, unknown_share
 
     ap = argparse.ArgumentParser(
-        prog="data_stages.py tokens", description="the tokens stage's work (encode_texts)"
+        prog="large_data.py tokens", description="the tokens stage's work (encode_texts)"
     )
     ap.add_argument("--root", default=str(DATASETS))
     ap.add_argument("--encoder", default="sentence-transformers/all-MiniLM-L6-v2")
@@ -305,11 +301,3 @@ def tokens(argv=None) -> dict:
     write_json(Path(args.out), result)
     print(f"# wrote {args.out}")
     return result
-
-
-def main(argv=None) -> dict:
-    return run_mode(__doc__, {"factors": factor_stages, "tokens": tokens}, argv)
-
-
-if __name__ == "__main__":
-    main()

@@ -2,8 +2,8 @@
 SetFit (Tunstall et al. 2022, the ``setfit`` package), all on the same MiniLM-L6 body, the
 same N texts a class and the same test rows, for several seeds.
 
-    python bench/few_shot.py                                   # SST-2 and AG News, N = 8 and 64, 5 seeds
-    python bench/few_shot.py --datasets ag_news --per-class 8 --seeds 1 --test-rows 200  # smallest
+    python bench/small_data.py few-shot                                   # SST-2 and AG News, N = 8 and 64, 5 seeds
+    python bench/small_data.py few-shot --datasets ag_news --per-class 8 --seeds 1 --test-rows 200  # smallest
 
 For each dataset, N and seed: N rows of each class drawn (seeded) from the train split, then
 
@@ -35,11 +35,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import RESULTS, ROOT  # noqa: E402
-from machine import describe  # noqa: E402
+from common import RESULTS, ROOT, describe  # (bench/ is on sys.path: the script's folder)
 
 DATASETS = ("sst2", "ag_news")
 PER_CLASS = (8, 64)
@@ -131,7 +127,9 @@ METHODS = ("lttw", "frozen_lr", "setfit")
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="small_data.py few-shot", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--per-class", nargs="+", type=int, default=list(PER_CLASS))
     parser.add_argument("--seeds", type=int, default=5)
@@ -202,7 +200,3 @@ def summarise(runs: list[dict]) -> list[dict]:
             }
         )
     return rows
-
-
-if __name__ == "__main__":
-    main()

@@ -2,7 +2,7 @@
 path) against ``lttw serve`` with torch, ONNX fp32 and ONNX int8, at 1, 8 and 64 concurrent
 clients, each sending one text per request.
 
-    python bench/serve_throughput.py --model models/fold_0 --texts data/sample/test.parquet
+    python bench/prediction.py serve --model models/fold_0 --texts data/sample/test.parquet
 
 Steps: (1) ``lttw export --onnx`` and ``--int8`` of ``--model`` into a temporary folder (each
 checks itself against torch on ``--texts``; their one-line summaries are recorded); (2) the
@@ -39,9 +39,8 @@ import threading
 import time
 from pathlib import Path
 
-from machine import describe  # noqa: E402  (bench/ is on sys.path: the script's folder)
+from common import ROOT, describe  # (bench/ is on sys.path: the script's folder)
 
-ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "results" / "serve_throughput.json"
 HOST = "127.0.0.1"  # never any other address
 
@@ -228,7 +227,7 @@ def load_average() -> list[float]:
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="prediction.py serve", description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="models/fold_0", help="a trained (torch) model folder")
     ap.add_argument(
         "--texts",
@@ -345,7 +344,3 @@ def main(argv=None) -> dict:
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    main()

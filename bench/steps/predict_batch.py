@@ -2,9 +2,9 @@
 ``lttw predict`` makes (tokenisation + latent-factor lookup + forward pass + softmax), on the
 CPU and, where there is one, the GPU; with the time split into its three parts.
 
-    python bench/predict_throughput.py --model models/fold_0        # a trained model folder
-    python bench/predict_throughput.py --synthetic --quick          # CPU smoke run (< 60 s)
-    python bench/predict_throughput.py --synthetic --encoder DIR    # GPU machine: MiniLM folder
+    python bench/prediction.py batch --model models/fold_0        # a trained model folder
+    python bench/prediction.py batch --synthetic --quick          # CPU smoke run (< 60 s)
+    python bench/prediction.py batch --synthetic --encoder DIR    # GPU machine: MiniLM folder
 
 ``--synthetic`` builds a model folder on the fly, laid out as the train stage writes it
 (``registry.save_model`` + ``bundle.write_model_folder`` + ``tokenizer/`` + ``factors/``): an
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,8 +31,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from common import RESULTS, ROOT, architecture  # noqa: E402  (bench/ is on sys.path)
-from machine import describe  # noqa: E402
+from common import (  # noqa: E402  (bench/ is on sys.path)
+    RESULTS,
+    ROOT,
+    architecture,
+    describe,  # noqa: E402
+)
 
 OUT = RESULTS / "predict_throughput.json"
 CLASSES = ["World", "Sports", "Business", "Sci/Tech"]
@@ -225,7 +228,7 @@ def _predict_full_width(model, data, rt, batch_size: int) -> None:
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="prediction.py batch", description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--model",
         default=str(ROOT / "models" / "fold_0"),
@@ -353,7 +356,3 @@ def main(argv=None) -> dict:
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    sys.exit(0 if main() else 1)

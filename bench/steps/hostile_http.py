@@ -13,7 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from hostile_client import BOUND_S, Server, count, exchange
+from steps.hostile_client import BOUND_S, Server, count, exchange
 
 
 def crowd(model: Path, n: int = 500) -> dict:

@@ -1,8 +1,8 @@
 """Peak memory and time of reading a large input file, each in a fresh process.
 
-    python bench/input_memory.py init --mb 20       # `lttw init` on a generated 20 MB CSV
-    python bench/input_memory.py predict-csv --mb 32  # `lttw predict --file`'s CSV reading
-    PYTHONPATH=/path/to/other/src python bench/input_memory.py init --mb 20 --out before.json
+    python bench/large_data.py init --mb 20       # `lttw init` on a generated 20 MB CSV
+    python bench/large_data.py predict-csv --mb 32  # `lttw predict --file`'s CSV reading
+    PYTHONPATH=/path/to/other/src python bench/large_data.py init --mb 20 --out before.json
 
 ``init``: a CSV of ``--mb`` MB (``text,label``: 10 to 50 words of a 5,000-word vocabulary,
 four classes, about 176 bytes a row), then ``lttw init DIR --data FILE`` in a subprocess (git,
@@ -26,10 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import RESULTS, run_mode  # noqa: E402
-from machine import describe  # noqa: E402
+from common import RESULTS, describe  # (bench/ is on sys.path: the script's folder)
 
 READ_CSV = """
 import io, resource, sys
@@ -68,7 +65,7 @@ def spanning_csv(path: Path, records: int) -> None:
 
 
 def init(argv: list[str]) -> dict:
-    parser = argparse.ArgumentParser(prog="input_memory.py init")
+    parser = argparse.ArgumentParser(prog="large_data.py init")
     parser.add_argument("--mb", type=float, default=20.0)
     parser.add_argument("--out", default=str(RESULTS / "input_memory_init.json"))
     args = parser.parse_args(argv)
@@ -100,7 +97,7 @@ def init(argv: list[str]) -> dict:
 
 
 def predict_csv(argv: list[str]) -> dict:
-    parser = argparse.ArgumentParser(prog="input_memory.py predict-csv")
+    parser = argparse.ArgumentParser(prog="large_data.py predict-csv")
     parser.add_argument("--mb", type=int, default=32, help="records of a 1 MB text")
     parser.add_argument("--out", default=str(RESULTS / "input_memory_predict_csv.json"))
     args = parser.parse_args(argv)
@@ -135,11 +132,3 @@ def _write(result: dict, out: str) -> dict:
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result
-
-
-def main(argv: list[str] | None = None) -> dict:
-    return run_mode(__doc__, {"init": init, "predict-csv": predict_csv}, argv)
-
-
-if __name__ == "__main__":
-    main()
