@@ -106,6 +106,12 @@ class DirectRunner:
 
     # --- running one stage -------------------------------------------------------------
 
+    def stop_stages(self) -> None:
+        """Stop the stages running now (each in its own process group: Ctrl-C and SIGTERM
+        reach only this process; a pruned trial of ``lttw tune``)."""
+        for proc in list(self._running):
+            stop_stage(proc)
+
     def _run(self, stage: Stage, cwd: Path, params_file: Path, clock: Clock) -> str:
         """Run one stage in ``cwd``: "ok", "failed" or "stopped" (the budget ran out)."""
         if clock.up() or self._interrupted:
@@ -262,8 +268,7 @@ class DirectRunner:
                 {"done": out.done, "failed": out.failed}.get(state, out.left).append(name)
         except KeyboardInterrupt:  # stop the running stages too, not only the main thread
             self._interrupted = True
-            for proc in list(self._running):
-                stop_stage(proc)
+            self.stop_stages()
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
