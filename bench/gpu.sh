@@ -3,9 +3,9 @@
 # GPU machine that has torch + transformers but no dvc, writing bench/results/*.json. See bench/README.md.
 #
 #   bench/gpu.sh [--encoder DIR] [--model DIR] [--peak-tflops X] [train|train-eager|train-compile|attention|predict|profile ...]
-#   bench/gpu.sh grid NAME [--jobs N] [--budget SECONDS] [--only CELL] [-S key=value ...]
-#                                # a grid of experiments/ (e.g. paper) in this window, without
-#                                # dvc: cells to evidence/runs/ (and $OUT); rerun to resume
+#   bench/gpu.sh grid NAME [lttw exp run's options: --jobs N --budget SECONDS --cell C -S k=v ...]
+#                                # a grid of experiments/ (e.g. paper) without dvc: `lttw exp
+#                                # run NAME --runner direct`, cells to evidence/runs/; rerun to resume
 #   bench/gpu.sh --pack DIR      # on a machine with the embedded MiniLM: write a light copy
 #                                # (config.json + tokenizer files, ~0.7 MB) to DIR, to carry over
 #   bench/gpu.sh --pack-fp16 DIR # the same plus its weights in fp16 (~44 MB; loaded as fp32),
@@ -97,20 +97,21 @@ if [ -n "$missing" ]; then
   echo "  install them (offline: pip install --no-index --find-links WHEELS ...) and rerun" >&2
   exit 3
 fi
-"$PY" -c "import lttw.training.loop, lttw.inference.predict, lttw.models.attention" || { echo "gpu.sh: cannot import lttw" >&2; exit 3; }
 if [ "$GRID" = 1 ]; then
-  # the grid's cells, several at a time on this device, stopped cleanly at --budget; each
-  # finished cell is written whole to evidence/runs/<cell>/ and packed into $OUT/runs.tar.gz
-  # (with the folds of stopped cells, evidence/runs/.partial/; one file, since a runner may
-  # bring back only a few), so the next window resumes from them
+  # the grid's cells through the command line (lttw exp run --runner direct): it needs typer and
+  # rich besides the modules above (bench/README.md lists the wheels to put in .whl/)
+  "$PY" -c "import typer, rich" 2>/dev/null || { echo "gpu.sh: grid needs typer and rich (wheels in .whl/: see bench/README.md)" >&2; exit 3; }
   rc=0
-  "$PY" -m lttw.experiments ${GRID_ARGS[@]+"${GRID_ARGS[@]}"} || rc=$?
-  if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ] && [ -d evidence/runs ]; then
+  "$PY" -m lttw.cli exp run ${GRID_ARGS[@]+"${GRID_ARGS[@]}"} --runner direct || rc=$?
+  # a runner that brings back only the folder $OUT (and few files): the cells (with the
+  # stopped cells' folds, evidence/runs/.partial/) as one archive, and the run's account
+  if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -d evidence/runs ]; then
     tar -czf "$OUT/runs.tar.gz" -C evidence runs
-    cp data/grid/last_window.json "$OUT/" 2>/dev/null || true
+    cp data/grid/last_run.json "$OUT/" 2>/dev/null || true
   fi
   exit $rc
 fi
+"$PY" -c "import lttw.training.loop, lttw.inference.predict, lttw.models.attention" || { echo "gpu.sh: cannot import lttw" >&2; exit 3; }
 QUICK=()
 if [ "${LTTW_BENCH_QUICK:-0}" = 1 ]; then  # dry run of this script on a CPU (quick settings)
   QUICK=(--quick)

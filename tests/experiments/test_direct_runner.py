@@ -1,22 +1,23 @@
-"""The direct grid runner (no dvc): a tiny grid, two cells at a time, a budget that stops it
-mid-grid, then resumes (on the same machine, and on a fresh one) that complete it; no cell is
+"""The direct grid runner (no dvc): a tiny grid, two cells at a time, a time limit that stops
+it mid-grid, then resumes (on the same machine, and on a fresh one) that complete it; no cell is
 ever half-written, no fold is trained twice, the shared inputs are built once, and `lttw
 report` renders the cells."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from lttw.experiments.__main__ import main
 from lttw.experiments.direct_runner import WORK_DIR, run_window
 from lttw.experiments.stage_process import Clock
-from lttw.experiments.windows import read_windows
 
 GRID = """\
 description: A tiny grid for the tests.
@@ -49,7 +50,7 @@ class StageCount(Clock):
 
 
 class AfterFold(Clock):
-    """No budget until ``mark`` exists (a fold saved), then none left: the window stops at
+    """No limit until ``mark`` exists (a fold saved), then no time left: the run stops at
     the next stage's start."""
 
     def __init__(self, mark: Path):
@@ -73,8 +74,8 @@ def written_cells(runs: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def windows(tmp_path_factory, tiny_encoder_dir):
-    """The tiny project, its grid run in two windows: the first, one cell at a time, stopped
+def two_runs(tmp_path_factory, tiny_encoder_dir):
+    """The tiny project, its grid run twice: the first, one cell at a time, stopped
     once the second cell's first fold is saved (the first cell written whole), the second,
     two cells at a time on a "fresh machine" (the work folder removed), resumed to the end.
     Every train stage started is counted (the cell and fold it trains)."""
@@ -112,8 +113,8 @@ def windows(tmp_path_factory, tiny_encoder_dir):
 
 
 @pytest.mark.slow
-def test_a_budget_stops_mid_grid_and_a_resume_completes_it(windows):
-    project, first, state, second = windows
+def test_a_budget_stops_mid_grid_and_a_resume_completes_it(two_runs):
+    project, first, state, second = two_runs
     runs = project / "evidence" / "runs"
     assert first.done == ["tiny-lttw"] and first.left and not first.failed
     assert state["written"] == sorted(first.done)  # whole cells only
@@ -141,14 +142,15 @@ def test_a_budget_stops_mid_grid_and_a_resume_completes_it(windows):
     assert list(predictions.columns) == ["fold", "row", "label", "pred"]
     assert len(predictions) == 2 * params["data"]["test_size"]
     record = json.loads((cell / "cell.json").read_text())["folds_trained"]
-    assert record == {  # no card on this CPU; fold 0 in the first window, fold 1 alone
+    assert record == {  # no card on this CPU; fold 0 in the first run, fold 1 alone
         "0": {"card": None, "cells_at_once": 1, "jobs": 1},
         "1": {"card": None, "cells_at_once": 1, "jobs": 2},
     }
-    (window,) = [w for w in read_windows(runs) if w["jobs"] == 2]
-    assert window["utilisation"] is None and window["folds_per_gpu_minute"] is None
-    assert window["cells"]["tiny-tfidf"]["trained"] == [1]
-    assert window["cells"]["tiny-tfidf"]["epochs"]["1"]["first_epoch_s"] > 0
+    last = json.loads((project / WORK_DIR / "last_run.json").read_text())  # the second run's
+    assert last["jobs"] == 2 and last["card"] is None and last["utilisation"] is None
+    assert last["done"] == ["tiny-tfidf"] and last["folds_trained"] == 1
+    assert last["cells"]["tiny-tfidf"]["trained"] == [1]
+    assert last["cells"]["tiny-tfidf"]["epochs"]["1"]["first_epoch_s"] > 0
 
 
 def test_folds_of_a_stopped_cell_are_restored_on_a_fresh_machine(tmp_path):
@@ -183,7 +185,7 @@ def test_folds_of_a_stopped_cell_are_restored_on_a_fresh_machine(tmp_path):
     ]
     assert restore_folds(runs, "g-a", new, [0, 1]) == []  # marked: not again
     assert (runs / ".partial/g-a/params.yaml").is_file()  # the report's dataset and variant
-    # a first fold saved without its model's metadata (an older window) trains again
+    # a first fold saved without its model's metadata trains again
     (runs / ".partial/g-a/fold_2/models/fold_2/lttw.json").unlink()
     assert restore_folds(runs, "g-a", tmp_path / "newer", [2, 1]) == [1]
 
@@ -195,17 +197,18 @@ def test_budget_and_jobs_are_checked():
         run_window("tiny", jobs=0)
     with pytest.raises(UserError, match="--budget -1"):
         run_window("tiny", budget=-1)
-    assert main(["no-such-grid"]) == 2
+    with pytest.raises(UserError, match="unknown grid 'no-such-grid'"):
+        run_window("no-such-grid")
 
 
 @pytest.mark.slow
-def test_the_report_renders_the_cells_the_runner_wrote(windows, monkeypatch):
+def test_the_report_renders_the_cells_the_runner_wrote(two_runs, monkeypatch):
     """No workspace metrics, no experiments: `lttw report` renders the grid from its cells."""
     from typer.testing import CliRunner
 
     from lttw.cli import app
 
-    project = windows[0]
+    project = two_runs[0]
     monkeypatch.chdir(project)
     result = CliRunner().invoke(app, ["report", "--no-experiments", "--out", "report.md"])
     assert result.exit_code == 0, result.output
@@ -221,7 +224,7 @@ def test_the_direct_runner_runs_a_project_made_by_lttw_init(tmp_path, tiny_encod
     """A project of ``lttw init`` has no stages/ folder: its dvc.yaml runs the installed
     lttw's stages (``python -m lttw.project.run_stage``), which check the project's
     lttw-version.json, so the runner's work folders carry that stamp too. The shared sample
-    stage runs; the budget stops the window at the next stage."""
+    stage runs; the time limit stops the run at the next stage."""
     from support.tiny_project import make_tiny_project
 
     from lttw.project.create import write_pipeline
@@ -258,20 +261,70 @@ def test_a_bad_parameter_is_refused_even_where_every_cell_is_written(tmp_path):
     assert outcome.skipped == CELLS and not outcome.done
 
 
-def test_jobs_follow_the_windows_that_finished_more_folds_per_gpu_minute(tmp_path):
-    """Without --jobs the runner takes the jobs whose windows on a card finished the most
-    folds per GPU-minute (the grid's own windows first); 1 where none ran on a card."""
-    from lttw.experiments.windows import Outcome, account, choose_jobs, write_window
+def test_gpu_sh_grid_is_the_command_line_and_needs_no_dvc(tmp_path, tiny_encoder_dir):
+    """`bench/gpu.sh grid NAME ...` (a GPU machine without dvc) is `lttw exp run NAME --runner
+    direct ...` with the command line's options (--cell here): on the CPU with dvc hidden (as
+    absent), a budget of 0 plans and checks the cell, starts no stage, and says what is left."""
+    from support.tiny_project import make_tiny_project
 
-    runs = tmp_path / "runs"
-    assert choose_jobs(runs, "paper") == (1, "default (no window measured on a card)")
-    measured = {1: (6, 600.0), 2: (10, 600.0), 3: (11, 720.0)}  # jobs: (folds, cells' seconds)
-    for jobs, (folds, seconds) in measured.items():
-        outcome = Outcome(trained={f"cell-{i}": [0] for i in range(folds)})
-        record = account("paper", outcome, jobs, "given", "H100", None, seconds + 60, seconds)
-        write_window(tmp_path / f"work{jobs}", runs, record)
-    cpu = account("paper", Outcome(trained={"c": [0, 1, 2]}), 4, "given", None, None, 9.0, 1.0)
-    write_window(tmp_path / "work-cpu", runs, cpu)  # no card: not a measurement
-    jobs, how = choose_jobs(runs, "paper")
-    assert jobs == 2 and "2 job(s) 1.00" in how and "3 job(s) 0.92" in how
-    assert cpu["folds_per_gpu_minute"] is None and cpu["utilisation"] is None
+    project = make_tiny_project(tmp_path / "p", tiny_encoder_dir)
+    (project / "experiments").mkdir()
+    (project / "experiments" / "tiny.yaml").write_text(GRID)
+    (project / "bench").mkdir()
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copy2(repo / "bench" / "gpu.sh", project / "bench" / "gpu.sh")
+    hide = tmp_path / "hide"
+    hide.mkdir()  # imported at start-up: dvc and dvclive as on a machine without them
+    (hide / "sitecustomize.py").write_text(
+        "import sys\nsys.modules.update(dvc=None, dvclive=None)\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join([str(hide), str(project / "src")]),
+    }
+    run = subprocess.run(
+        [
+            "bash",
+            str(project / "bench" / "gpu.sh"),
+            "grid",
+            "tiny",
+            "--cell",
+            "tfidf",
+            "--budget",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "1 left (tiny-tfidf: rerun to resume)" in run.stdout
+    assert json.loads((project / WORK_DIR / "last_run.json").read_text())["left"] == ["tiny-tfidf"]
+    assert not (project / "evidence" / "runs" / "tiny-tfidf").exists()
+
+
+def test_the_stage_plan_is_dvc_yaml_in_its_order_with_the_folds_expanded():
+    """The direct runner's stages are the repository's dvc.yaml, in file order, the per-fold
+    ones once per fold of folds.run, a cell's own stages run fold by fold."""
+    from lttw.experiments.stage_plan import expand_stages, fold_major
+
+    repo = Path(__file__).resolve().parents[2]
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["folds"]["run"] = [1, 3]
+    stages = expand_stages(yaml.safe_load((repo / "dvc.yaml").read_text()), params)
+    per_fold = ["counts", "nmf", "features", "train", "evaluate"]
+    assert [s.name for s in stages] == [
+        "sample",
+        "folds",
+        "tokens",
+        "encode",
+        *[f"{name}@{fold}" for name in per_fold for fold in (1, 3)],
+        "final",
+        "summary",
+    ]
+    assert all(s.cmd.endswith("--fold 3") for s in stages if s.name.endswith("@3"))
+    own = fold_major([s for s in stages if s.base not in ("sample", "folds", "tokens", "encode")])
+    assert [s.name for s in own][:5] == [f"{name}@1" for name in per_fold]
+    assert [s.name for s in own][-2:] == ["final", "summary"]

@@ -185,20 +185,6 @@ def test_list_status_and_report_read_the_cells(tmp_path, monkeypatch):
     assert "| LTTW | 3 | 91.00 ± 1.00 |" in text
 
 
-def test_the_direct_runner_needs_neither_dvc_nor_typer():
-    """The GPU machine has neither: the runner's modules import none of them (a fresh
-    process, so nothing else has imported them first)."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, lttw.experiments.__main__; "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'dvc', 'dvclive', 'typer'}))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-
-
 def test_a_plain_grid_tests_against_its_reference_cell_with_mcnemar(tmp_path):
     """A plain grid's ``reference`` cell (its variant, on every dataset) is what the others
     are tested against (experiments/ensemble.yaml: the ensemble against its parts), with

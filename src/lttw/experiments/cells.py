@@ -9,7 +9,7 @@ all.
 
 A cell the direct runner stopped keeps its finished folds in ``.partial/<cell>/fold_<i>/``
 (``FOLD_FILES``, the model folder's ``MODEL_FILES`` and a ``complete`` mark), from which a
-later window on another machine resumes it without training any of them again; they go when
+later run on another machine resumes it without training any of them again; they go when
 the cell is written. ``.partial/<cell>/params.yaml`` keeps the parameters the saved folds ran
 with; ``lttw report`` shows a stopped cell's finished folds (``read_grid_cell``).
 """
@@ -46,7 +46,7 @@ MODEL_DIR = "models/fold_{fold}"
 #: the per-fold stages a saved fold stands for
 FOLD_STAGES = ("counts", "nmf", "features", "train", "evaluate")
 #: the model folder's small files, kept without its weights (a model is too big to carry
-#: between windows): what the final stage reads from the first fold's folder, its metadata
+#: between runs): what the final stage reads from the first fold's folder, its metadata
 #: (a copy with ``final.enabled: false``) and its calibration (a trained final model borrows
 #: it; an ensemble's parts keep theirs one folder down)
 MODEL_FILES = ("lttw.json", "labels.json", "calibration.json", "ensemble.json")
@@ -112,7 +112,7 @@ def restore_fold(runs_dir: Path, cell: str, work: Path, fold: int) -> bool:
 
 
 def restore_folds(runs_dir: Path, cell: str, work: Path, folds: list[int]) -> list[int]:
-    """The ``folds`` (``folds.run``, in order) that earlier windows saved, back into a cell's
+    """The ``folds`` (``folds.run``, in order) that earlier runs saved, back into a cell's
     work folder ``work`` with their stages marked done (``.done/<stage>@<fold>``); the folds
     restored. The first only where its model folder's metadata was kept (the final stage
     reads it; folds saved before it was kept rerun)."""

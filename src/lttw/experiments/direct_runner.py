@@ -1,5 +1,6 @@
-"""Run a grid's cells without dvc (a GPU machine with torch but no dvc): the stage scripts
-of ``dvc.yaml`` in order, several cells at a time (``jobs``), within a time budget, resumable.
+"""Run a grid's cells without dvc (a machine without dvc, or one cell per batch job): the stage
+commands of ``dvc.yaml`` (``stage_plan``) in order, several cells at a time (``jobs``), within
+an optional time limit (``budget``, as a batch job's), resumable.
 
 Layout under the work folder (``data/grid/``, git-ignored):
 
@@ -12,14 +13,13 @@ Layout under the work folder (``data/grid/``, git-ignored):
 Each fold a cell finishes is also saved under ``<runs>/.partial/<cell>/fold_<i>/`` (its
 metrics, held-out predictions, the model folder's metadata and calibration without the
 weights, and the runner's record of the card and of how many cells trained on it at once),
-so that a later window on a fresh machine (no work folder) restores every finished fold and
+so that a later run on another machine (no work folder) restores every finished fold and
 trains none twice: the final stage reads only the first fold's metadata and calibration. A
 finished cell is written whole to ``<runs>/<cell>/`` (``experiments.cells``) and its work
-folder removed. At the budget, the running stages are stopped (a stopped training resumes
-from its checkpoint) and nothing else starts; cells already in ``<runs>/`` are skipped, so
-rerunning the same command resumes. Each window's account (``experiments.windows``) goes to
-``<work>/last_window.json`` and ``<runs>/.windows/``; without ``jobs`` the runner takes the
-number of cells at a time that finished the most folds per GPU-minute there.
+folder removed. At the time limit (or on SIGTERM, Ctrl-C) the running stages are stopped (a
+stopped training resumes from its checkpoint) and nothing else starts; cells already in
+``<runs>/`` are skipped, so rerunning the same command resumes. Each run's account
+(``run_account``) goes to ``<work>/last_run.json``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ from lttw.experiments.cells import (
 )
 from lttw.experiments.gpu_watch import Utilisation, card_name
 from lttw.experiments.grids import GRIDS_DIR, GridCell, apply_assignment, cell_params, find_grid
+from lttw.experiments.run_account import Outcome, account, epoch_times, write_account
+from lttw.experiments.run_account import describe as describe  # run_window's callers print it
 from lttw.experiments.stage_plan import (
     Stage,
     absolute_paths,
@@ -60,8 +62,6 @@ from lttw.experiments.stage_process import (
     stage_env,
     stop_stage,
 )
-from lttw.experiments.windows import Outcome, account, choose_jobs, epoch_times, write_window
-from lttw.experiments.windows import describe as describe  # run_window's callers print it
 from lttw.experiments.work_folders import (
     SHARED,
     checkout_rev,
@@ -106,6 +106,12 @@ class DirectRunner:
 
     # --- running one stage -------------------------------------------------------------
 
+    def stop_stages(self) -> None:
+        """Stop the stages running now (each in its own process group: Ctrl-C and SIGTERM
+        reach only this process; a pruned trial of ``lttw tune``)."""
+        for proc in list(self._running):
+            stop_stage(proc)
+
     def _run(self, stage: Stage, cwd: Path, params_file: Path, clock: Clock) -> str:
         """Run one stage in ``cwd``: "ok", "failed" or "stopped" (the budget ran out)."""
         if clock.up() or self._interrupted:
@@ -121,27 +127,6 @@ class DirectRunner:
         if self._interrupted:
             return "stopped"
         return "ok" if rc == 0 else "failed"
-
-    def run_here(self, stages: list[Stage], params_file: Path, log=print) -> list[dict]:
-        """``stages`` in the checkout itself, in order, no cell folder and nothing cached
-        (``tools/run_stages.py``), until one fails: each one's seconds and exit code."""
-        rows: list[dict] = []
-        for stage in stages:
-            log(f"# {stage.name}: {stage.cmd}")
-            start = time.perf_counter()
-            argv = stage_argv(stage.cmd, params_file)
-            rc = run_stage(argv, self.repo, self.env, Clock(None))
-            rows.append(
-                {
-                    "stage": stage.name,
-                    "seconds": round(time.perf_counter() - start, 2),
-                    "exit_code": rc,
-                }
-            )
-            log(f"# {stage.name}: {rows[-1]['seconds']} s (exit {rc})")
-            if rc:
-                break
-        return rows
 
     def build_shared(self, plans: list[tuple], clock: Clock) -> bool:
         """Build every shared stage the cells need, once each, in pipeline order; False
@@ -209,7 +194,7 @@ class DirectRunner:
         restored = restore_folds(self.runs_dir, cell.name, folder, folds)
         if restored:
             self.outcome.restored[cell.name] = restored
-            self.log(f"{cell.name}: fold(s) {', '.join(map(str, restored))} from a previous window")
+            self.log(f"{cell.name}: fold(s) {', '.join(map(str, restored))} from a previous run")
         for stage in fold_major([s for s in stages if s.base not in SHARED]):
             if (folder / ".done" / stage.name).exists():
                 continue
@@ -238,7 +223,7 @@ class DirectRunner:
         return "done"
 
     def _note_epochs(self, cell: GridCell, folder: Path, fold: int) -> None:
-        """A fold trained in this window: its epoch times into the window's account."""
+        """A fold trained in this run: its epoch times into the run's account."""
         metrics = folder / f"metrics/train/fold_{fold}.json"
         if fold in self.outcome.trained.get(cell.name, []) and metrics.is_file():
             times = epoch_times(read_json(metrics))
@@ -283,8 +268,7 @@ class DirectRunner:
                 {"done": out.done, "failed": out.failed}.get(state, out.left).append(name)
         except KeyboardInterrupt:  # stop the running stages too, not only the main thread
             self._interrupted = True
-            for proc in list(self._running):
-                stop_stage(proc)
+            self.stop_stages()
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -304,10 +288,11 @@ def run_window(
     clock: Clock | None = None,
     log=print,
 ) -> Outcome:
-    """Run grid ``name``'s cells (``only``: these) in ``repo``, ``jobs`` at a time (None:
-    ``windows.choose_jobs``), until done or ``budget`` seconds have passed; the cells go to
-    ``runs_dir`` (evidence/runs), the window's account beside them (``windows``)."""
-    if jobs is not None and not 1 <= jobs <= MAX_JOBS:
+    """Run grid ``name``'s cells (``only``: these) in ``repo``, ``jobs`` at a time (None: 1),
+    until done or ``budget`` seconds have passed; the cells go to ``runs_dir``
+    (evidence/runs), the run's account to the work folder (``run_account``)."""
+    jobs = 1 if jobs is None else jobs
+    if not 1 <= jobs <= MAX_JOBS:
         raise UserError(f"--jobs {jobs}: must be 1..{MAX_JOBS}")
     if budget is not None and budget < 0:
         raise UserError(f"--budget {budget}: must be >= 0 seconds")
@@ -320,10 +305,6 @@ def run_window(
     for assignment in extra:  # checked even where every cell is written already
         apply_assignment(copy.deepcopy(base), assignment)
     runs_dir = (runs_dir or repo / RUNS_DIR).resolve()
-    jobs_from = "given"
-    if jobs is None:
-        jobs, jobs_from = choose_jobs(runs_dir, grid.name)
-        log(f"jobs: {jobs} ({jobs_from})")
     runner = DirectRunner(repo, runs_dir, work_dir or repo / WORK_DIR, jobs, log)
     clock = clock or Clock(None if budget is None else time.monotonic() + budget)
     start = time.monotonic()
@@ -335,8 +316,6 @@ def run_window(
         utilisation = watch.stop()
     end = time.monotonic()
     cells_s = end - runner.cells_started if runner.cells_started is not None else 0.0
-    record = account(
-        grid.name, outcome, jobs, jobs_from, runner.card, utilisation, end - start, cells_s
-    )
-    write_window(runner.work, runs_dir, record)
+    record = account(grid.name, outcome, jobs, runner.card, utilisation, end - start, cells_s)
+    write_account(runner.work, record)
     return outcome

@@ -1,6 +1,6 @@
-"""The card a grid window runs on and how busy it is, from ``nvidia-smi`` (no torch in the
-runner's process): its name, and its utilisation sampled every few seconds while the window
-runs. Without ``nvidia-smi`` (a CPU machine) both are None, never a guess."""
+"""The card the direct runner's cells train on and how busy it is, from ``nvidia-smi`` (no
+torch in the runner's process): its name, and its utilisation sampled every few seconds while
+the runner runs. Without ``nvidia-smi`` (a CPU machine) both are None, never a guess."""
 
 from __future__ import annotations
 

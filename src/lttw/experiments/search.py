@@ -26,7 +26,7 @@ from lttw.errors import DataError, UserError, one_line
 from lttw.experiments.direct_runner import DirectRunner
 from lttw.experiments.grids import GridCell, check_cell_name, full_params
 from lttw.experiments.search_space import SearchSpace, load_space
-from lttw.experiments.stage_process import Clock, sigterm_stops, stop_stage
+from lttw.experiments.stage_process import Clock, sigterm_stops
 from lttw.io import read_json, remove_inside
 
 TUNE_DIR = Path("data/tune")
@@ -149,8 +149,7 @@ class _EpochReports:
             self.reported += 1
             if not self.clock.pruned and self.trial.should_prune():
                 self.clock.pruned = True
-                for proc in list(self.runner._running):  # the train stage, stopped
-                    stop_stage(proc)
+                self.runner.stop_stages()  # the train stage
 
     def _watch(self) -> None:
         while not self.done.wait(POLL_S) and not self.clock.pruned:
@@ -273,8 +272,7 @@ def tune(
                 callbacks=[MaxTrialsCallback(trials, states=finished), report],
             )
     except KeyboardInterrupt:
-        for proc in list(runner._running):  # in its own process group: not signalled with us
-            stop_stage(proc)
+        runner.stop_stages()
         raise
     return study
 

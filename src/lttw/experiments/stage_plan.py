@@ -1,5 +1,6 @@
-"""The pipeline's stages as ``dvc.yaml`` declares them, for running them without dvc
-(``tools/run_stages.py``, the direct grid runner): every stage in file order, the per-fold
+"""The pipeline's stages as ``dvc.yaml`` declares them, for running them without dvc (the
+direct runner, ``direct_runner``; the one reader of ``dvc.yaml`` besides dvc): every stage in
+file order, the per-fold
 ones once per fold of ``folds.run``, each with its command, the parameters it reads, its
 inputs and its outputs, and a key that changes exactly when what it reads changes (its
 parameters' values and its upstream stages' keys), so that equal keys mean equal outputs.

@@ -1,5 +1,4 @@
-"""One stage of ``dvc.yaml`` as a process, the way the direct runner (and ``tools/run_stages.py``
-through it) starts it without dvc: its command with this interpreter and a parameters file,
+"""One stage of ``dvc.yaml`` as a process, the way the direct runner starts it without dvc: its command with this interpreter and a parameters file,
 the package of the checkout on ``PYTHONPATH``, within a time budget (the clock that says when
 it is up), stopped at the budget (SIGTERM to its process group, SIGKILL after a grace period;
 a stopped training resumes from its checkpoint)."""
