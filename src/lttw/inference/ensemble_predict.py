@@ -87,10 +87,21 @@ class EnsemblePredictor:
             return mixture
         return self.calibration.probabilities(logits_of(mixture))
 
-    def predict(self, texts: list[str], batch_size: int = 64) -> list[str]:
-        """The most probable label of each text."""
-        best = self.predict_proba(texts, batch_size).argmax(axis=1)
-        return [self.classes[i] for i in best.tolist()]
+    @property
+    def multi_label(self) -> bool:
+        """Its calibration's (an ensemble of single-label parts: False)."""
+        return self.calibration.multi_label
+
+    def predict(
+        self, texts: list[str], batch_size: int = 64, min_prob: float | None = None
+    ) -> list[str | None] | list[list[str]]:
+        """The most probable label of each text (None where its probability is below
+        ``min_prob``), as a ``Predictor``'s (``inference.answers.chosen_ids``)."""
+        from lttw.inference.answers import check_min_prob, chosen_ids
+
+        check_min_prob(min_prob, "min_prob")
+        ids = chosen_ids(self.calibration, self.predict_proba(texts, batch_size), min_prob)
+        return [self.classes[row[0]] if row else None for row in ids]
 
     def model_inputs(self, texts: list[str]):
         from lttw.errors import UserError
