@@ -27,13 +27,12 @@ if TYPE_CHECKING:  # imported where used: `lttw predict` needs neither pandas no
 ONNX_EXPORT = "`lttw export --model DIR --out OUT --onnx`"
 
 
-def inference_runtime(folder: str | Path, meta: dict, device: str = "cpu", threads: int = 0):
-    """The ``Runtime`` every prediction from ``folder`` runs in: ``device`` at the folder's
-    precision (fp32: no bf16 autocast, and TF32 matrix products off on CUDA)."""
+def inference_runtime(device: str = "cpu", threads: int = 0):
+    """The ``Runtime`` every prediction from a model folder runs in: ``device`` at the
+    folder's precision (``ModelFolder.open`` checked it is ``bundle.PRECISION``, fp32: no
+    bf16 autocast, and TF32 matrix products off on CUDA)."""
     from lttw.device import make_runtime
-    from lttw.models.bundle import inference_precision
 
-    inference_precision(folder, meta)
     settings = TrainSettings.model_validate(
         {"device": device, "bf16": False, "num_threads": threads}
     )
@@ -68,7 +67,7 @@ def predict_cached_parts(
 
         return ensemble_cached_parts(opened, inputs, fold, train_settings, predict_cached_parts)
     meta = opened.meta
-    rt = inference_runtime(model_dir, meta, train_settings.device, train_settings.num_threads)
+    rt = inference_runtime(train_settings.device, train_settings.num_threads)
     model = load_classifier(opened.path, rt.device, (opened.config_variant, opened.config))
     if reads(model) == TEXTS:
         parts: dict[str, Any] = {part: inputs.part_texts(part) for part in EVAL_PARTS}
@@ -188,7 +187,7 @@ class Predictor:
             lookup = FactorLookup.load(path / FACTORS, path / FACTORS, model_words(path, meta))
         if reads(model) == ARRAYS:  # runs itself on the CPU: no torch runtime
             return cls(folder, model.to(device), lookup)
-        runtime = inference_runtime(path, meta, device)
+        runtime = inference_runtime(device)
         return cls(folder, model.to(runtime.device), lookup, runtime)
 
     def factors(self, texts: list[str]) -> np.ndarray | None:
