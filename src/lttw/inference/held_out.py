@@ -1,7 +1,7 @@
 """A trained final model on the held-out test sample (the ``final`` stage's ``test`` record):
 none of that sample's rows is in the train sample the final model learned from, so this is a
 held-out figure of the model a user deploys, read back from its folder as ``lttw predict``
-reads it (``inference.loading.load_predictor``: its calibration included)."""
+reads it (``Predictor.load``, from its ``ModelFolder``: its calibration included)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ def held_out_test(folder: str | Path, inputs, batch_size: int = 128, seed: int =
     from lttw.evaluation.calibration_error import expected_calibration_error
     from lttw.evaluation.estimate import estimate_of
     from lttw.evaluation.metrics import classification_metrics
-    from lttw.inference.loading import load_predictor
+    from lttw.inference.predict import Predictor
 
     texts, labels = inputs.part_texts("test"), inputs.part_labels("test")
     if not len(texts):
         return {}
-    predictor = load_predictor(folder, backend="torch")
+    predictor = Predictor.load(folder)
     probs = predictor.predict_proba(texts, batch_size)
     predicted = predictor.calibration.decide(probs) if inputs.multi_label else probs.argmax(1)
     metrics = classification_metrics(labels, predicted, inputs.n_labels)

@@ -45,6 +45,14 @@ def inference_runtime(device: str = "cpu", threads: int = 0):
     return runtime
 
 
+def checked_meta(folder: str | Path) -> dict:
+    """lttw.json of ``folder``, after checking it whole (``ModelFolder.open``): the evaluate
+    stage's (``stages/evaluate.py``)."""
+    from lttw.models.model_folder import ModelFolder
+
+    return ModelFolder.open(folder).meta
+
+
 def predict_cached_parts(
     model_dir: str | Path,
     inputs: FoldInputs,
