@@ -15,6 +15,7 @@ from lttw.evaluation.temperature import (
     negative_log_likelihood,
     scaled_probabilities,
 )
+from lttw.inference.classifier import Classifier
 from lttw.inference.predict import Predictor
 from lttw.models.bundle import write_model_folder
 from lttw.models.calibration import Calibration, save_calibration
@@ -155,6 +156,9 @@ def test_save_load_symmetry_and_prediction(ensemble_dir, tmp_path):
     assert predictor.calibration.temperature == t_mix != 1.0
     assert np.allclose(got, scaled_probabilities(logits_of(saved.combine(parts)), t_mix), atol=1e-5)
     assert predictor.predict(texts)[0] == "sport"
+    # one Classifier as every backend: its parts (tf-idf) and the ensemble alike
+    assert isinstance(predictor, Classifier) and isinstance(part_predictor, Classifier)
+    assert predictor.predict(texts, min_prob=1.0) == [None, None, None]
     with pytest.raises(UserError, match="ensemble model folder"):  # explain / ONNX export
         predictor.model_inputs(texts)
 

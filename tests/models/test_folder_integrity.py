@@ -153,8 +153,7 @@ def test_inference_runs_fp32_where_training_had_bf16(exported, monkeypatch):
     from lttw.inference.predict import Predictor, inference_runtime
 
     monkeypatch.setattr(lttw.device, "cpu_supports_bf16", lambda: True)
-    meta = json.loads((exported / "lttw.json").read_text())
-    assert not inference_runtime(exported, meta, "cpu").bf16
+    assert not inference_runtime("cpu").bf16
     assert not Predictor.load(exported).runtime.bf16
 
 

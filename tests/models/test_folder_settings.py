@@ -63,7 +63,7 @@ def test_an_exponential_word_pattern_is_refused_quickly(lttw_dir, tmp_path):
 def test_a_bug_inside_a_backend_is_not_a_damaged_folder(lttw_dir, monkeypatch):
     import lttw.inference.predict as predict
 
-    def broken(folder, device="cpu"):
+    def broken(folder, device="cpu", config=None):
         raise ValueError("a bug in the backend")
 
     monkeypatch.setattr(predict, "load_classifier", broken)

@@ -18,6 +18,7 @@ from support.torch_free import CLI, run_without, start_without
 
 from lttw import load_model
 from lttw.errors import UserError
+from lttw.inference.classifier import Classifier
 from lttw.inference.loading import backend_name, load_predictor
 
 TEXTS = ["oil", "the team won the match in the last minute of the season", "", "stock market"]
@@ -36,6 +37,7 @@ def folders(tmp_path_factory, tiny_encoder_dir) -> tuple[Path, Path]:
 def test_load_model_runs_an_export_on_onnx(folders):
     model, onnx = folders
     assert backend_name(load_model(onnx)) == "onnx-fp32"
+    assert isinstance(load_model(onnx), Classifier) and isinstance(load_model(model), Classifier)
     with pytest.raises(UserError, match="an ONNX export, without torch weights"):
         load_model(onnx, backend="torch")  # the export holds model.onnx alone
     assert backend_name(load_model(model)) == "torch"

@@ -15,32 +15,32 @@ import numpy as np
 
 from lttw.evaluation.temperature import logits_of
 from lttw.inference.text_lines import as_texts
-from lttw.models.calibration import Calibration, load_calibration
+from lttw.models.calibration import Calibration
 from lttw.models.ensemble import EnsembleWeights
 
 if TYPE_CHECKING:
     from lttw.models.model_folder import ModelFolder
 
 
-def _calibrated(probs: np.ndarray, folder: Path) -> np.ndarray:
+def _calibrated(probs: np.ndarray, part: ModelFolder) -> np.ndarray:
     """A part's probabilities at ``T = 1`` scaled by its folder's temperature. (Where a part's
     ``Predictor`` applies its calibration.json itself, this must not apply it again.)"""
-    return load_calibration(folder).probabilities(logits_of(probs))
+    return part.calibration.probabilities(logits_of(probs))
 
 
 def ensemble_cached_parts(
-    model_dir, inputs, fold: int, train_settings, predict_part
+    folder: ModelFolder, inputs, fold: int, train_settings, predict_part
 ) -> dict[str, np.ndarray]:
-    """``predict_cached_parts`` of an ensemble folder (already checked): its parts'
-    calibrated probabilities on the fold's evaluation parts (``predict_part``:
+    """``predict_cached_parts`` of a checked ensemble folder: its parts' calibrated
+    probabilities on the fold's evaluation parts (``predict_part``:
     ``predict_cached_parts``), combined; the mixture at ``T = 1`` (the evaluate stage applies
     the folder's own temperature where it measures calibration, as for any folder)."""
-    folder = Path(model_dir)
-    weights = EnsembleWeights.load(folder)
-    per_part = [predict_part(folder / part, inputs, fold, train_settings) for part in weights.parts]
+    weights = folder.weights
+    assert weights is not None  # an ensemble's ModelFolder has its weights
+    per_part = [predict_part(part.path, inputs, fold, train_settings) for part in folder.parts]
     return {
         name: weights.combine(
-            [_calibrated(probs[name], folder / p) for probs, p in zip(per_part, weights.parts)]
+            [_calibrated(probs[name], part) for probs, part in zip(per_part, folder.parts)]
         )
         for name in per_part[0]
     }
@@ -73,11 +73,10 @@ class EnsemblePredictor:
     def from_folder(cls, folder: ModelFolder, parts) -> EnsemblePredictor:
         """The ensemble of a checked ``ModelFolder`` whose ``parts`` are built (a
         ``Predictor`` each, in weight order)."""
-        from lttw.inference.scores import checked_calibration
-
-        calibration = checked_calibration(folder.path, folder.meta, len(folder.classes))
         assert folder.weights is not None  # an ensemble's ModelFolder has its weights
-        return cls(folder.path, folder.meta, folder.classes, parts, folder.weights, calibration)
+        return cls(
+            folder.path, folder.meta, folder.classes, parts, folder.weights, folder.calibration
+        )
 
     def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         texts = as_texts(texts)  # each part's Predictor applies its own calibration.json
@@ -88,10 +87,21 @@ class EnsemblePredictor:
             return mixture
         return self.calibration.probabilities(logits_of(mixture))
 
-    def predict(self, texts: list[str], batch_size: int = 64) -> list[str]:
-        """The most probable label of each text."""
-        best = self.predict_proba(texts, batch_size).argmax(axis=1)
-        return [self.classes[i] for i in best.tolist()]
+    @property
+    def multi_label(self) -> bool:
+        """Its calibration's (an ensemble of single-label parts: False)."""
+        return self.calibration.multi_label
+
+    def predict(
+        self, texts: list[str], batch_size: int = 64, min_prob: float | None = None
+    ) -> list[str | None] | list[list[str]]:
+        """The most probable label of each text (None where its probability is below
+        ``min_prob``), as a ``Predictor``'s (``inference.answers.chosen_ids``)."""
+        from lttw.inference.answers import check_min_prob, chosen_ids
+
+        check_min_prob(min_prob, "min_prob")
+        ids = chosen_ids(self.calibration, self.predict_proba(texts, batch_size), min_prob)
+        return [self.classes[row[0]] if row else None for row in ids]
 
     def model_inputs(self, texts: list[str]):
         from lttw.errors import UserError

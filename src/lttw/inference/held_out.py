@@ -1,7 +1,7 @@
 """A trained final model on the held-out test sample (the ``final`` stage's ``test`` record):
 none of that sample's rows is in the train sample the final model learned from, so this is a
 held-out figure of the model a user deploys, read back from its folder as ``lttw predict``
-reads it (its calibration included)."""
+reads it (``Predictor.load``, from its ``ModelFolder``: its calibration included)."""
 
 from __future__ import annotations
 

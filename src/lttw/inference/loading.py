@@ -11,11 +11,9 @@ model's own arrays, or an ensemble of its parts. Every backend is a ``Classifier
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
 
 from lttw.errors import UserError
+from lttw.inference.classifier import Classifier
 from lttw.inference.predict import Predictor
 from lttw.models.files import ONNX_FILE, WEIGHTS_NAME
 from lttw.models.model_folder import ModelFolder
@@ -24,26 +22,16 @@ from lttw.models.onnx_classifier import OnnxClassifier, onnx_loader
 BACKENDS = ("auto", "onnx", "torch")
 
 
-class Classifier(Protocol):
-    """What every backend offers: the folder it came from, its classes, and the class
-    probabilities of a list of texts ((len(texts), len(classes)) float32)."""
-
-    folder: Path
-    classes: list[str]
-
-    def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray: ...
-
-
 def load_predictor(
     folder: str | Path,
     device: str = "cpu",
     threads: int | None = None,
     backend: str = "auto",
     revision: str | None = None,
-):
-    """The folder's classifier (a ``Predictor``, or an ensemble's): onnxruntime when it holds ``model.onnx`` (``backend`` auto
-    or onnx), torch otherwise (or with ``backend`` torch). ``folder``: a path or a hub id
-    (at ``revision``)."""
+) -> Classifier:
+    """The folder's ``Classifier`` (a ``Predictor``, or an ensemble's): onnxruntime when it
+    holds ``model.onnx`` (``backend`` auto or onnx), torch otherwise (or with ``backend``
+    torch). ``folder``: a path or a hub id (at ``revision``)."""
     if backend not in BACKENDS:
         raise UserError(f"backend must be auto, onnx or torch (got {backend!r})")
     opened = ModelFolder.open(folder, revision)
@@ -74,7 +62,7 @@ def load_model(
     device: str = "auto",
     backend: str = "auto",
     revision: str | None = None,
-):
+) -> Classifier:
     """``lttw.load_model``: see its docstring."""
     return load_predictor(folder, device=device, backend=backend, revision=revision)
 

@@ -11,12 +11,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from lttw.inference.scores import checked_calibration, model_logits
+from lttw.inference.scores import model_logits
 from lttw.inference.text_lines import as_texts
-from lttw.io import read_json
 from lttw.models.calibration import Calibration
-from lttw.models.ensemble import ENSEMBLE_PARTS
-from lttw.models.files import FACTORS, META, TOKENIZER, WORDS
+from lttw.models.files import FACTORS, META
 from lttw.models.trained import ARRAYS, TEXTS, TokenArrays, load_classifier, predict_proba, reads
 from lttw.settings import TrainSettings
 
@@ -29,17 +27,12 @@ if TYPE_CHECKING:  # imported where used: `lttw predict` needs neither pandas no
 ONNX_EXPORT = "`lttw export --model DIR --out OUT --onnx`"
 
 
-def model_variant(model_dir: str | Path) -> str:
-    return read_json(Path(model_dir) / META)["variant"]
-
-
-def inference_runtime(folder: str | Path, meta: dict, device: str = "cpu", threads: int = 0):
-    """The ``Runtime`` every prediction from ``folder`` runs in: ``device`` at the folder's
-    precision (fp32: no bf16 autocast, and TF32 matrix products off on CUDA)."""
+def inference_runtime(device: str = "cpu", threads: int = 0):
+    """The ``Runtime`` every prediction from a model folder runs in: ``device`` at the
+    folder's precision (``ModelFolder.open`` checked it is ``bundle.PRECISION``, fp32: no
+    bf16 autocast, and TF32 matrix products off on CUDA)."""
     from lttw.device import make_runtime
-    from lttw.models.bundle import inference_precision
 
-    inference_precision(folder, meta)
     settings = TrainSettings.model_validate(
         {"device": device, "bf16": False, "num_threads": threads}
     )
@@ -53,7 +46,8 @@ def inference_runtime(folder: str | Path, meta: dict, device: str = "cpu", threa
 
 
 def checked_meta(folder: str | Path) -> dict:
-    """lttw.json of ``folder``, after checking it whole (``ModelFolder.open``)."""
+    """lttw.json of ``folder``, after checking it whole (``ModelFolder.open``): the evaluate
+    stage's (``stages/evaluate.py``)."""
     from lttw.models.model_folder import ModelFolder
 
     return ModelFolder.open(folder).meta
@@ -73,18 +67,20 @@ def predict_cached_parts(
     what turns the model's scores into probabilities (the evaluate stage passes the folder's,
     ``trained.folder_calibration``); None: the model's own (softmax)."""
     from lttw.data.fold_inputs import EVAL_PARTS, load_tensors
+    from lttw.models.model_folder import ModelFolder
 
-    meta = checked_meta(model_dir)
-    if meta.get("variant") in ENSEMBLE_PARTS:  # each part predicts, calibrated, then combined
+    opened = ModelFolder.open(model_dir)
+    if opened.is_ensemble:  # each part predicts, calibrated, then combined
         from lttw.inference.ensemble_predict import ensemble_cached_parts
 
-        return ensemble_cached_parts(model_dir, inputs, fold, train_settings, predict_cached_parts)
-    rt = inference_runtime(model_dir, meta, train_settings.device, train_settings.num_threads)
-    model = load_classifier(model_dir, rt.device)
+        return ensemble_cached_parts(opened, inputs, fold, train_settings, predict_cached_parts)
+    meta = opened.meta
+    rt = inference_runtime(train_settings.device, train_settings.num_threads)
+    model = load_classifier(opened.path, rt.device, (opened.config_variant, opened.config))
     if reads(model) == TEXTS:
         parts: dict[str, Any] = {part: inputs.part_texts(part) for part in EVAL_PARTS}
     else:  # the encoder's cached tokens, or word ids over the folder's own vocabulary
-        words = saved_words(model_dir)
+        words = opened.vocabulary
         max_len = None if words is None else meta["max_len"]
         parts = load_tensors(
             inputs, fold, words, max_len, frozen_encoder=train_settings.freeze_encoder
@@ -102,14 +98,6 @@ def predict_cached_parts(
     }
 
 
-def saved_words(folder: str | Path):
-    """The ``WordVocabulary`` of a model folder with ``model.vocab: words``, else None."""
-    from lttw.text.word_ids import WordVocabulary
-
-    path = Path(folder) / WORDS
-    return WordVocabulary.load(path) if path.is_dir() else None
-
-
 def model_words(folder: Path, meta: dict):
     """The word-splitting rule a model folder was trained with: lttw.json's ``words`` (a
     one-line error naming lttw.json where it is missing or malformed)."""
@@ -118,34 +106,32 @@ def model_words(folder: Path, meta: dict):
     return WordSplitter.from_record(meta.get("words"), str(Path(folder) / META))
 
 
+def _own_classifier(folder: ModelFolder):
+    """The folder's own classifier (torch weights, or a TF-IDF model's arrays), from the
+    config ``ModelFolder`` read."""
+    return load_classifier(folder.path, config=(folder.config_variant, folder.config))
+
+
 class Predictor:
-    """A model folder (see ``lttw.models.bundle``) that classifies raw texts by itself.
-    Its probabilities go through the folder's ``calibration.json`` (``models.calibration``:
-    a temperature, or a multi-label folder's sigmoid and per-class thresholds); a folder
-    without one predicts as it always did.
+    """A single model folder's ``Classifier`` (``inference.loading``) of raw texts: torch,
+    TF-IDF or ONNX, as its ``model`` (built from the checked ``ModelFolder``). Its
+    probabilities go through the folder's calibration (``models.calibration``: a
+    temperature, or a multi-label folder's sigmoid and per-class thresholds); a folder
+    without calibration.json predicts with the model's own softmax.
 
     >>> p = Predictor.load("models/fold_0")
     >>> p.predict_proba(["Stocks rally as oil prices fall"])  # (1, n_labels)
     >>> p.predict(["Stocks rally as oil prices fall"])  # ["Business"], or [["a", "b"]]
     """
 
-    def __init__(
-        self,
-        folder: Path,
-        meta: dict,
-        classes: list[str],
-        model,
-        tokenizer=None,
-        lookup=None,
-        runtime=None,
-        words=None,
-    ):
-        self.folder, self.meta, self.classes = folder, meta, classes
-        self.model, self.tokenizer, self.lookup, self.runtime = model, tokenizer, lookup, runtime
-        self.words = words  # a WordVocabulary where the model reads word ids, not tokens
+    def __init__(self, opened: ModelFolder, model, lookup=None, runtime=None):
+        self.folder, self.meta, self.classes = opened.path, opened.meta, opened.classes
+        self.model, self.lookup, self.runtime = model, lookup, runtime
+        self.tokenizer = opened.tokenizer
+        self.words = opened.vocabulary  # a WordVocabulary where the model reads word ids
         #: how scores become probabilities and labels (a folder without calibration.json:
         #: the defaults, softmax at temperature 1 or, multi-label, sigmoid at 0.5)
-        self.calibration: Calibration = checked_calibration(folder, meta, len(classes))
+        self.calibration: Calibration = opened.calibration
 
     @property
     def multi_label(self) -> bool:
@@ -163,16 +149,17 @@ class Predictor:
     @classmethod
     def from_folder(cls, folder: ModelFolder, device: str = "cpu", load_model=None) -> Predictor:
         """The classifier of a checked ``ModelFolder`` (an ensemble: ``EnsemblePredictor``).
-        ``load_model(path)``: what runs the classifier instead of its torch weights (e.g.
-        ``models.onnx_classifier``'s session over the folder's ONNX file, which needs no
-        torch); the rest (tokenizer, factor lookup, calibration) is the folder's own either
-        way. A folder that needs a package this install leaves out (torch, under ``pip
-        install lttw``) raises a UserError saying what to install or export. Only the
-        package's own errors say what is wrong with a folder: any other is a bug, raised."""
+        ``load_model(folder)``: what runs the classifier from the ``ModelFolder`` instead of
+        its torch weights (e.g. ``models.onnx_classifier``'s session over the folder's ONNX
+        file, which needs no torch); the rest (tokenizer, factor lookup, calibration) is the
+        folder's own either way. A folder that needs a package this install leaves out
+        (torch, under ``pip install lttw``) raises a UserError saying what to install or
+        export. Only the package's own errors say what is wrong with a folder: any other is
+        a bug, raised."""
         from lttw.errors import UserError, missing_extra
 
         try:
-            return cls._built(folder, device, load_model or load_classifier)
+            return cls._built(folder, device, load_model or _own_classifier)
         except ModuleNotFoundError as err:
             missing = missing_extra(err)
             if missing is None:
@@ -193,23 +180,19 @@ class Predictor:
             # duck-typed: folder, meta, classes, predict_proba, predict as a Predictor's
             parts = [cls._built(part, device, load_model) for part in folder.parts]
             return cast(Predictor, EnsemblePredictor.from_folder(folder, parts))
-        path, meta, classes = folder.path, folder.meta, folder.classes
-        model = load_model(path)
+        model = load_model(folder)
         if reads(model) == TEXTS:
-            return cls(path, meta, classes, model)
-        from lttw.encoder.tokenizer import load_saved_tokenizer
-
+            return cls(folder, model)
+        path, meta = folder.path, folder.meta
         lookup = None
         if meta.get("with_factors"):  # imported here: scikit-learn only where it is needed
             from lttw.factors.features import FactorLookup
 
             lookup = FactorLookup.load(path / FACTORS, path / FACTORS, model_words(path, meta))
-        words = saved_words(path)
-        tokenizer = None if words is not None else load_saved_tokenizer(path / TOKENIZER)
         if reads(model) == ARRAYS:  # runs itself on the CPU: no torch runtime
-            return cls(path, meta, classes, model.to(device), tokenizer, lookup, None, words)
-        runtime = inference_runtime(path, meta, device)
-        return cls(path, meta, classes, model.to(runtime.device), tokenizer, lookup, runtime, words)
+            return cls(folder, model.to(device), lookup)
+        runtime = inference_runtime(device)
+        return cls(folder, model.to(runtime.device), lookup, runtime)
 
     def factors(self, texts: list[str]) -> np.ndarray | None:
         if self.lookup is None:

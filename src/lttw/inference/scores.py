@@ -1,16 +1,11 @@
 """A loaded classifier's scores and how a model folder turns them into probabilities:
-``model_logits`` (torch, ONNX or a text model, before any softmax) and the folder's
-``Calibration`` checked against its lttw.json (``checked_calibration``)."""
+``model_logits`` (torch, ONNX or a text model, before any softmax); the folder's
+``Calibration`` itself is read and checked by ``models.model_folder.ModelFolder``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from lttw.data.label_sets import is_multi_label
-from lttw.models.calibration import Calibration, load_calibration
-from lttw.models.files import META
 from lttw.models.trained import TEXTS, reads
 
 
@@ -53,23 +48,3 @@ def _torch_logits(model, data, runtime, batch_size: int) -> np.ndarray:
     logits = torch.empty(len(data), out[0].shape[1])
     logits[order] = torch.cat(out)
     return logits.numpy()
-
-
-def checked_calibration(folder: str | Path, meta: dict, n_classes: int) -> Calibration:
-    """The folder's ``Calibration``, checked against its lttw.json and classes: a UserError
-    naming calibration.json where they disagree."""
-    from lttw.errors import UserError
-    from lttw.models.files import CALIBRATION
-
-    calibration = load_calibration(folder, is_multi_label(meta))
-    where = Path(folder) / CALIBRATION
-    if calibration.multi_label != is_multi_label(meta):
-        raise UserError(
-            f"{where}: multi_label is {calibration.multi_label}, but {META} says "
-            f"{is_multi_label(meta)}; the folder is damaged"
-        )
-    if calibration.thresholds and len(calibration.thresholds) != n_classes:
-        raise UserError(
-            f"{where}: {len(calibration.thresholds)} thresholds for {n_classes} classes"
-        )
-    return calibration

@@ -105,3 +105,24 @@ def load_calibration(folder: str | Path, multi_label: bool = False) -> Calibrati
     if not path.is_file():
         return Calibration(multi_label=multi_label)
     return Calibration.from_dict(read_json(path))
+
+
+def checked_calibration(folder: str | Path, meta: dict, n_classes: int) -> Calibration:
+    """The folder's ``Calibration``, checked against its lttw.json and classes: a UserError
+    naming calibration.json where they disagree (``ModelFolder.open`` reads it so, once)."""
+    from lttw.data.label_sets import is_multi_label
+    from lttw.errors import UserError
+
+    multi = is_multi_label(meta)
+    calibration = load_calibration(folder, multi)
+    where = Path(folder) / CALIBRATION
+    if calibration.multi_label != multi:
+        raise UserError(
+            f"{where}: multi_label is {calibration.multi_label}, but lttw.json says "
+            f"{multi}; the folder is damaged"
+        )
+    if calibration.thresholds and len(calibration.thresholds) != n_classes:
+        raise UserError(
+            f"{where}: {len(calibration.thresholds)} thresholds for {n_classes} classes"
+        )
+    return calibration

@@ -15,13 +15,19 @@ typed value that every backend (torch, TF-IDF, ONNX, ensemble) is built from.
   pattern compiled once with a bound on its cost (``text.pattern_cost``);
 - the tokenizer's JSON files parse and ask to run no code.
 
+Then it hands the backends what they read, each file read once: config.json (``config``,
+``config_variant``), calibration.json checked against lttw.json (``calibration``), the
+word vocabulary of ``words/`` (``vocabulary``) or the tokenizer (``tokenizer``). The
+backends (``inference.loading``) build their classifier from these, never from the path.
+
 Every problem is one ``UserError`` line naming the file. File names: ``lttw.models.files``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lttw.errors import UserError
 from lttw.io import read_json
@@ -31,11 +37,13 @@ from lttw.models.bundle import (
     read_model_config,
     read_model_meta,
 )
+from lttw.models.calibration import Calibration, checked_calibration
 from lttw.models.ensemble import ENSEMBLE_PARTS, EnsembleWeights
 from lttw.models.file_limits import check_size
 from lttw.models.files import ENSEMBLE_FILE, FACTORS, META, ONNX_FILE, TOKENIZER, WORDS
 from lttw.models.folder_check import FolderCheck, check_folder, verify
 from lttw.models.hub_snapshot import resolve_model_location
+from lttw.models.trained import TOKENS, variant_reads
 from lttw.text.pattern_cost import check_pattern_cost
 from lttw.text.words import WORDS_FILE
 
@@ -43,9 +51,11 @@ from lttw.text.words import WORDS_FILE
 @dataclass(frozen=True)
 class ModelFolder:
     """What a checked model folder holds: ``meta`` (lttw.json), ``classes``, the
-    classifier's ``variant`` and ``config`` (config.json; {} for an ensemble), whether it
-    runs from ``model.onnx``, and an ensemble's ``parts`` (each a ``ModelFolder``, in weight
-    order) with their ``weights``."""
+    classifier's ``variant`` and ``config`` (config.json's ``config``; {} for an ensemble)
+    with ``config_variant`` (its ``variant``), whether it runs from ``model.onnx``, its
+    ``calibration``, what turns texts into ids (``vocabulary``: a ``WordVocabulary``, or
+    ``tokenizer``; neither for a model of texts or an ensemble), and an ensemble's
+    ``parts`` (each a ``ModelFolder``, in weight order) with their ``weights``."""
 
     path: Path
     meta: dict
@@ -55,6 +65,10 @@ class ModelFolder:
     onnx: bool = False
     parts: tuple[ModelFolder, ...] = ()
     weights: EnsembleWeights | None = None
+    config_variant: str = ""
+    calibration: Calibration = field(default_factory=Calibration)
+    vocabulary: Any = None
+    tokenizer: Any = None
 
     @property
     def is_ensemble(self) -> bool:
@@ -83,9 +97,11 @@ class ModelFolder:
     @classmethod
     def described(cls, path: Path, meta: dict, classes: list[str]) -> ModelFolder:
         """The description of a folder whose files are checked (``folder_files``): its
-        settings, word rules, tokenizer and an ensemble's parts checked."""
+        settings, word rules, tokenizer and an ensemble's parts checked, and what the
+        backends read of it loaded (config, calibration, vocabulary or tokenizer)."""
         inference_precision(path, meta)
         check_word_rules(path, meta)
+        calibration = checked_calibration(path, meta, len(classes))
         variant = str(meta["variant"])
         if variant in ENSEMBLE_PARTS:
             weights = EnsembleWeights.load(path)
@@ -100,12 +116,48 @@ class ModelFolder:
                         "ensemble; the folder is damaged"
                     )
                 parts.append(cls.described(path / name, part_meta, part_classes))
-            return cls(path, meta, classes, variant, {}, parts=tuple(parts), weights=weights)
-        _, config = read_model_config(path)
+            return cls(
+                path,
+                meta,
+                classes,
+                variant,
+                {},
+                parts=tuple(parts),
+                weights=weights,
+                calibration=calibration,
+            )
+        config_variant, config = read_model_config(path)
         check_settings(path, meta, config)
         if (path / TOKENIZER).is_dir():
             check_tokenizer_folder(path)  # before the weights: fail fast, no remote code
-        return cls(path, meta, classes, variant, config, onnx=(path / ONNX_FILE).is_file())
+        vocabulary, tokenizer = _token_reader(path, config_variant)
+        return cls(
+            path,
+            meta,
+            classes,
+            variant,
+            config,
+            onnx=(path / ONNX_FILE).is_file(),
+            config_variant=config_variant,
+            calibration=calibration,
+            vocabulary=vocabulary,
+            tokenizer=tokenizer,
+        )
+
+
+def _token_reader(path: Path, config_variant: str) -> tuple[Any, Any]:
+    """``(vocabulary, tokenizer)``: the ``WordVocabulary`` of ``words/`` where the model
+    embeds words, else the saved tokenizer where it reads tokens; (None, None) for a model
+    of texts."""
+    if variant_reads(config_variant) != TOKENS:
+        return None, None
+    if (path / WORDS).is_dir():
+        from lttw.text.word_ids import WordVocabulary
+
+        return WordVocabulary.load(path / WORDS), None
+    from lttw.encoder.tokenizer import load_saved_tokenizer
+
+    return None, load_saved_tokenizer(path / TOKENIZER)
 
 
 def verify_folder(folder: str | Path) -> FolderCheck:

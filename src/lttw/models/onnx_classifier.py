@@ -15,12 +15,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lttw.errors import UserError
 from lttw.models.files import CONFIG_NAME, ONNX_FILE, ONNX_RECORD
 from lttw.models.trained import ARRAYS
+
+if TYPE_CHECKING:
+    from lttw.models.model_folder import ModelFolder
 
 
 def _cpu_threads() -> int:
@@ -96,22 +100,19 @@ def read_record(folder: str | Path) -> dict:
 
 
 def onnx_loader(threads: int | None = None):
-    """``Predictor.load``'s ``load_model``: the folder's ``model.onnx`` in a session (an
-    ensemble's part without one, e.g. its tfidf_linear part: its own classifier)."""
+    """``Predictor.from_folder``'s ``load_model``: the checked folder's ``model.onnx`` in a
+    session (an ensemble's part without one, e.g. its tfidf_linear part: its own
+    classifier), sized by the config ``ModelFolder`` read."""
 
-    def load(folder: str | Path):
-        folder = Path(folder)
-        if not (folder / ONNX_FILE).is_file():
+    def load(folder: ModelFolder):
+        if not folder.onnx:
             from lttw.models.trained import load_classifier
 
-            return load_classifier(folder)
-        from lttw.models.bundle import read_model_config
-
-        _, config = read_model_config(folder)
-        n_labels = config.get("n_labels")
+            return load_classifier(folder.path, config=(folder.config_variant, folder.config))
+        n_labels = folder.config.get("n_labels")
         if not isinstance(n_labels, int):
-            raise UserError(f"{folder / CONFIG_NAME}: no n_labels; the file is damaged")
-        precision = str(read_record(folder).get("precision", "fp32"))
-        return OnnxClassifier(session(folder / ONNX_FILE, threads), n_labels, precision)
+            raise UserError(f"{folder.path / CONFIG_NAME}: no n_labels; the file is damaged")
+        precision = str(read_record(folder.path).get("precision", "fp32"))
+        return OnnxClassifier(session(folder.path / ONNX_FILE, threads), n_labels, precision)
 
     return load

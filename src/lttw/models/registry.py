@@ -115,12 +115,17 @@ def save_model(model: Classifier, folder: str | Path) -> None:
     )
 
 
-def load_model(folder: str | Path, map_location: str | torch.device = "cpu") -> Classifier:
-    """Rebuild the model from its config alone (no hub access) and load its weights."""
+def load_model(
+    folder: str | Path,
+    map_location: str | torch.device = "cpu",
+    config: tuple[str, dict] | None = None,
+) -> Classifier:
+    """Rebuild the model from its config alone (no hub access) and load its weights.
+    ``config``: config.json's ``(variant, config)`` where the caller read it already."""
     from safetensors import SafetensorError
     from safetensors.torch import load_model as load_weights
 
-    variant, cfg = read_model_config(folder)
+    variant, cfg = config if config is not None else read_model_config(folder)
     config_path, weights = Path(folder) / CONFIG_NAME, Path(folder) / WEIGHTS_NAME
     if variant not in MODEL_REGISTRY:
         raise UserError(

@@ -130,14 +130,18 @@ class TfidfLinear:
         )
 
     @classmethod
-    def load(cls, folder: str | Path) -> TfidfLinear:
+    def load(cls, folder: str | Path, config: dict | None = None) -> TfidfLinear:
+        """The model saved in ``folder``; ``config``: config.json's ``config`` where the
+        caller read the file already (``ModelFolder``)."""
         folder = Path(folder)
-        raw = read_json(folder / CONFIG_NAME)
-        if raw.get("variant") != VARIANT:
-            raise UserError(
-                f"{folder}: not a {VARIANT} model folder (variant {raw.get('variant')!r})"
-            )
-        cfg, arrays = raw["config"], read_arrays(folder / WEIGHTS_NAME)
+        if config is None:
+            raw = read_json(folder / CONFIG_NAME)
+            if raw.get("variant") != VARIANT:
+                raise UserError(
+                    f"{folder}: not a {VARIANT} model folder (variant {raw.get('variant')!r})"
+                )
+            config = raw["config"]
+        cfg, arrays = config, read_arrays(folder / WEIGHTS_NAME)
         return cls(
             cfg["n_labels"],
             cfg["linear_model"],

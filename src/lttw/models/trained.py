@@ -187,15 +187,20 @@ def save_classifier(model: Any, folder: str | Path) -> None:
     save_model(model.cpu(), folder)
 
 
-def load_classifier(folder: str | Path, device: Any = "cpu") -> Any:
-    """The classifier saved in ``folder`` (either kind), ready to predict on ``device``."""
-    from lttw.io import read_json
+def load_classifier(
+    folder: str | Path, device: Any = "cpu", config: tuple[str, dict] | None = None
+) -> Any:
+    """The classifier saved in ``folder`` (either kind), ready to predict on ``device``.
+    ``config``: config.json's ``(variant, config)`` where the caller has read it already
+    (``ModelFolder``), so that the file is read once."""
+    from lttw.models.bundle import read_model_config
     from lttw.models.files import CONFIG_NAME
     from lttw.models.tfidf import VARIANT, TfidfLinear
 
-    config = Path(folder) / CONFIG_NAME
-    if config.is_file() and read_json(config).get("variant") == VARIANT:
-        return TfidfLinear.load(folder)  # without importing torch
+    if config is None and (Path(folder) / CONFIG_NAME).is_file():
+        config = read_model_config(folder)
+    if config is not None and config[0] == VARIANT:
+        return TfidfLinear.load(folder, config[1])  # without importing torch
     from lttw.models.registry import load_model
 
-    return load_model(folder).to(device)
+    return load_model(folder, config=config).to(device)

@@ -29,6 +29,7 @@ import numpy as np
 
 from lttw.errors import UserError
 from lttw.inference.loading import load_predictor
+from lttw.inference.predict import Predictor
 from lttw.models.files import ONNX_FILE, ONNX_RECORD, WEIGHTS_NAME
 from lttw.serving.check_sample import read_labelled
 
@@ -232,6 +233,7 @@ def add_onnx(
     )
     export_onnx(torch_predictor, folder / ONNX_FILE, int8)
     exported = load_predictor(folder, backend="onnx")
+    assert isinstance(exported, Predictor)  # one model folder's export: its OnnxClassifier
     if check_file is not None:
         texts, labels = read_labelled(
             check_file, torch_predictor.classes, check_rows, torch_predictor.multi_label
