@@ -17,7 +17,7 @@ import yaml
 from typer.main import get_command
 
 from lttw.cli import app
-from lttw.cli.serving import _check_allowed_host
+from lttw.cli.serve import _check_allowed_host
 from lttw.serving.security import LOOPBACK_HOSTS, host_allowed
 
 REPO = Path(__file__).resolve().parents[2]

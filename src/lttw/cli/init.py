@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from lttw.choices import Profile
-from lttw.cli.main import _examples, app
+from lttw.cli.app import _examples, app
 from lttw.console import console
 from lttw.errors import DataError, UserError
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from lttw.choices import Backend
-from lttw.cli.main import (
+from lttw.cli.app import (
     BadInputError,
     ChunkTexts,
     ModelDir,

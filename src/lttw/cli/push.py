@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from lttw.cli.main import BadInputError, _examples, app
+from lttw.cli.app import BadInputError, _examples, app
 from lttw.errors import UserError
 
 

@@ -1,4 +1,8 @@
-"""`lttw report` and `lttw exp`: the markdown report and the experiment grids."""
+"""`lttw exp`: the experiment grids (experiments/*.yaml): list them, run one through DVC's
+queue or directly, see each cell's state, collect, report, compare. `exp cells` lists a
+grid's cells (index, name, state) for a Slurm array, a Kubernetes Indexed Job or SkyPilot
+jobs, each of which runs `lttw exp run GRID --index I` (or `--cell NAME`); `exp submit`
+submits them through submitit (`--executor local|slurm`)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Annotated
 import typer
 
 from lttw import layout
-from lttw.cli.main import (
+from lttw.cli.app import (
     CellParams,
     OnlyCells,
     Params,
@@ -17,76 +21,8 @@ from lttw.cli.main import (
     _typer,
     app,
 )
+from lttw.cli.report import Cells, Grids, _write_report
 from lttw.errors import UserError
-
-Cells = Annotated[
-    Path, typer.Option("--cells", help="the grids' cells, one folder each (evidence/runs)")
-]
-Grids = Annotated[Path, typer.Option("--grids", help="the grid files' folder (experiments)")]
-
-
-def _write_report(
-    out: Path,
-    runs: list[Path],
-    experiments: bool,
-    all_commits: bool,
-    grids: Path,
-    cells: Path,
-    params: Path,
-) -> None:
-    from lttw.experiments.dvc_experiments import experiment_runs
-    from lttw.io import atomic_path
-    from lttw.reporting.grid_report import build_report
-    from lttw.settings import read_settings
-
-    exps = experiment_runs(".", all_commits) if experiments else []
-    n_folds = read_settings(params).folds.n_folds if params.is_file() else 10
-    text, written = build_report(layout.METRICS_DIR, params, runs, exps, grids, cells, n_folds)
-    for path in written:
-        typer.echo(f"wrote {path}")
-    with atomic_path(out) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {out}")
-
-
-@app.command(
-    epilog=_examples(
-        "lttw report",
-        "lttw report --all-commits --out report.md",
-        "lttw report --no-experiments --runs runs/encoder --runs runs/lttw-m",
-    )
-)
-def report(
-    out: Annotated[Path, typer.Option("--out", "-o", help="markdown file")] = layout.REPORT_MD,
-    runs: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--runs",
-            help="extra run folder (summary.json + folds/fold_*.json [+ params.yaml]); repeatable",
-        ),
-    ] = None,
-    experiments: Annotated[
-        bool,
-        typer.Option(help="read the DVC experiments of the current commit (`dvc exp show --json`)"),
-    ] = True,
-    all_commits: Annotated[
-        bool,
-        typer.Option(
-            "--all-commits",
-            "-A",
-            help="the experiments of every commit, not only the current one's",
-        ),
-    ] = False,
-    grids: Grids = Path("experiments"),
-    cells: Cells = Path("evidence/runs"),
-    params: Params = Path("params.yaml"),
-) -> None:
-    """Write a markdown report: the metrics of the workspace (metrics/), of every DVC
-    experiment and of extra run folders (macro P / R / F1 per dataset and variant next to
-    the paper's, and paired tests); the paired study (experiments/study.yaml); every other
-    grid that has cells (evidence/runs); the sweeps (Tables 6-8) as the paper's tables."""
-    _write_report(out, list(runs or []), experiments, all_commits, grids, cells, params)
-
 
 exp_app = _typer(
     "Experiment grids (experiments/*.yaml): list them, run one through DVC's queue or "
@@ -310,3 +246,137 @@ def exp_report(
         text = fill_readme(readme.read_text(encoding="utf-8"), grids / "study.yaml", cells)
         readme.write_text(text, encoding="utf-8")
         typer.echo(f"{readme}: the study's block rewritten from {cells}")
+
+
+@exp_app.command("cells", epilog=_examples("lttw exp cells paper", "lttw exp cells paper --names"))
+def exp_cells(
+    name: Annotated[str, typer.Argument(help="a grid (lttw exp list) or a grid file")],
+    names: Annotated[bool, typer.Option("--names", help="only the cells' names")] = False,
+    grids: Grids = Path("experiments"),
+    cells: Cells = Path("evidence/runs"),
+    params: Params = Path("params.yaml"),
+) -> None:
+    """A grid's cells, one a line: the index `lttw exp run --index` takes, the cell's name
+    and its state (done, n/m folds saved, not run)."""
+    from lttw.experiments.cells import progress
+
+    grid = _grid(name, grids, params)
+    states = progress(list(grid.cells), cells)
+    for i, cell in enumerate(grid.cells):
+        typer.echo(cell.name if names else f"{i}\t{cell.name}\t{states[cell.name]}")
+
+
+@exp_app.command(
+    "submit",
+    epilog=_examples(
+        "lttw exp submit paper --executor local --wait",
+        "lttw exp submit paper --executor slurm --partition gpu --gpus 1 --timeout-min 240",
+    ),
+)
+def exp_submit(
+    name: Annotated[str, typer.Argument(help="a grid (lttw exp list) or a grid file")],
+    executor: Annotated[
+        str, typer.Option("--executor", help="local (processes here) or slurm")
+    ] = "local",
+    only: OnlyCells = None,
+    assignments: CellParams = None,
+    logs: Annotated[
+        Path, typer.Option("--logs", help="submitit's folder (jobs' logs and results)")
+    ] = Path("data/grid/jobs"),
+    work: Annotated[
+        Path | None, typer.Option("--work", help="the jobs' work folder (data/grid)")
+    ] = None,
+    timeout_min: Annotated[int, typer.Option("--timeout-min", help="per job")] = 60,
+    partition: Annotated[str | None, typer.Option("--partition", help="slurm")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="slurm: GPUs per job")] = None,
+    cpus: Annotated[int | None, typer.Option("--cpus", help="slurm: CPUs per job")] = None,
+    wait: Annotated[bool, typer.Option(help="wait for the jobs and print each outcome")] = False,
+    grids: Grids = Path("experiments"),
+    cells: Cells = Path("evidence/runs"),
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Submit one job per cell not written yet (submitit), each `lttw exp run --cell`: into
+    the shared --cells folder, resumable (submit again after a stopped job)."""
+    from lttw.experiments.submit import (
+        CellJob,
+        cancel_hint,
+        cancelled_when_stopped,
+        make_executor,
+        submit_cells,
+    )
+
+    extra = tuple(assignments or [])
+    grid = _grid(name, grids, params, extra=extra)
+    chosen_cells = grid.select(only)
+    todo = [c for c in chosen_cells if not (cells / c.name / "summary.json").is_file()]
+    slurm = {"partition": partition, "gpus_per_node": gpus, "cpus_per_task": cpus}
+    chosen = make_executor(executor, logs, timeout_min, slurm)
+    jobs = [
+        CellJob(
+            str(Path.cwd()),
+            str(grid.path.resolve()),
+            c.name,
+            extra,
+            runs_dir=str(cells.resolve()),
+            work_dir=str(work.resolve()) if work else None,
+        )
+        for c in todo
+    ]
+    futures = submit_cells(chosen, jobs)
+    for job, future in zip(jobs, futures):
+        typer.echo(f"{future.job_id}\t{job.cell}")
+    written = len(chosen_cells) - len(todo)
+    typer.echo(f"submitted {len(futures)} job(s); {written} cell(s) written already")
+    if not wait:
+        if futures:
+            typer.echo(f"cancel a job: {cancel_hint(executor)}")
+        return
+    failed = 0
+    with cancelled_when_stopped(futures):
+        for job, future in zip(jobs, futures):
+            try:
+                result = future.result()
+            except Exception as err:  # a job's own failure, reported by submitit
+                result = {"state": f"failed ({str(err).strip().splitlines()[-1][:200]})"}
+            failed += result["state"] != "done"
+            typer.echo(f"{job.cell}: {result['state']}")
+    if failed:
+        raise typer.Exit(1)
+
+
+@exp_app.command(
+    "compare",
+    epilog=_examples(
+        "lttw exp compare", "lttw exp compare --all-commits", "lttw exp compare -p model.k"
+    ),
+)
+def exp_compare(
+    all_commits: Annotated[
+        bool,
+        typer.Option("--all-commits", "-A", help="the experiments of every commit"),
+    ] = False,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", help="also a column for this parameter; repeatable"),
+    ] = None,
+) -> None:
+    """The workspace, the current commit and its DVC experiments in one table (100
+    columns): per row the deployed model's training rows, macro F1 (%) with its 95%
+    interval and where it comes from (`folds`: their out-of-fold predictions; `test`: its
+    own on the held-out test sample), its calibration error, and the folds' held-out test
+    macro F1 (the study). Read from each one's metrics/summary.json (`dvc exp show`)."""
+    from lttw.experiments.compare import compare_rows, render_table
+    from lttw.experiments.dvc_experiments import exp_show_json
+
+    _needs_dvc("lttw exp compare", "run `dvc exp show` instead")
+    doc = exp_show_json(".", all_commits)
+    if doc is None:
+        raise UserError(
+            "no DVC experiments here (`dvc exp show` failed): run it from a DVC project "
+            "with a Git commit"
+        )
+    params = tuple(param or ())
+    rows = compare_rows(doc, params)
+    if not rows:
+        raise UserError("no experiment has metrics/summary.json yet: run `dvc repro` first")
+    typer.echo(render_table(rows, params))

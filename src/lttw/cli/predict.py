@@ -1,4 +1,4 @@
-"""`lttw predict` and `lttw explain`: a trained model's answers for texts."""
+"""`lttw predict`: a trained model's answers for texts."""
 
 from __future__ import annotations
 
@@ -9,17 +9,16 @@ from typing import Annotated
 import typer
 
 from lttw.choices import Device, Engine
-from lttw.cli.main import (
+from lttw.cli.app import (
     BadInputError,
     ModelDir,
     Params,
     Revision,
     _examples,
     _load,
-    _model_dir,
     app,
 )
-from lttw.console import console, print_predictions
+from lttw.console import print_predictions
 from lttw.errors import UserError
 
 
@@ -159,8 +158,8 @@ def predict(
     from lttw.inference.text_lines import LineCap
 
     if engine == "ray":
-        from lttw.cli.evaluating import project_columns
-        from lttw.cli.main import _model_dir
+        from lttw.cli.app import _model_dir
+        from lttw.cli.evaluate import project_columns
         from lttw.cli.ray_engine import predict_on_ray
 
         if texts or keep is not None or chunk or as_json or force:
@@ -201,7 +200,7 @@ def predict(
 
     bp.check_paths(file, out, force)
     if file is not None:  # the file's columns first: a wrong name fails before the model loads
-        from lttw.cli.evaluating import project_columns
+        from lttw.cli.evaluate import project_columns
 
         columns = None if keep is None else [c.strip() for c in keep.split(",") if c.strip()]
         source = bp.open_source(file, text_column, cap, columns, project_columns(params)[0])
@@ -305,46 +304,9 @@ def _utf8_argument(text: str, where: str) -> str:
     return text
 
 
-def _has_torch() -> bool:
-    """Whether torch is installed (the slim install explains an ONNX folder without it)."""
-    try:
-        import torch  # noqa: F401
-    except ModuleNotFoundError:
-        return False
-    return True
-
-
 def _print_json_lines(texts: list[str], probs, classes: list[str], records: list[dict]) -> None:
     """One JSON object per text on stdout: text, its answer (``AnswerRule.records``: label
     and prob, or labels; top) and every class's prob."""
     for text, row, record in zip(texts, probs.tolist(), records):
         doc = {"text": text, **record, "probs": dict(zip(classes, row))}
         typer.echo(json.dumps(doc, ensure_ascii=False))
-
-
-@app.command(
-    epilog=_examples(
-        'lttw explain "Stocks rally as oil prices fall"',
-        'lttw explain "Stocks rally as oil prices fall" --json',
-    )
-)
-def explain(
-    text: Annotated[str, typer.Argument(metavar="TEXT", help="the text to explain")],
-    model: ModelDir = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print a JSON document")] = False,
-    params: Params = Path("params.yaml"),
-) -> None:
-    """Why the model predicts what it does: the top-k / bottom-s words and their latent
-    factors and class affinities, the probabilities, and [CLS]'s attention."""
-    from lttw.inference.explain import explain as build
-    from lttw.inference.explain import render
-
-    text = _utf8_argument(text, "TEXT")
-    folder = _model_dir(model, params)
-    # an ONNX export holds no torch weights: explained on onnxruntime (no attention weights)
-    export = (folder / "model.onnx").is_file() and not (folder / "model.safetensors").is_file()
-    doc = build(_load(folder, params, onnx=export or not _has_torch()), text)
-    if as_json:
-        typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
-    else:
-        render(doc, console())

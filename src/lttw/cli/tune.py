@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lttw.cli.main import Params, _examples, app
+from lttw.cli.app import Params, _examples, app
 
 
 @app.command(

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from lttw.choices import Device
-from lttw.cli.main import ChunkTexts, ModelDir, Params, _examples, _load, app
+from lttw.cli.app import ChunkTexts, ModelDir, Params, _examples, _load, app
 from lttw.errors import UserError
 
 #: evaluation.evaluate's N_BOOT and MAX_BOOTSTRAP (not imported: numpy and pandas at start-up)
