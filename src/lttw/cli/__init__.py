@@ -9,7 +9,6 @@ from lttw.cli import export, verify, push, serve, report, exp, tune  # noqa: F40
 from lttw.cli.app import (
     EXIT_BAD_INPUT,
     EXIT_USAGE,
-    EXIT_USER_ERROR,
     FINAL_MODEL_DIR,
     BadInputError,
     app,
@@ -19,7 +18,6 @@ from lttw.cli.app import (
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_USAGE",
-    "EXIT_USER_ERROR",
     "FINAL_MODEL_DIR",
     "BadInputError",
     "app",

@@ -13,8 +13,8 @@ import typer
 from lttw.choices import Sampling
 from lttw.cli.app import (
     Params,
-    _examples,
     data_app,
+    examples,
 )
 from lttw.console import console
 from lttw.errors import DataError, UserError
@@ -22,7 +22,7 @@ from lttw.errors import DataError, UserError
 
 @data_app.command(
     "check",
-    epilog=_examples(
+    epilog=examples(
         "lttw data check ag_news",
         "lttw data check reviews.csv --text-column review --label-column stars",
         "lttw data check questions.csv --sampling stratified",
@@ -86,7 +86,7 @@ def data_check(
         raise DataError(f"{len(check.problems)} problem(s): " + "; ".join(check.problems))
 
 
-@data_app.command("list", epilog=_examples("lttw data list", "lttw data list --json"))
+@data_app.command("list", epilog=examples("lttw data list", "lttw data list --json"))
 def data_list(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     params: Params = Path("params.yaml"),
@@ -107,7 +107,7 @@ def data_list(
 
 @data_app.command(
     "fetch",
-    epilog=_examples(
+    epilog=examples(
         "lttw data fetch sst2",
         "lttw data fetch ag_news --to ~/lttw-datasets",
         "lttw data fetch stanfordnlp/imdb --split train --split test",
@@ -198,7 +198,7 @@ SHOWN_CHARS = 60
 
 @data_app.command(
     "issues",
-    epilog=_examples(
+    epilog=examples(
         "lttw data issues",
         "lttw data issues --top 50 --out review.csv",
     ),

@@ -6,46 +6,31 @@ submits them through submitit (`--executor local|slurm`)."""
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from lttw import layout
+from lttw.choices import Runner
 from lttw.cli.app import (
     CellParams,
+    Cells,
+    Grids,
     OnlyCells,
     Params,
-    _examples,
-    _typer,
     app,
+    examples,
+    new_app,
 )
-from lttw.cli.report import Cells, Grids, _write_report
+from lttw.cli.report import write_report
 from lttw.errors import UserError
 
-exp_app = _typer(
+exp_app = new_app(
     "Experiment grids (experiments/*.yaml): list them, run one through DVC's queue or "
     "directly (no dvc: a GPU window), see each cell's state, collect, report."
 )
 app.add_typer(exp_app, name="exp")
-
-
-class Runner(str, Enum):
-    """How ``lttw exp run`` runs a grid's cells."""
-
-    dvc = "dvc"
-    direct = "direct"
-
-
-def _needs_dvc(what: str, instead: str) -> None:
-    """A clear error where ``what`` needs dvc and it is not installed."""
-    import importlib.util
-
-    if importlib.util.find_spec("dvc") is None:
-        raise UserError(
-            f"{what} needs dvc, which is not installed (pip install 'lttw[train]'); {instead}"
-        )
 
 
 def _grid(name: str, grids: Path, params: Path, frozen: bool = False, extra: tuple = ()):
@@ -58,7 +43,7 @@ def _grid(name: str, grids: Path, params: Path, frozen: bool = False, extra: tup
     return grid.frozen() if frozen else grid
 
 
-@exp_app.command("list", epilog=_examples("lttw exp list"))
+@exp_app.command("list", epilog=examples("lttw exp list"))
 def exp_list(grids: Grids = Path("experiments"), cells: Cells = Path("evidence/runs")) -> None:
     """Each grid: its name, cells written / cells, and the first sentence of its description."""
     from lttw.experiments.cells import progress
@@ -72,7 +57,7 @@ def exp_list(grids: Grids = Path("experiments"), cells: Cells = Path("evidence/r
 
 @exp_app.command(
     "run",
-    epilog=_examples(
+    epilog=examples(
         "lttw exp run ablations",
         "lttw exp run table7 --frozen --only k10s10 --only k5s5 --queue && dvc queue start",
         "lttw exp run paper --runner direct --jobs 3 --budget 540 -S model.encoder=.carry/minilm",
@@ -99,7 +84,7 @@ def exp_run(
             help="dvc: DVC's queue (experiments tracked by DVC); direct: the stage scripts "
             "without dvc, --jobs at a time within --budget (a GPU window)",
         ),
-    ] = Runner.dvc,
+    ] = "dvc",
     jobs: Annotated[
         int | None,
         typer.Option(
@@ -137,8 +122,8 @@ def exp_run(
     if cell is not None or index is not None:  # one cell per job: direct, one at a time
         from lttw.experiments.submit import one_cell
 
-        only, jobs, runner = [one_cell(grid, cell, index, only)], 1, Runner.direct
-    if runner is Runner.direct:
+        only, jobs, runner = [one_cell(grid, cell, index, only)], 1, "direct"
+    if runner == "direct":
         if queue:
             raise UserError("--queue is DVC's: --runner direct runs the cells now")
         from lttw.experiments.direct_runner import describe, run_window
@@ -158,34 +143,17 @@ def exp_run(
         if outcome.failed:
             raise typer.Exit(1)
         return
-    _needs_dvc("--runner dvc", "--runner direct runs the cells without it")
-    from lttw.experiments.dvc_queue import (
-        absolute_root,
-        collect_grids,
-        plan_queue,
-        queued_or_done,
-        run_commands,
-    )
-    from lttw.experiments.study import collected
+    from lttw.experiments.dvc_experiments import require_dvc
+    from lttw.experiments.dvc_queue import run_grid
+
+    require_dvc("--runner dvc", "--runner direct runs the cells without it")
     from lttw.settings import read_settings
 
-    root = absolute_root(read_settings(params).data.root)
-    commands, skipped = plan_queue(
-        grid.select(only), root, extra, collected(cells), queued_or_done()
-    )
-    if skipped:
-        typer.echo(f"skipped (collected, queued or run before): {', '.join(skipped)}")
-    run_commands(commands)
-    if queue:
-        typer.echo(f"queued {len(commands)} cell(s); run them with `dvc queue start`")
-        return
-    if commands:
-        run_commands([[*commands[0][:3], "exp", "run", "--run-all"]])
-    written = collect_grids([grid], cells)
-    typer.echo(f"ran {len(commands)} cell(s); collected {', '.join(written) or 'none new'}")
+    root = read_settings(params).data.root
+    run_grid(grid, only, extra, cells, root, queue, say=typer.echo)
 
 
-@exp_app.command("status", epilog=_examples("lttw exp status", "lttw exp status study"))
+@exp_app.command("status", epilog=examples("lttw exp status", "lttw exp status study"))
 def exp_status(
     name: Annotated[str | None, typer.Argument(help="a grid; default: all")] = None,
     grids: Grids = Path("experiments"),
@@ -207,7 +175,7 @@ def exp_status(
             typer.echo(f"{cell:32s} {state}")
 
 
-@exp_app.command("collect", epilog=_examples("lttw exp collect", "lttw exp collect study"))
+@exp_app.command("collect", epilog=examples("lttw exp collect", "lttw exp collect study"))
 def exp_collect(
     name: Annotated[str | None, typer.Argument(help="a grid; default: all")] = None,
     grids: Grids = Path("experiments"),
@@ -224,9 +192,7 @@ def exp_collect(
     typer.echo(f"collected {len(written)} cell(s): {', '.join(written) or 'none new'}")
 
 
-@exp_app.command(
-    "report", epilog=_examples("lttw exp report", "lttw exp report --readme README.md")
-)
+@exp_app.command("report", epilog=examples("lttw exp report", "lttw exp report --readme README.md"))
 def exp_report(
     out: Annotated[Path, typer.Option("--out", "-o", help="markdown file")] = layout.REPORT_MD,
     readme: Annotated[
@@ -239,7 +205,7 @@ def exp_report(
 ) -> None:
     """`lttw report` from the cells alone (no DVC experiments read); `--readme`: the
     paired study's block of a README rewritten from its cells."""
-    _write_report(out, [], False, False, grids, cells, params)
+    write_report(out, [], False, False, grids, cells, params)
     if readme is not None:
         from lttw.reporting.study_report import fill_readme
 
@@ -248,7 +214,7 @@ def exp_report(
         typer.echo(f"{readme}: the study's block rewritten from {cells}")
 
 
-@exp_app.command("cells", epilog=_examples("lttw exp cells paper", "lttw exp cells paper --names"))
+@exp_app.command("cells", epilog=examples("lttw exp cells paper", "lttw exp cells paper --names"))
 def exp_cells(
     name: Annotated[str, typer.Argument(help="a grid (lttw exp list) or a grid file")],
     names: Annotated[bool, typer.Option("--names", help="only the cells' names")] = False,
@@ -268,7 +234,7 @@ def exp_cells(
 
 @exp_app.command(
     "submit",
-    epilog=_examples(
+    epilog=examples(
         "lttw exp submit paper --executor local --wait",
         "lttw exp submit paper --executor slurm --partition gpu --gpus 1 --timeout-min 240",
     ),
@@ -298,55 +264,32 @@ def exp_submit(
     """Submit one job per cell not written yet (submitit), each `lttw exp run --cell`: into
     the shared --cells folder, resumable (submit again after a stopped job)."""
     from lttw.experiments.submit import (
-        CellJob,
         cancel_hint,
-        cancelled_when_stopped,
+        grid_jobs,
         make_executor,
         submit_cells,
+        wait_for,
     )
 
     extra = tuple(assignments or [])
     grid = _grid(name, grids, params, extra=extra)
-    chosen_cells = grid.select(only)
-    todo = [c for c in chosen_cells if not (cells / c.name / "summary.json").is_file()]
+    jobs, written = grid_jobs(grid, only, extra, cells, work)
     slurm = {"partition": partition, "gpus_per_node": gpus, "cpus_per_task": cpus}
-    chosen = make_executor(executor, logs, timeout_min, slurm)
-    jobs = [
-        CellJob(
-            str(Path.cwd()),
-            str(grid.path.resolve()),
-            c.name,
-            extra,
-            runs_dir=str(cells.resolve()),
-            work_dir=str(work.resolve()) if work else None,
-        )
-        for c in todo
-    ]
-    futures = submit_cells(chosen, jobs)
+    futures = submit_cells(make_executor(executor, logs, timeout_min, slurm), jobs)
     for job, future in zip(jobs, futures):
         typer.echo(f"{future.job_id}\t{job.cell}")
-    written = len(chosen_cells) - len(todo)
     typer.echo(f"submitted {len(futures)} job(s); {written} cell(s) written already")
     if not wait:
         if futures:
             typer.echo(f"cancel a job: {cancel_hint(executor)}")
         return
-    failed = 0
-    with cancelled_when_stopped(futures):
-        for job, future in zip(jobs, futures):
-            try:
-                result = future.result()
-            except Exception as err:  # a job's own failure, reported by submitit
-                result = {"state": f"failed ({str(err).strip().splitlines()[-1][:200]})"}
-            failed += result["state"] != "done"
-            typer.echo(f"{job.cell}: {result['state']}")
-    if failed:
+    if wait_for(jobs, futures, say=typer.echo):
         raise typer.Exit(1)
 
 
 @exp_app.command(
     "compare",
-    epilog=_examples(
+    epilog=examples(
         "lttw exp compare", "lttw exp compare --all-commits", "lttw exp compare -p model.k"
     ),
 )
@@ -366,9 +309,9 @@ def exp_compare(
     own on the held-out test sample), its calibration error, and the folds' held-out test
     macro F1 (the study). Read from each one's metrics/summary.json (`dvc exp show`)."""
     from lttw.experiments.compare import compare_rows, render_table
-    from lttw.experiments.dvc_experiments import exp_show_json
+    from lttw.experiments.dvc_experiments import exp_show_json, require_dvc
 
-    _needs_dvc("lttw exp compare", "run `dvc exp show` instead")
+    require_dvc("lttw exp compare", "run `dvc exp show` instead")
     doc = exp_show_json(".", all_commits)
     if doc is None:
         raise UserError(

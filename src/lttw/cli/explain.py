@@ -8,8 +8,7 @@ from typing import Annotated
 
 import typer
 
-from lttw.cli.app import ModelDir, Params, _examples, _load, _model_dir, app
-from lttw.cli.predict import _utf8_argument
+from lttw.cli.app import ModelDir, Params, app, examples, model_folder, open_model, utf8_argument
 from lttw.console import console
 
 
@@ -23,7 +22,7 @@ def _has_torch() -> bool:
 
 
 @app.command(
-    epilog=_examples(
+    epilog=examples(
         'lttw explain "Stocks rally as oil prices fall"',
         'lttw explain "Stocks rally as oil prices fall" --json',
     )
@@ -39,11 +38,11 @@ def explain(
     from lttw.inference.explain import explain as build
     from lttw.inference.explain import render
 
-    text = _utf8_argument(text, "TEXT")
-    folder = _model_dir(model, params)
+    text = utf8_argument(text, "TEXT")
+    folder = model_folder(model, params)
     # an ONNX export holds no torch weights: explained on onnxruntime (no attention weights)
     export = (folder / "model.onnx").is_file() and not (folder / "model.safetensors").is_file()
-    doc = build(_load(folder, params, onnx=export or not _has_torch()), text)
+    doc = build(open_model(folder, params, onnx=export or not _has_torch()), text)
     if as_json:
         typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:

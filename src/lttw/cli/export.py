@@ -11,16 +11,16 @@ from lttw import layout
 from lttw.cli.app import (
     ModelDir,
     Params,
-    _examples,
-    _load,
-    _model_dir,
     app,
+    examples,
+    model_folder,
+    open_model,
 )
 from lttw.errors import UserError
 
 
 @app.command(
-    epilog=_examples(
+    epilog=examples(
         "lttw export --model models/fold_0 --out exported/lttw-ag-news",
         "lttw export --model models/fold_0 --out exported/lttw-onnx --onnx",
         "lttw export --model models/fold_0 --out exported/lttw-int8 --int8 "
@@ -85,8 +85,8 @@ def export(
     from lttw.models.files import META
     from lttw.models.folder_files import copy_loader_files, record_checksums
 
-    source = _model_dir(model, params)
-    original = _load(source, params)  # also checks that the source is a model folder
+    source = model_folder(model, params)
+    original = open_model(source, params)  # also checks that the source is a model folder
     src, dst = source.resolve(), out.resolve()
     if dst == src or src in dst.parents or dst in src.parents:
         raise UserError(

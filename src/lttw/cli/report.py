@@ -8,15 +8,10 @@ from typing import Annotated
 import typer
 
 from lttw import layout
-from lttw.cli.app import Params, _examples, app
-
-Cells = Annotated[
-    Path, typer.Option("--cells", help="the grids' cells, one folder each (evidence/runs)")
-]
-Grids = Annotated[Path, typer.Option("--grids", help="the grid files' folder (experiments)")]
+from lttw.cli.app import Cells, Grids, Params, app, examples
 
 
-def _write_report(
+def write_report(
     out: Path,
     runs: list[Path],
     experiments: bool,
@@ -41,7 +36,7 @@ def _write_report(
 
 
 @app.command(
-    epilog=_examples(
+    epilog=examples(
         "lttw report",
         "lttw report --all-commits --out report.md",
         "lttw report --no-experiments --runs runs/encoder --runs runs/lttw-m",
@@ -76,4 +71,4 @@ def report(
     experiment and of extra run folders (macro P / R / F1 per dataset and variant next to
     the paper's, and paired tests); the paired study (experiments/study.yaml); every other
     grid that has cells (evidence/runs); the sweeps (Tables 6-8) as the paper's tables."""
-    _write_report(out, list(runs or []), experiments, all_commits, grids, cells, params)
+    write_report(out, list(runs or []), experiments, all_commits, grids, cells, params)

@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from lttw.cli.app import EXIT_BAD_INPUT, BadInputError, _examples, app
+from lttw.cli.app import BadInputError, InputProblems, app, examples
 from lttw.errors import UserError
 
 
-@app.command(epilog=_examples("lttw verify models/fold_0", "lttw verify exported/lttw-ag-news"))
+@app.command(epilog=examples("lttw verify models/fold_0", "lttw verify exported/lttw-ag-news"))
 def verify(
     folder: Annotated[Path, typer.Argument(metavar="DIR", help="a model folder")],
 ) -> None:
@@ -28,10 +28,8 @@ def verify(
         found = verify_folder(folder)
     except UserError as err:
         raise BadInputError(str(err)) from None
-    for problem in found.problems:
-        typer.echo(f"error: {problem}", err=True)
     if found.problems:
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise InputProblems(found.problems)
     ignored = (
         f"; {len(found.ignored)} files the loader does not read, not checked: "
         + ", ".join(found.ignored[:10])
@@ -67,12 +65,9 @@ def _say_card(folder: Path) -> None:
                 "(`lttw export` writes its model card into the copy)"
             )
     elif not (folder / CARD).is_file():
-        typer.echo(f"error: {folder / CARD}: missing beside its metrics.json", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise BadInputError(f"{folder / CARD}: missing beside its metrics.json")
     elif problems := card_problems(folder, card):
-        for problem in problems:
-            typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise InputProblems(problems)
     else:
         typer.echo(
             f"{folder}: model card: {card.get('rows') or 0:,} training texts, "
