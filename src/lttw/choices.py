@@ -23,4 +23,5 @@ Backend = Literal[
     "auto", "torch", "onnx"
 ]  # lttw serve: onnxruntime where the folder has model.onnx
 Engine = Literal["local", "ray"]  # lttw predict --engine
+Runner = Literal["dvc", "direct"]  # lttw exp run --runner
 Profile = Literal["quick", "default", "paper"]  # lttw init --profile (lttw.profiles)

@@ -61,3 +61,27 @@ def print_predictions(
     for i, (text, label, prob) in enumerate(zip(texts, labels, shown)):
         table.add_row(escape(text), escape(label), prob, *([escape(top[i])] if top else []))
     out.print(table)
+
+
+def print_answers(texts: list[str], records: list[dict], with_top: bool) -> None:
+    """The terminal table of ``lttw.inference.answers.AnswerRule.records``: lists joined by ", ", "(none)" where a
+    text got no label."""
+
+    def joined(items: list[dict]) -> tuple[str, str]:
+        return (
+            ", ".join(i["label"] for i in items) or "(none)",
+            ", ".join(f"{i['prob']:.4f}" for i in items),
+        )
+
+    labels, probs = [], []
+    for r in records:
+        if "labels" in r:
+            label, prob = joined(r["labels"])
+        else:
+            label, prob = r["label"] or "(none)", f"{r['prob']:.4f}"
+        labels.append(label)
+        probs.append(prob)
+    top = None
+    if with_top:
+        top = [", ".join(f"{i['label']} {i['prob']:.4f}" for i in r["top"]) for r in records]
+    print_predictions(texts, labels, probs, top)

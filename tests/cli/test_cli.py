@@ -195,7 +195,7 @@ def lines(n: int) -> list[str]:
 @pytest.mark.parametrize("out_suffix", [".csv", ".parquet"])
 def test_predict_file_streams_in_chunks(tmp_path, monkeypatch, suffix, out_suffix):
     fake = CountingPredictor()
-    monkeypatch.setattr(cli.predicting, "_load", lambda *a, **k: fake)
+    monkeypatch.setattr(cli.predict, "open_model", lambda *a, **k: fake)
     monkeypatch.setattr(batch_predict, "CHUNK_ROWS", 100)
     texts, src = lines(1050), tmp_path / f"in{suffix}"
     if suffix == ".txt":
@@ -217,7 +217,7 @@ def test_predict_file_streams_in_chunks(tmp_path, monkeypatch, suffix, out_suffi
 
 
 def test_predict_stdout_and_no_text(tmp_path, monkeypatch):
-    monkeypatch.setattr(cli.predicting, "_load", lambda *a, **k: CountingPredictor())
+    monkeypatch.setattr(cli.predict, "open_model", lambda *a, **k: CountingPredictor())
     (tmp_path / "in.txt").write_text("good one\nbad one\n\n")
     result = invoke("predict", "--file", tmp_path / "in.txt", "--out", "-", "--no-text")
     assert result.exit_code == 0, result.output
@@ -235,7 +235,7 @@ class LongLabelPredictor(CountingPredictor):
 
 def test_predict_table_shows_label_and_probability_in_full_at_80_columns(monkeypatch):
     """Issue 13.8: the text is cut (…) to the room left; label and probability never are."""
-    monkeypatch.setattr(cli.predicting, "_load", lambda *a, **k: LongLabelPredictor())
+    monkeypatch.setattr(cli.predict, "open_model", lambda *a, **k: LongLabelPredictor())
     long_text = "a good and very long text that goes on " * 6
     result = CliRunner().invoke(cli.app, ["predict", long_text, "bad"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output

@@ -55,7 +55,7 @@ class FakePredictor:
 
 @pytest.fixture
 def predict(monkeypatch):
-    monkeypatch.setattr(cli.predicting, "_load", lambda *a, **k: FakePredictor())
+    monkeypatch.setattr(cli.predict, "open_model", lambda *a, **k: FakePredictor())
 
     def invoke(*args):
         return CliRunner().invoke(cli.app, ["predict", *map(str, args)])

@@ -17,7 +17,7 @@ import yaml
 from typer.main import get_command
 
 from lttw.cli import app
-from lttw.cli.serving import _check_allowed_host
+from lttw.cli.serve import check_allowed_host
 from lttw.serving.security import LOOPBACK_HOSTS, host_allowed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def serve_params(args: list[str]) -> dict:
     command = get_command(app).commands["serve"]
     params = command.make_context("serve", list(args)).params
     for name in params["allowed_host"] or ():
-        _check_allowed_host(name)
+        check_allowed_host(name)
     return params
 
 

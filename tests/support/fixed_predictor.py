@@ -19,4 +19,4 @@ def fixed_model(monkeypatch):
     """``lttw predict``'s model loader answers with a ``FixedPredictor``."""
     from lttw import cli
 
-    monkeypatch.setattr(cli.predicting, "_load", lambda *a, **k: FixedPredictor())
+    monkeypatch.setattr(cli.predict, "open_model", lambda *a, **k: FixedPredictor())

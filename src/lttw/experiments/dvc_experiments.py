@@ -19,12 +19,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from lttw import layout
+from lttw.errors import UserError
 from lttw.experiments.cell_folder import PART, Run, machine_of, make_run
 
 log = logging.getLogger(__name__)
 
 SUMMARY = layout.SUMMARY_METRICS.as_posix()
 FOLD_FILE = re.compile(r"(?:^|/)folds/(fold_\d+)\.json$")
+
+
+def require_dvc(what: str, instead: str) -> None:
+    """A clear error where ``what`` needs dvc and it is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("dvc") is None:
+        raise UserError(
+            f"{what} needs dvc, which is not installed (pip install 'lttw[train]'); {instead}"
+        )
 
 
 def exp_show_json(repo: str | Path = ".", all_commits: bool = False) -> list | None:

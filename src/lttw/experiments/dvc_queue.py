@@ -14,12 +14,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lttw.errors import UserError
 from lttw.experiments.cells import progress
 from lttw.experiments.grids import Grid, GridCell, param_value
+from lttw.experiments.study import collected
 
 DVC = [sys.executable, "-m", "dvc"]
 
@@ -88,6 +89,35 @@ def plan_queue(
         else:
             commands.append(queue_command(cell, data_root, extra))
     return commands, skipped
+
+
+def run_grid(
+    grid: Grid,
+    only: list[str] | None,
+    extra: list[str],
+    runs_dir: Path,
+    data_root: str,
+    queue_only: bool = False,
+    say: Callable[[str], None] = print,
+) -> None:
+    """``lttw exp run NAME [--queue]``: queue the cells of ``grid`` (``only`` these, where
+    given) that are neither collected into ``runs_dir`` nor known to dvc, each with ``extra``
+    and ``data_root`` made absolute; then, without ``queue_only``, run the queue
+    (``dvc exp run --run-all``) and collect the finished cells into ``runs_dir``. ``say``
+    tells what was skipped, queued, run and collected."""
+    commands, skipped = plan_queue(
+        grid.select(only), absolute_root(data_root), extra, collected(runs_dir), queued_or_done()
+    )
+    if skipped:
+        say(f"skipped (collected, queued or run before): {', '.join(skipped)}")
+    run_commands(commands)
+    if queue_only:
+        say(f"queued {len(commands)} cell(s); run them with `dvc queue start`")
+        return
+    if commands:
+        run_commands([[*commands[0][:3], "exp", "run", "--run-all"]])
+    written = collect_grids([grid], runs_dir)
+    say(f"ran {len(commands)} cell(s); collected {', '.join(written) or 'none new'}")
 
 
 def cell_states(grid: Grid, runs_dir: Path, known: set[str]) -> dict[str, str]:

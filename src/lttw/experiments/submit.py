@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +101,27 @@ def make_executor(kind: str, folder: Path, timeout_min: int, slurm: dict[str, An
     return executor
 
 
+def grid_jobs(
+    grid, only: list[str] | None, extra: tuple[str, ...], runs_dir: Path, work_dir: Path | None
+) -> tuple[list[CellJob], int]:
+    """One job per cell of ``grid`` (``only`` these, where given) not written into
+    ``runs_dir`` yet, run from here; and the number of those cells written already."""
+    chosen = grid.select(only)
+    todo = [c for c in chosen if not (runs_dir / c.name / "summary.json").is_file()]
+    jobs = [
+        CellJob(
+            str(Path.cwd()),
+            str(grid.path.resolve()),
+            c.name,
+            extra,
+            runs_dir=str(runs_dir.resolve()),
+            work_dir=str(work_dir.resolve()) if work_dir else None,
+        )
+        for c in todo
+    ]
+    return jobs, len(chosen) - len(todo)
+
+
 def submit_cells(executor, jobs: list[CellJob]) -> list:
     """One submitit job per cell (Slurm: one array), in the order given."""
     if not jobs:
@@ -131,3 +152,19 @@ def cancelled_when_stopped(futures: list) -> Iterator[None]:
             with contextlib.suppress(Exception):  # a job finished meanwhile
                 future.cancel(check=False)
         raise
+
+
+def wait_for(jobs: list[CellJob], futures: list, say: Callable[[str], None] = print) -> int:
+    """Wait for every job, saying each cell's state (done, or why not); the number of jobs
+    that did not end done. SIGTERM or Ctrl-C meanwhile cancels them
+    (``cancelled_when_stopped``)."""
+    failed = 0
+    with cancelled_when_stopped(futures):
+        for job, future in zip(jobs, futures):
+            try:
+                result = future.result()
+            except Exception as err:  # a job's own failure, reported by submitit
+                result = {"state": f"failed ({str(err).strip().splitlines()[-1][:200]})"}
+            failed += result["state"] != "done"
+            say(f"{job.cell}: {result['state']}")
+    return failed

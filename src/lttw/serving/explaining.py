@@ -18,6 +18,7 @@ import time
 
 from starlette.requests import Request
 
+from lttw.errors import one_line
 from lttw.serving.batcher import MicroBatcher, ShuttingDown
 from lttw.serving.documents import ApiError, check_json, check_text, load_json, read_body
 from lttw.serving.limits import Limits
@@ -79,8 +80,6 @@ class Explainer:
         except ApiError:
             raise
         except Exception as err:
-            from lttw.stage import one_line
-
             raise ApiError(500, f"explanation failed: {one_line(err)}") from None
         finally:
             self.busy -= 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from lttw.errors import one_line
 from lttw.serving.batcher import ShuttingDown
 from lttw.serving.security import send_json
 
@@ -37,8 +38,6 @@ class ErrorGuard:
                 await send_json(send, 503, str(ShuttingDown()))
             raise
         except Exception as err:
-            from lttw.stage import one_line
-
             log.error("%s %s failed: %s", scope.get("method"), scope.get("path"), one_line(err))
             if not started:
                 await send_json(send, 500, f"internal error: {one_line(err)}")

@@ -44,6 +44,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException
 
+from lttw.errors import one_line
 from lttw.inference.answers import chosen_ids
 from lttw.models.calibration import Calibration
 from lttw.serving import schema
@@ -117,8 +118,6 @@ def create_app(
             await batcher.warm_up(WARM_UP_TEXTS)
             readiness["warm"] = True
         except Exception as err:  # the model cannot predict: never ready, said once
-            from lttw.stage import one_line
-
             readiness["failed"] = one_line(err)
             log.error("warm-up forward pass failed: %s", readiness["failed"])
 
@@ -244,8 +243,6 @@ def create_app(
         if isinstance(failure, ShuttingDown):
             raise ApiError(503, str(failure))
         if failure is not None:
-            from lttw.stage import one_line
-
             return _error(500, f"prediction failed: {one_line(failure)}")
         probs = job.future.result()
         metrics.predicted(probs, chosen_ids(calibration, probs, asked.min_prob))

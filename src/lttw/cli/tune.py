@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from lttw.cli.main import Params, _examples, app
+from lttw.cli.app import Params, app, examples
 
 
 @app.command(
-    epilog=_examples(
+    epilog=examples(
         "lttw tune lr --trials 20",
         "lttw tune lr --trials 40 --storage postgresql://user@db/lttw   # on every machine",
         "lttw tune lr --apply",

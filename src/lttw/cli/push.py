@@ -8,12 +8,12 @@ from typing import Annotated
 
 import typer
 
-from lttw.cli.main import BadInputError, _examples, app
+from lttw.cli.app import BadInputError, app, examples
 from lttw.errors import UserError
 
 
 @app.command(
-    epilog=_examples(
+    epilog=examples(
         "lttw push exported/lttw-ag-news my-org/lttw-ag-news",
         "lttw push exported/lttw-int8 my-org/lttw-ag-news --revision int8 --private",
     )

@@ -1,4 +1,4 @@
-"""`lttw export` and `lttw verify`: a model folder copied for deployment, its files checked."""
+"""`lttw export`: a model folder copied for deployment, its files checksummed."""
 
 from __future__ import annotations
 
@@ -8,21 +8,19 @@ from typing import Annotated
 import typer
 
 from lttw import layout
-from lttw.cli.main import (
-    EXIT_BAD_INPUT,
-    BadInputError,
+from lttw.cli.app import (
     ModelDir,
     Params,
-    _examples,
-    _load,
-    _model_dir,
     app,
+    examples,
+    model_folder,
+    open_model,
 )
 from lttw.errors import UserError
 
 
 @app.command(
-    epilog=_examples(
+    epilog=examples(
         "lttw export --model models/fold_0 --out exported/lttw-ag-news",
         "lttw export --model models/fold_0 --out exported/lttw-onnx --onnx",
         "lttw export --model models/fold_0 --out exported/lttw-int8 --int8 "
@@ -87,8 +85,8 @@ def export(
     from lttw.models.files import META
     from lttw.models.folder_files import copy_loader_files, record_checksums
 
-    source = _model_dir(model, params)
-    original = _load(source, params)  # also checks that the source is a model folder
+    source = model_folder(model, params)
+    original = open_model(source, params)  # also checks that the source is a model folder
     src, dst = source.resolve(), out.resolve()
     if dst == src or src in dst.parents or dst in src.parents:
         raise UserError(
@@ -171,75 +169,6 @@ def _carry_card(source: Path, dest: Path) -> None:
         write_card(dest, *card)
     elif metrics := folder_metrics(source):
         write_json(dest / METRICS, metrics)
-
-
-@app.command(epilog=_examples("lttw verify models/fold_0", "lttw verify exported/lttw-ag-news"))
-def verify(
-    folder: Annotated[Path, typer.Argument(metavar="DIR", help="a model folder")],
-) -> None:
-    """Check a model folder's files against the sha256 checksums recorded in its lttw.json
-    when it was written (by the train stage or `lttw export`), and print its model card's
-    estimate (README.md, metrics.json) where it has one. Exit 0: every file matches;
-    3: a file is missing, changed or unrecorded, or a number of the card's model-index
-    differs from metrics.json (one `error:` line each); 1: no checksums
-    recorded (a folder written before lttw recorded them; `lttw export` writes a copy that
-    has them)."""
-    from lttw.models.model_folder import verify_folder
-
-    try:
-        found = verify_folder(folder)
-    except UserError as err:
-        raise BadInputError(str(err)) from None
-    for problem in found.problems:
-        typer.echo(f"error: {problem}", err=True)
-    if found.problems:
-        raise typer.Exit(EXIT_BAD_INPUT)
-    ignored = (
-        f"; {len(found.ignored)} files the loader does not read, not checked: "
-        + ", ".join(found.ignored[:10])
-        if found.ignored
-        else ""
-    )
-    if not found.recorded:
-        typer.echo(
-            f"{folder}: no checksums recorded (written before lttw recorded them); the "
-            f"files it needs are present{ignored}"
-        )
-        raise typer.Exit(1)
-    typer.echo(f"{folder}: {found.checked} files match their recorded sha256{ignored}")
-    _say_card(folder)
-
-
-def _say_card(folder: Path) -> None:
-    """The model card's headline (``lttw.models.card``), where the folder has one; its
-    README.md's model-index must hold metrics.json's numbers (``card_problems``)."""
-    from lttw.models.card import card_problems, headline, read_card
-    from lttw.models.files import CARD
-
-    card = read_card(folder)
-    if card is None:
-        from lttw.reporting.fold_card import fold_card
-
-        made = fold_card(folder)  # a pipeline fold's folder: the card its project's files make
-        if made is None:
-            typer.echo(f"{folder}: no model card (README.md, metrics.json)")
-        else:
-            typer.echo(
-                f"{folder}: a fold's model, evaluated after it was written: {headline(made[0])} "
-                "(`lttw export` writes its model card into the copy)"
-            )
-    elif not (folder / CARD).is_file():
-        typer.echo(f"error: {folder / CARD}: missing beside its metrics.json", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT)
-    elif problems := card_problems(folder, card):
-        for problem in problems:
-            typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT)
-    else:
-        typer.echo(
-            f"{folder}: model card: {card.get('rows') or 0:,} training texts, "
-            f"{card.get('classes') or 0} classes; {headline(card)}"
-        )
 
 
 def _onnx_targets(folder: Path, predictor) -> list[tuple[Path, object]]:

@@ -35,7 +35,6 @@ from lttw.errors import DataError, UserError
 
 EXIT_USAGE = 2  # click's own code for usage errors
 EXIT_BAD_INPUT = 3
-EXIT_USER_ERROR = EXIT_USAGE  # the name before exit codes were split (kept for importers)
 #: where `lttw predict/explain/serve/export` find a model without --model: the final model
 #: (the `final` stage, trained on every labelled row); where a project has none yet, the
 #: model of the first fold in folds.run
@@ -44,6 +43,14 @@ FINAL_MODEL_DIR = Path("models/final")
 
 class BadInputError(UserError):
     """The input (a model folder, a data file) is unusable: exit code ``EXIT_BAD_INPUT``."""
+
+
+class InputProblems(BadInputError):
+    """Several problems found in the input (``lttw verify``): one ``error:`` line each."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
 
 
 def exit_code(err: BaseException) -> int:
@@ -95,7 +102,9 @@ class _Group(TyperGroup):
             sys.stdout.flush()  # a closed pipe or a full device shows here, not at exit
             return result
         except (UserError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as err:
-            typer.echo(f"error: {_message(err)}", err=True)
+            lines = err.problems if isinstance(err, InputProblems) else [_message(err)]
+            for line in lines:
+                typer.echo(f"error: {line}", err=True)
             raise typer.Exit(exit_code(err)) from None
         except ModuleNotFoundError as err:  # the slim install: a command of an extra
             from lttw.errors import missing_extra
@@ -123,7 +132,7 @@ class _Group(TyperGroup):
             raise typer.Exit(130) from None
 
 
-def _typer(help_text: str) -> typer.Typer:
+def new_app(help_text: str) -> typer.Typer:
     return typer.Typer(
         cls=_Group,
         help=help_text,
@@ -135,11 +144,11 @@ def _typer(help_text: str) -> typer.Typer:
     )
 
 
-app = _typer(
+app = new_app(
     "LTTW text classifier: predict, explain, check data, export, report, exp. "
     "Training and evaluation run through DVC (`dvc repro`)."
 )
-data_app = _typer("Check a dataset, list the known ones.")
+data_app = new_app("Check a dataset, list the known ones.")
 app.add_typer(data_app, name="data")
 
 Params = Annotated[Path, typer.Option("--params", help="parameters file (pipeline settings)")]
@@ -152,6 +161,11 @@ CellParams = Annotated[
     list[str] | None,
     typer.Option("-S", "--set-param", help="another parameter for every cell, as dvc's -S"),
 ]
+#: where ``report`` and ``exp`` find the grids and their cells
+Cells = Annotated[
+    Path, typer.Option("--cells", help="the grids' cells, one folder each (evidence/runs)")
+]
+Grids = Annotated[Path, typer.Option("--grids", help="the grid files' folder (experiments)")]
 #: ``--chunk`` of ``evaluate`` and ``serve`` (``predict``'s own help says more)
 ChunkTexts = Annotated[
     bool,
@@ -178,7 +192,7 @@ Revision = Annotated[
 ]
 
 
-def _examples(*commands: str) -> str:
+def examples(*commands: str) -> str:
     """A help epilog listing example command lines."""
     return "\n\n".join(["Examples:", *(f"`{c}`" for c in commands)])
 
@@ -191,7 +205,7 @@ NO_PROJECT = (
 )
 
 
-def _model_dir(model: Path | None, params: Path, revision: str | None = None) -> Path:
+def model_folder(model: Path | None, params: Path, revision: str | None = None) -> Path:
     if model is not None:
         from lttw.models.hub_snapshot import resolve_model_location
 
@@ -210,7 +224,7 @@ def _model_dir(model: Path | None, params: Path, revision: str | None = None) ->
     return layout.model_dir(read_settings(params).folds.run[0])
 
 
-def _load(
+def open_model(
     model: Path | None,
     params: Path,
     device: str = "cpu",
@@ -223,13 +237,36 @@ def _load(
     A folder that does not load is bad input (``BadInputError``, exit code 3)."""
     from lttw.inference.loading import load_predictor
 
-    folder = _model_dir(model, params, revision)
+    folder = model_folder(model, params, revision)
     try:
         return load_predictor(folder, device=device, backend="auto" if onnx else "torch")
     except BadInputError:
         raise
     except UserError as err:
         raise BadInputError(str(err)) from None
+
+
+def project_columns(params: Path) -> tuple[str | None, str | None, str | None]:
+    """The project's data.text_column, data.label_column and data.label_delimiter where
+    ``params`` exists (None each where it does not or leaves them unset)."""
+    if not params.is_file():
+        return None, None, None
+    from lttw.settings import read_settings
+
+    data = read_settings(params).data
+    return data.text_column, data.label_column, data.label_delimiter
+
+
+def utf8_argument(text: str, where: str) -> str:
+    """``text`` where it came as valid UTF-8 (Python keeps an argument's invalid bytes as
+    lone surrogates), else a ``BadInputError`` naming ``where``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise BadInputError(
+            f"{where}: not valid UTF-8 (byte {err.start + 1}); pass the text as UTF-8"
+        ) from None
+    return text
 
 
 def _version(show: bool) -> None:

@@ -9,26 +9,15 @@ from typing import Annotated
 import typer
 
 from lttw.choices import Device
-from lttw.cli.main import ChunkTexts, ModelDir, Params, _examples, _load, app
+from lttw.cli.app import ChunkTexts, ModelDir, Params, app, examples, open_model, project_columns
 from lttw.errors import UserError
 
 #: evaluation.evaluate's N_BOOT and MAX_BOOTSTRAP (not imported: numpy and pandas at start-up)
 N_BOOT, MAX_BOOTSTRAP = 1000, 10_000
 
 
-def project_columns(params: Path) -> tuple[str | None, str | None, str | None]:
-    """The project's data.text_column, data.label_column and data.label_delimiter where
-    ``params`` exists (None each where it does not or leaves them unset)."""
-    if not params.is_file():
-        return None, None, None
-    from lttw.settings import read_settings
-
-    data = read_settings(params).data
-    return data.text_column, data.label_column, data.label_delimiter
-
-
 @app.command(
-    epilog=_examples(
+    epilog=examples(
         "lttw evaluate data/sample/test.parquet",
         "lttw evaluate labelled.csv --model models/final --out evaluation/labelled",
         "lttw evaluate reviews.csv --text-column review --label-column stars --chunk",
@@ -110,7 +99,7 @@ def evaluate(
         label_column or label or "label",
         label_delimiter or delimiter,
     )
-    predictor = WindowedPredictor(_load(model, params, device, onnx=True), chunk)
+    predictor = WindowedPredictor(open_model(model, params, device, onnx=True), chunk)
     report = evaluate_file(
         predictor, file, out, columns, LineCap(max_chars), batch_size, bootstrap, seed
     )

@@ -9,21 +9,21 @@ from typing import Annotated
 import typer
 
 from lttw.choices import Backend
-from lttw.cli.main import (
+from lttw.cli.app import (
     BadInputError,
     ChunkTexts,
     ModelDir,
     Params,
     Revision,
-    _examples,
-    _model_dir,
     app,
+    examples,
+    model_folder,
 )
 from lttw.errors import UserError
 
 
 @app.command(
-    epilog=_examples(
+    epilog=examples(
         "lttw serve --model models/fold_0",
         "lttw serve --model exported/lttw-int8 --port 8080 --max-batch 128",
         "curl -s localhost:8000/predict -H 'content-type: application/json' "
@@ -191,7 +191,7 @@ def serve(
             "without one"
         )
     for name in allowed_host or ():
-        _check_allowed_host(name)
+        check_allowed_host(name)
     for origin in cors_origin or ():
         _check_origin(origin)
     if not allowed_host and not is_loopback(host):
@@ -213,7 +213,7 @@ def serve(
             f"cannot listen on {host}:{port}: {err.strerror or err} (choose another --port "
             "or --host, or stop what uses it)"
         ) from None
-    folder = _model_dir(model, params, revision)
+    folder = model_folder(model, params, revision)
     try:
         predictor = load_predictor(folder, threads=threads, backend=backend)
     except UserError as err:
@@ -254,7 +254,7 @@ def serve(
     run_server(predictor, host, port, limits, name, access_log, sockets=[sock], access=access)
 
 
-def _check_allowed_host(name: str) -> None:
+def check_allowed_host(name: str) -> None:
     """A Host header name pattern: a host name, an IP address, ``*`` or ``*.domain``; no
     port (the Host header's port is not compared), no scheme or path."""
     import ipaddress

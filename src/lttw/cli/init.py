@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from lttw.choices import Profile
-from lttw.cli.main import _examples, app
+from lttw.cli.app import app, examples
 from lttw.console import console
 from lttw.errors import DataError, UserError
 
@@ -20,7 +20,7 @@ OWN = ("data.dataset", "data.root")
 
 
 @app.command(
-    epilog=_examples(
+    epilog=examples(
         "lttw init reviews --data reviews.csv --text-column review --label-column stars",
         "lttw init demo --example",
         "lttw init first-try --data reviews.csv --profile quick",

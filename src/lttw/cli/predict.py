@@ -1,4 +1,4 @@
-"""`lttw predict` and `lttw explain`: a trained model's answers for texts."""
+"""`lttw predict`: a trained model's answers for texts."""
 
 from __future__ import annotations
 
@@ -9,22 +9,24 @@ from typing import Annotated
 import typer
 
 from lttw.choices import Device, Engine
-from lttw.cli.main import (
+from lttw.cli.app import (
     BadInputError,
     ModelDir,
     Params,
     Revision,
-    _examples,
-    _load,
-    _model_dir,
     app,
+    examples,
+    model_folder,
+    open_model,
+    project_columns,
+    utf8_argument,
 )
-from lttw.console import console, print_predictions
+from lttw.console import print_answers
 from lttw.errors import UserError
 
 
 @app.command(
-    epilog=_examples(
+    epilog=examples(
         'lttw predict "Stocks rally as oil prices fall" "Late goal wins it"',
         "lttw predict --file news.txt --out predictions.parquet",
         "lttw predict --file news.csv --text-column body --out - --no-text",
@@ -159,15 +161,11 @@ def predict(
     from lttw.inference.text_lines import LineCap
 
     if engine == "ray":
-        from lttw.cli.evaluating import project_columns
-        from lttw.cli.main import _model_dir
-        from lttw.cli.ray_engine import predict_on_ray
-
         if texts or keep is not None or chunk or as_json or force:
             raise UserError("--engine ray takes --file and --out only (no TEXT, --keep, "
                             "--chunk, --json or --force): it keeps every column")  # fmt: skip
-        predict_on_ray(
-            _model_dir(model, params, revision), file, out, actors=actors, ray_address=ray_address,
+        _predict_on_ray(
+            model_folder(model, params, revision), file, out, actors=actors, ray_address=ray_address,
             project_column=project_columns(params)[0], text_column=text_column,
             with_text=not no_text, max_chars=max_chars, truncate=truncate,
             batch_size=batch_size, min_prob=min_prob, top_k=top_k,
@@ -187,25 +185,23 @@ def predict(
         texts = [cap.apply(t, f"TEXT {i}") for i, t in enumerate(texts, 1)]
     if out is None:  # texts to the terminal: no tables library needed (start-up time)
         assert texts is not None  # no --file (checked above): TEXT arguments
-        predictor = WindowedPredictor(_load(model, params, device, True, revision), chunk)
+        predictor = WindowedPredictor(open_model(model, params, device, True, revision), chunk)
         rule = _rule(predictor, min_prob, top_k)
         probs = predictor.predict_proba(list(texts), batch_size)
         records = rule.records(probs, predictor.classes)
         if as_json:
             _print_json_lines(list(texts), probs, predictor.classes, records)
         else:
-            _print_table(list(texts), records, top_k is not None)
+            print_answers(list(texts), records, top_k is not None)
         _say(predictor.note())
         return
     from lttw.inference import batch_predict as bp
 
     bp.check_paths(file, out, force)
     if file is not None:  # the file's columns first: a wrong name fails before the model loads
-        from lttw.cli.evaluating import project_columns
-
         columns = None if keep is None else [c.strip() for c in keep.split(",") if c.strip()]
         source = bp.open_source(file, text_column, cap, columns, project_columns(params)[0])
-    predictor = WindowedPredictor(_load(model, params, device, True, revision), chunk)
+    predictor = WindowedPredictor(open_model(model, params, device, True, revision), chunk)
     rule = _rule(predictor, min_prob, top_k)
     if file is not None:
         frames = bp.predict_chunks(predictor, source, batch_size, not no_text, rule=rule)
@@ -223,8 +219,31 @@ def predict(
     )
     bp.write_frames([frame], out)
     if out != bp.STDOUT:
-        _print_table(list(texts), rule.records(probs, predictor.classes), top_k is not None)
+        print_answers(list(texts), rule.records(probs, predictor.classes), top_k is not None)
     _say(predictor.note())
+
+
+def _predict_on_ray(
+    model_dir: Path,
+    file: Path | None,
+    out: str | None,
+    *,
+    actors: int,
+    ray_address: str | None,
+    project_column: str | None,
+    **settings,
+) -> None:
+    """Predict the shards ``file`` names into the parquet folder ``out``; refuses the
+    options that have no meaning there (see ``lttw predict --help``)."""
+    from lttw.serving.ray_batch import RayBatchSettings, predict_shards
+
+    if file is None or out is None or out == "-":
+        raise UserError("--engine ray reads --file SHARDS and writes --out FOLDER (parquet shards)")
+    config = RayBatchSettings(
+        actors=actors, address=ray_address, project_column=project_column, **settings
+    )
+    rows = predict_shards(model_dir, file, out, config)
+    typer.echo(f"wrote {rows} predictions to {out}/ (parquet shards)", err=True)
 
 
 def _say(note: str | None) -> None:
@@ -242,30 +261,6 @@ def _rule(predictor, min_prob: float | None, top_k: int | None):
     return AnswerRule(getattr(predictor, "calibration", Calibration()), min_prob, k)
 
 
-def _print_table(texts: list[str], records: list[dict], with_top: bool) -> None:
-    """The terminal table of ``AnswerRule.records``: lists joined by ", ", "(none)" where a
-    text got no label."""
-
-    def joined(items: list[dict]) -> tuple[str, str]:
-        return (
-            ", ".join(i["label"] for i in items) or "(none)",
-            ", ".join(f"{i['prob']:.4f}" for i in items),
-        )
-
-    labels, probs = [], []
-    for r in records:
-        if "labels" in r:
-            label, prob = joined(r["labels"])
-        else:
-            label, prob = r["label"] or "(none)", f"{r['prob']:.4f}"
-        labels.append(label)
-        probs.append(prob)
-    top = None
-    if with_top:
-        top = [", ".join(f"{i['label']} {i['prob']:.4f}" for i in r["top"]) for r in records]
-    print_predictions(texts, labels, probs, top)
-
-
 #: texts read from stdin at most (they are answered together; a larger input: --file)
 MAX_STDIN_TEXTS = 100_000
 
@@ -274,7 +269,7 @@ def _stdin_texts(texts: list[str] | None, cap) -> list[str] | None:
     """TEXT arguments (each valid UTF-8), or with the single argument ``-`` the non-blank
     lines of stdin: UTF-8, each within ``cap`` (``LineCap``), at most ``MAX_STDIN_TEXTS``."""
     if texts != ["-"]:
-        return [_utf8_argument(t, f"TEXT {i}") for i, t in enumerate(texts, 1)] if texts else texts
+        return [utf8_argument(t, f"TEXT {i}") for i, t in enumerate(texts, 1)] if texts else texts
     import sys
 
     from lttw.inference.text_lines import bounded_lines
@@ -293,58 +288,9 @@ def _stdin_texts(texts: list[str] | None, cap) -> list[str] | None:
     return read
 
 
-def _utf8_argument(text: str, where: str) -> str:
-    """``text`` where it came as valid UTF-8 (Python keeps an argument's invalid bytes as
-    lone surrogates), else a ``BadInputError`` naming ``where``."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise BadInputError(
-            f"{where}: not valid UTF-8 (byte {err.start + 1}); pass the text as UTF-8"
-        ) from None
-    return text
-
-
-def _has_torch() -> bool:
-    """Whether torch is installed (the slim install explains an ONNX folder without it)."""
-    try:
-        import torch  # noqa: F401
-    except ModuleNotFoundError:
-        return False
-    return True
-
-
 def _print_json_lines(texts: list[str], probs, classes: list[str], records: list[dict]) -> None:
     """One JSON object per text on stdout: text, its answer (``AnswerRule.records``: label
     and prob, or labels; top) and every class's prob."""
     for text, row, record in zip(texts, probs.tolist(), records):
         doc = {"text": text, **record, "probs": dict(zip(classes, row))}
         typer.echo(json.dumps(doc, ensure_ascii=False))
-
-
-@app.command(
-    epilog=_examples(
-        'lttw explain "Stocks rally as oil prices fall"',
-        'lttw explain "Stocks rally as oil prices fall" --json',
-    )
-)
-def explain(
-    text: Annotated[str, typer.Argument(metavar="TEXT", help="the text to explain")],
-    model: ModelDir = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print a JSON document")] = False,
-    params: Params = Path("params.yaml"),
-) -> None:
-    """Why the model predicts what it does: the top-k / bottom-s words and their latent
-    factors and class affinities, the probabilities, and [CLS]'s attention."""
-    from lttw.inference.explain import explain as build
-    from lttw.inference.explain import render
-
-    text = _utf8_argument(text, "TEXT")
-    folder = _model_dir(model, params)
-    # an ONNX export holds no torch weights: explained on onnxruntime (no attention weights)
-    export = (folder / "model.onnx").is_file() and not (folder / "model.safetensors").is_file()
-    doc = build(_load(folder, params, onnx=export or not _has_torch()), text)
-    if as_json:
-        typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
-    else:
-        render(doc, console())

@@ -1,115 +1,36 @@
-"""`lttw report` and `lttw exp`: the markdown report and the experiment grids."""
+"""`lttw exp`: the experiment grids (experiments/*.yaml): list them, run one through DVC's
+queue or directly, see each cell's state, collect, report, compare. `exp cells` lists a
+grid's cells (index, name, state) for a Slurm array, a Kubernetes Indexed Job or SkyPilot
+jobs, each of which runs `lttw exp run GRID --index I` (or `--cell NAME`); `exp submit`
+submits them through submitit (`--executor local|slurm`)."""
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from lttw import layout
-from lttw.cli.main import (
+from lttw.choices import Runner
+from lttw.cli.app import (
     CellParams,
+    Cells,
+    Grids,
     OnlyCells,
     Params,
-    _examples,
-    _typer,
     app,
+    examples,
+    new_app,
 )
+from lttw.cli.report import write_report
 from lttw.errors import UserError
 
-Cells = Annotated[
-    Path, typer.Option("--cells", help="the grids' cells, one folder each (evidence/runs)")
-]
-Grids = Annotated[Path, typer.Option("--grids", help="the grid files' folder (experiments)")]
-
-
-def _write_report(
-    out: Path,
-    runs: list[Path],
-    experiments: bool,
-    all_commits: bool,
-    grids: Path,
-    cells: Path,
-    params: Path,
-) -> None:
-    from lttw.experiments.dvc_experiments import experiment_runs
-    from lttw.io import atomic_path
-    from lttw.reporting.grid_report import build_report
-    from lttw.settings import read_settings
-
-    exps = experiment_runs(".", all_commits) if experiments else []
-    n_folds = read_settings(params).folds.n_folds if params.is_file() else 10
-    text, written = build_report(layout.METRICS_DIR, params, runs, exps, grids, cells, n_folds)
-    for path in written:
-        typer.echo(f"wrote {path}")
-    with atomic_path(out) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {out}")
-
-
-@app.command(
-    epilog=_examples(
-        "lttw report",
-        "lttw report --all-commits --out report.md",
-        "lttw report --no-experiments --runs runs/encoder --runs runs/lttw-m",
-    )
-)
-def report(
-    out: Annotated[Path, typer.Option("--out", "-o", help="markdown file")] = layout.REPORT_MD,
-    runs: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--runs",
-            help="extra run folder (summary.json + folds/fold_*.json [+ params.yaml]); repeatable",
-        ),
-    ] = None,
-    experiments: Annotated[
-        bool,
-        typer.Option(help="read the DVC experiments of the current commit (`dvc exp show --json`)"),
-    ] = True,
-    all_commits: Annotated[
-        bool,
-        typer.Option(
-            "--all-commits",
-            "-A",
-            help="the experiments of every commit, not only the current one's",
-        ),
-    ] = False,
-    grids: Grids = Path("experiments"),
-    cells: Cells = Path("evidence/runs"),
-    params: Params = Path("params.yaml"),
-) -> None:
-    """Write a markdown report: the metrics of the workspace (metrics/), of every DVC
-    experiment and of extra run folders (macro P / R / F1 per dataset and variant next to
-    the paper's, and paired tests); the paired study (experiments/study.yaml); every other
-    grid that has cells (evidence/runs); the sweeps (Tables 6-8) as the paper's tables."""
-    _write_report(out, list(runs or []), experiments, all_commits, grids, cells, params)
-
-
-exp_app = _typer(
+exp_app = new_app(
     "Experiment grids (experiments/*.yaml): list them, run one through DVC's queue or "
     "directly (no dvc: a GPU window), see each cell's state, collect, report."
 )
 app.add_typer(exp_app, name="exp")
-
-
-class Runner(str, Enum):
-    """How ``lttw exp run`` runs a grid's cells."""
-
-    dvc = "dvc"
-    direct = "direct"
-
-
-def _needs_dvc(what: str, instead: str) -> None:
-    """A clear error where ``what`` needs dvc and it is not installed."""
-    import importlib.util
-
-    if importlib.util.find_spec("dvc") is None:
-        raise UserError(
-            f"{what} needs dvc, which is not installed (pip install 'lttw[train]'); {instead}"
-        )
 
 
 def _grid(name: str, grids: Path, params: Path, frozen: bool = False, extra: tuple = ()):
@@ -122,7 +43,7 @@ def _grid(name: str, grids: Path, params: Path, frozen: bool = False, extra: tup
     return grid.frozen() if frozen else grid
 
 
-@exp_app.command("list", epilog=_examples("lttw exp list"))
+@exp_app.command("list", epilog=examples("lttw exp list"))
 def exp_list(grids: Grids = Path("experiments"), cells: Cells = Path("evidence/runs")) -> None:
     """Each grid: its name, cells written / cells, and the first sentence of its description."""
     from lttw.experiments.cells import progress
@@ -136,7 +57,7 @@ def exp_list(grids: Grids = Path("experiments"), cells: Cells = Path("evidence/r
 
 @exp_app.command(
     "run",
-    epilog=_examples(
+    epilog=examples(
         "lttw exp run ablations",
         "lttw exp run table7 --frozen --only k10s10 --only k5s5 --queue && dvc queue start",
         "lttw exp run paper --runner direct --jobs 3 --budget 540 -S model.encoder=.carry/minilm",
@@ -163,7 +84,7 @@ def exp_run(
             help="dvc: DVC's queue (experiments tracked by DVC); direct: the stage scripts "
             "without dvc, --jobs at a time within --budget (a GPU window)",
         ),
-    ] = Runner.dvc,
+    ] = "dvc",
     jobs: Annotated[
         int | None,
         typer.Option(
@@ -201,8 +122,8 @@ def exp_run(
     if cell is not None or index is not None:  # one cell per job: direct, one at a time
         from lttw.experiments.submit import one_cell
 
-        only, jobs, runner = [one_cell(grid, cell, index, only)], 1, Runner.direct
-    if runner is Runner.direct:
+        only, jobs, runner = [one_cell(grid, cell, index, only)], 1, "direct"
+    if runner == "direct":
         if queue:
             raise UserError("--queue is DVC's: --runner direct runs the cells now")
         from lttw.experiments.direct_runner import describe, run_window
@@ -222,34 +143,17 @@ def exp_run(
         if outcome.failed:
             raise typer.Exit(1)
         return
-    _needs_dvc("--runner dvc", "--runner direct runs the cells without it")
-    from lttw.experiments.dvc_queue import (
-        absolute_root,
-        collect_grids,
-        plan_queue,
-        queued_or_done,
-        run_commands,
-    )
-    from lttw.experiments.study import collected
+    from lttw.experiments.dvc_experiments import require_dvc
+    from lttw.experiments.dvc_queue import run_grid
+
+    require_dvc("--runner dvc", "--runner direct runs the cells without it")
     from lttw.settings import read_settings
 
-    root = absolute_root(read_settings(params).data.root)
-    commands, skipped = plan_queue(
-        grid.select(only), root, extra, collected(cells), queued_or_done()
-    )
-    if skipped:
-        typer.echo(f"skipped (collected, queued or run before): {', '.join(skipped)}")
-    run_commands(commands)
-    if queue:
-        typer.echo(f"queued {len(commands)} cell(s); run them with `dvc queue start`")
-        return
-    if commands:
-        run_commands([[*commands[0][:3], "exp", "run", "--run-all"]])
-    written = collect_grids([grid], cells)
-    typer.echo(f"ran {len(commands)} cell(s); collected {', '.join(written) or 'none new'}")
+    root = read_settings(params).data.root
+    run_grid(grid, only, extra, cells, root, queue, say=typer.echo)
 
 
-@exp_app.command("status", epilog=_examples("lttw exp status", "lttw exp status study"))
+@exp_app.command("status", epilog=examples("lttw exp status", "lttw exp status study"))
 def exp_status(
     name: Annotated[str | None, typer.Argument(help="a grid; default: all")] = None,
     grids: Grids = Path("experiments"),
@@ -271,7 +175,7 @@ def exp_status(
             typer.echo(f"{cell:32s} {state}")
 
 
-@exp_app.command("collect", epilog=_examples("lttw exp collect", "lttw exp collect study"))
+@exp_app.command("collect", epilog=examples("lttw exp collect", "lttw exp collect study"))
 def exp_collect(
     name: Annotated[str | None, typer.Argument(help="a grid; default: all")] = None,
     grids: Grids = Path("experiments"),
@@ -288,9 +192,7 @@ def exp_collect(
     typer.echo(f"collected {len(written)} cell(s): {', '.join(written) or 'none new'}")
 
 
-@exp_app.command(
-    "report", epilog=_examples("lttw exp report", "lttw exp report --readme README.md")
-)
+@exp_app.command("report", epilog=examples("lttw exp report", "lttw exp report --readme README.md"))
 def exp_report(
     out: Annotated[Path, typer.Option("--out", "-o", help="markdown file")] = layout.REPORT_MD,
     readme: Annotated[
@@ -303,10 +205,121 @@ def exp_report(
 ) -> None:
     """`lttw report` from the cells alone (no DVC experiments read); `--readme`: the
     paired study's block of a README rewritten from its cells."""
-    _write_report(out, [], False, False, grids, cells, params)
+    write_report(out, [], False, False, grids, cells, params)
     if readme is not None:
         from lttw.reporting.study_report import fill_readme
 
         text = fill_readme(readme.read_text(encoding="utf-8"), grids / "study.yaml", cells)
         readme.write_text(text, encoding="utf-8")
         typer.echo(f"{readme}: the study's block rewritten from {cells}")
+
+
+@exp_app.command("cells", epilog=examples("lttw exp cells paper", "lttw exp cells paper --names"))
+def exp_cells(
+    name: Annotated[str, typer.Argument(help="a grid (lttw exp list) or a grid file")],
+    names: Annotated[bool, typer.Option("--names", help="only the cells' names")] = False,
+    grids: Grids = Path("experiments"),
+    cells: Cells = Path("evidence/runs"),
+    params: Params = Path("params.yaml"),
+) -> None:
+    """A grid's cells, one a line: the index `lttw exp run --index` takes, the cell's name
+    and its state (done, n/m folds saved, not run)."""
+    from lttw.experiments.cells import progress
+
+    grid = _grid(name, grids, params)
+    states = progress(list(grid.cells), cells)
+    for i, cell in enumerate(grid.cells):
+        typer.echo(cell.name if names else f"{i}\t{cell.name}\t{states[cell.name]}")
+
+
+@exp_app.command(
+    "submit",
+    epilog=examples(
+        "lttw exp submit paper --executor local --wait",
+        "lttw exp submit paper --executor slurm --partition gpu --gpus 1 --timeout-min 240",
+    ),
+)
+def exp_submit(
+    name: Annotated[str, typer.Argument(help="a grid (lttw exp list) or a grid file")],
+    executor: Annotated[
+        str, typer.Option("--executor", help="local (processes here) or slurm")
+    ] = "local",
+    only: OnlyCells = None,
+    assignments: CellParams = None,
+    logs: Annotated[
+        Path, typer.Option("--logs", help="submitit's folder (jobs' logs and results)")
+    ] = Path("data/grid/jobs"),
+    work: Annotated[
+        Path | None, typer.Option("--work", help="the jobs' work folder (data/grid)")
+    ] = None,
+    timeout_min: Annotated[int, typer.Option("--timeout-min", help="per job")] = 60,
+    partition: Annotated[str | None, typer.Option("--partition", help="slurm")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus", help="slurm: GPUs per job")] = None,
+    cpus: Annotated[int | None, typer.Option("--cpus", help="slurm: CPUs per job")] = None,
+    wait: Annotated[bool, typer.Option(help="wait for the jobs and print each outcome")] = False,
+    grids: Grids = Path("experiments"),
+    cells: Cells = Path("evidence/runs"),
+    params: Params = Path("params.yaml"),
+) -> None:
+    """Submit one job per cell not written yet (submitit), each `lttw exp run --cell`: into
+    the shared --cells folder, resumable (submit again after a stopped job)."""
+    from lttw.experiments.submit import (
+        cancel_hint,
+        grid_jobs,
+        make_executor,
+        submit_cells,
+        wait_for,
+    )
+
+    extra = tuple(assignments or [])
+    grid = _grid(name, grids, params, extra=extra)
+    jobs, written = grid_jobs(grid, only, extra, cells, work)
+    slurm = {"partition": partition, "gpus_per_node": gpus, "cpus_per_task": cpus}
+    futures = submit_cells(make_executor(executor, logs, timeout_min, slurm), jobs)
+    for job, future in zip(jobs, futures):
+        typer.echo(f"{future.job_id}\t{job.cell}")
+    typer.echo(f"submitted {len(futures)} job(s); {written} cell(s) written already")
+    if not wait:
+        if futures:
+            typer.echo(f"cancel a job: {cancel_hint(executor)}")
+        return
+    if wait_for(jobs, futures, say=typer.echo):
+        raise typer.Exit(1)
+
+
+@exp_app.command(
+    "compare",
+    epilog=examples(
+        "lttw exp compare", "lttw exp compare --all-commits", "lttw exp compare -p model.k"
+    ),
+)
+def exp_compare(
+    all_commits: Annotated[
+        bool,
+        typer.Option("--all-commits", "-A", help="the experiments of every commit"),
+    ] = False,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", help="also a column for this parameter; repeatable"),
+    ] = None,
+) -> None:
+    """The workspace, the current commit and its DVC experiments in one table (100
+    columns): per row the deployed model's training rows, macro F1 (%) with its 95%
+    interval and where it comes from (`folds`: their out-of-fold predictions; `test`: its
+    own on the held-out test sample), its calibration error, and the folds' held-out test
+    macro F1 (the study). Read from each one's metrics/summary.json (`dvc exp show`)."""
+    from lttw.experiments.compare import compare_rows, render_table
+    from lttw.experiments.dvc_experiments import exp_show_json, require_dvc
+
+    require_dvc("lttw exp compare", "run `dvc exp show` instead")
+    doc = exp_show_json(".", all_commits)
+    if doc is None:
+        raise UserError(
+            "no DVC experiments here (`dvc exp show` failed): run it from a DVC project "
+            "with a Git commit"
+        )
+    params = tuple(param or ())
+    rows = compare_rows(doc, params)
+    if not rows:
+        raise UserError("no experiment has metrics/summary.json yet: run `dvc repro` first")
+    typer.echo(render_table(rows, params))

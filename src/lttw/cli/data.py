@@ -1,5 +1,6 @@
-"""`lttw data check`, `lttw data list`, `lttw data fetch`: a dataset checked, listed or
-downloaded."""
+"""`lttw data check`, `lttw data list`, `lttw data fetch`, `lttw data issues`: a dataset
+checked, listed or downloaded; the training rows most likely mislabelled
+(``lttw.checks.label_issues``), as a CSV and a table."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import Annotated
 import typer
 
 from lttw.choices import Sampling
-from lttw.cli.main import (
+from lttw.cli.app import (
     Params,
-    _examples,
     data_app,
+    examples,
 )
 from lttw.console import console
 from lttw.errors import DataError, UserError
@@ -21,7 +22,7 @@ from lttw.errors import DataError, UserError
 
 @data_app.command(
     "check",
-    epilog=_examples(
+    epilog=examples(
         "lttw data check ag_news",
         "lttw data check reviews.csv --text-column review --label-column stars",
         "lttw data check questions.csv --sampling stratified",
@@ -85,7 +86,7 @@ def data_check(
         raise DataError(f"{len(check.problems)} problem(s): " + "; ".join(check.problems))
 
 
-@data_app.command("list", epilog=_examples("lttw data list", "lttw data list --json"))
+@data_app.command("list", epilog=examples("lttw data list", "lttw data list --json"))
 def data_list(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     params: Params = Path("params.yaml"),
@@ -106,7 +107,7 @@ def data_list(
 
 @data_app.command(
     "fetch",
-    epilog=_examples(
+    epilog=examples(
         "lttw data fetch sst2",
         "lttw data fetch ag_news --to ~/lttw-datasets",
         "lttw data fetch stanfordnlp/imdb --split train --split test",
@@ -187,3 +188,56 @@ def _new_project_settings(data: Path):
     defaults = Settings()
     update = {"sampling": "all", "predict_size": 0, "root": str(data.parent)}
     return defaults.model_copy(update={"data": defaults.data.model_copy(update=update)})
+
+
+#: the most rows ``--top`` shows (the CSV holds every issue)
+MAX_TOP = 1000
+#: the characters of a text the table shows (the CSV holds it whole)
+SHOWN_CHARS = 60
+
+
+@data_app.command(
+    "issues",
+    epilog=examples(
+        "lttw data issues",
+        "lttw data issues --top 50 --out review.csv",
+    ),
+)
+def data_issues(
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", metavar="FILE", help="the CSV of every issue found"),
+    ] = Path("label_issues.csv"),
+    top: Annotated[
+        int,
+        typer.Option(
+            "--top", "-n", metavar="N", help=f"show the N likeliest issues (at most {MAX_TOP})"
+        ),
+    ] = 20,
+    params: Params = Path("params.yaml"),
+) -> None:
+    """List the training rows most likely mislabelled, in a project after `dvc repro`:
+    confident learning (cleanlab) on the out-of-fold probabilities of the folds in folds.run,
+    likeliest first, each with its text, given label, suggested label and score (the given
+    label's probability: lower is likelier wrong). Every fold in folds.run checks its own
+    test part, so all folds check every row."""
+    from lttw.checks.label_issues import find_issues
+    from lttw.io import write_csv
+    from lttw.settings import read_settings
+
+    if not 1 <= top <= MAX_TOP:
+        raise UserError(f"--top {top}: give 1 to {MAX_TOP} (the CSV holds every issue)")
+    folds = read_settings(params).folds.run
+    found = find_issues(folds, Path(params).parent)
+    write_csv(out, found.table)
+    share = found.checked / max(found.train_rows, 1)
+    typer.echo(
+        f"{len(found.table)} likely label issue(s) among {found.checked} of the "
+        f"{found.train_rows} training rows ({share:.0%}: the test parts of folds "
+        f"{', '.join(map(str, folds))}); all in {out}"
+    )
+    for item in found.table.head(top).itertuples():
+        text = item.text if len(item.text) <= SHOWN_CHARS else item.text[: SHOWN_CHARS - 3] + "..."
+        typer.echo(
+            f"  row {item.row}: {item.label} -> {item.suggested} (score {item.score:.3f}): {text!r}"
+        )
