@@ -28,7 +28,7 @@ from lttw.errors import UserError
 
 exp_app = new_app(
     "Experiment grids (experiments/*.yaml): list them, run one through DVC's queue or "
-    "directly (no dvc: a GPU window), see each cell's state, collect, report."
+    "directly (no dvc), see each cell's state, collect, report."
 )
 app.add_typer(exp_app, name="exp")
 
@@ -60,7 +60,7 @@ def exp_list(grids: Grids = Path("experiments"), cells: Cells = Path("evidence/r
     epilog=examples(
         "lttw exp run ablations",
         "lttw exp run table7 --frozen --only k10s10 --only k5s5 --queue && dvc queue start",
-        "lttw exp run paper --runner direct --jobs 3 --budget 540 -S model.encoder=.carry/minilm",
+        "lttw exp run paper --runner direct --jobs 3 --budget 28800",
         "lttw exp run paper --index $SLURM_ARRAY_TASK_ID --cells /shared/runs",
     ),
 )
@@ -82,7 +82,7 @@ def exp_run(
         typer.Option(
             "--runner",
             help="dvc: DVC's queue (experiments tracked by DVC); direct: the stage scripts "
-            "without dvc, --jobs at a time within --budget (a GPU window)",
+            "without dvc, --jobs at a time within --budget",
         ),
     ] = "dvc",
     jobs: Annotated[
@@ -90,12 +90,14 @@ def exp_run(
         typer.Option(
             "--jobs",
             "-j",
-            help="cells at a time (direct; default: what finished the most folds per "
-            "GPU-minute in the windows kept beside the cells, else 1)",
+            help="cells at a time (direct; default 1)",
         ),
     ] = None,
     budget: Annotated[
-        float | None, typer.Option("--budget", help="direct: stop cleanly after SECONDS")
+        float | None,
+        typer.Option(
+            "--budget", help="direct: the time limit: stop cleanly after SECONDS (as a scheduler's)"
+        ),
     ] = None,
     cell: Annotated[
         str | None,
