@@ -237,9 +237,12 @@ def open_model(
     A folder that does not load is bad input (``BadInputError``, exit code 3)."""
     from lttw.inference.loading import load_predictor
 
-    folder = model_folder(model, params, revision)
+    # a folder or a hub id goes to load_predictor as given: it resolves and opens it once
+    folder = model if model is not None else model_folder(None, params, revision)
     try:
-        return load_predictor(folder, device=device, backend="auto" if onnx else "torch")
+        return load_predictor(
+            folder, device=device, backend="auto" if onnx else "torch", revision=revision
+        )
     except BadInputError:
         raise
     except UserError as err:
