@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -323,7 +324,7 @@ def predict_chunks(
     empty = True
     classes = predictor.classes
     read = source.bytes_read
-    unit = {"unit": "text"}
+    unit: dict[str, Any] = {"unit": "text"}
     if read is not None:
         unit = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, "bar_format": _BYTES_BAR}
     total = source.total if read is None else read.size
