@@ -116,13 +116,16 @@ def run_frozen_lr(train: pd.DataFrame, test: pd.DataFrame, seed: int) -> dict:
     return scores(test["label"], head.predict(body.encode(test["text"].tolist())))
 
 
-def run_setfit(train: pd.DataFrame, test: pd.DataFrame, seed: int) -> dict:
+def run_setfit(train: pd.DataFrame, test: pd.DataFrame, seed: int, work: Path) -> dict:
     from setfit import SetFitModel, Trainer, TrainingArguments
 
     from datasets import Dataset
 
     model = SetFitModel.from_pretrained(encoder_path(), device="cpu")
-    args = TrainingArguments(batch_size=16, num_epochs=1, seed=seed, report_to="none")
+    args = TrainingArguments(  # its checkpoints in the run's temporary folder
+        output_dir=str(work / "checkpoints"), batch_size=16, num_epochs=1, seed=seed,
+        report_to="none",
+    )  # fmt: skip
     trainer = Trainer(
         model=model, args=args, train_dataset=Dataset.from_pandas(train, preserve_index=False)
     )
@@ -161,7 +164,7 @@ def main(argv: list[str] | None = None) -> dict:
                         elif method == "frozen_lr":
                             result = run_frozen_lr(train, test, seed)
                         else:
-                            result = run_setfit(train, test, seed)
+                            result = run_setfit(train, test, seed, Path(work))
                     result.update(
                         dataset=name,
                         per_class=n,
