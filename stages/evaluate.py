@@ -15,7 +15,11 @@ The held-out test sample as ``lttw evaluate`` reports a file (``evaluation.evalu
 ``evaluation.plots``): ``held_out.json`` (the metrics with 95% bootstrap intervals) and
 ``report.html`` beside the predictions, and the confusion matrix, reliability diagram and
 precision-recall curves as DVC plots (``metrics/held_out/fold_N/*.png``; `dvc plots show`).
-The pictures read the calibrated probabilities, as ``lttw predict`` gives them."""
+The pictures read the calibrated probabilities, as ``lttw predict`` gives them. The fold's
+training curves (dvclive's loss, learning rate and validation macro F1) as a picture too,
+``metrics/training/fold_N.png``: every DVC plot is an image, which `dvc plots show` draws
+offline (its data plots load their scripts from a CDN). The confusion counts stay a CSV
+(``metrics/confusion/fold_N.csv``)."""
 
 import logging
 import shutil
@@ -38,8 +42,17 @@ from lttw.evaluation.metrics import (
 )
 from lttw.evaluation.plots import write_report_files
 from lttw.evaluation.temperature import logits_of, scaled_probabilities
+from lttw.evaluation.training_curves import training_png
 from lttw.inference.predict import checked_meta, predict_cached_parts
-from lttw.io import atomic_dir, read_json, write_csv, write_json, write_metrics, write_parquet
+from lttw.io import (
+    atomic_dir,
+    atomic_path,
+    read_json,
+    write_csv,
+    write_json,
+    write_metrics,
+    write_parquet,
+)
 from lttw.models.trained import folder_calibration
 from lttw.stage import run_stage
 
@@ -132,6 +145,8 @@ def main(settings, fold: int):
         else confusion_long(test_y, preds["test"], inputs.classes)
     )
     write_csv(layout.confusion_csv(fold), confusion)
+    with atomic_path(layout.training_curves_png(fold)) as picture:
+        training_png(picture, layout.live_dir(fold), f"Fold {fold}'s {m.variant} model: training")
     write_metrics(layout.fold_metrics(fold), metrics)
 
 

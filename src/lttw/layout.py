@@ -97,6 +97,11 @@ def held_out_plots(fold: int) -> Path:
     return METRICS_DIR / "held_out" / f"fold_{fold}"
 
 
+def training_curves_png(fold: int) -> Path:
+    """The fold's training curves, a DVC plot (``evaluation.training_curves``)."""
+    return METRICS_DIR / "training" / f"fold_{fold}.png"
+
+
 SUMMARY_METRICS = METRICS_DIR / "summary.json"
 FINAL_MODEL_DIR = MODELS_DIR / "final"  # the final stage's model folder (the one to deploy)
 FINAL_METRICS = METRICS_DIR / "final.json"  # the final stage's record: rows, epochs, quality

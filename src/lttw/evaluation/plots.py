@@ -13,7 +13,7 @@ file backend, Agg; no scikit-learn), and the files they make with the page
   average precision in the legend), at most ``MAX_CURVES`` (the classes with the most
   texts; the page says so).
 
-Class names are text in every picture, never mathtext or TeX (``_figure``: a name such as
+Class names are text in every picture, never mathtext or TeX (``figure_file``: a name such as
 ``$\\foo{$`` is drawn as written).
 """
 
@@ -40,7 +40,7 @@ _PLAIN_TEXT: dict = {"text.usetex": False, "text.parse_math": False}
 
 
 @contextmanager
-def _figure(path: Path, figsize: tuple[float, float], ncols: int = 1) -> Iterator:
+def figure_file(path: Path, figsize: tuple[float, float], ncols: int = 1) -> Iterator:
     """(figure, axes) drawn under ``_PLAIN_TEXT`` and saved to ``path``; always closed."""
     import matplotlib
 
@@ -52,7 +52,7 @@ def _figure(path: Path, figsize: tuple[float, float], ncols: int = 1) -> Iterato
         try:
             yield fig, axes
             fig.tight_layout()
-            fig.savefig(path)
+            fig.savefig(path, format="png")  # the path may be a temporary name
         finally:
             plt.close(fig)
 
@@ -89,7 +89,7 @@ def confusion_png(path: Path, y_true, y_pred, classes: list[str]) -> None:
     totals = counts.sum(axis=1, keepdims=True)
     shares = np.divide(counts, totals, out=np.zeros(counts.shape), where=totals > 0)
     side = _side(len(classes))
-    with _figure(path, (2 * side, side), ncols=2) as (_, (left, right)):
+    with figure_file(path, (2 * side, side), ncols=2) as (_, (left, right)):
         _matrix(left, counts, classes, f"Counts ({len(y_true):,} texts)", ",d")
         _matrix(right, shares, classes, "Share of each actual class (rows sum to 1)", ".2f")
 
@@ -118,7 +118,7 @@ def reliability_png(path: Path, y_true, probs) -> None:
     beside its point."""
     right, confidence = reliability_pairs(y_true, probs)
     multi = np.asarray(y_true).ndim == 2
-    with _figure(path, (6, 6)) as (_, ax):
+    with figure_file(path, (6, 6)) as (_, ax):
         ax.plot([0, 1], [0, 1], ls=":", color="grey", label="perfectly calibrated")
         x, y, counts = reliability_bins(right, confidence)
         ax.plot(x, y, "s-", label="model")
@@ -161,7 +161,7 @@ def precision_recall_png(path: Path, y_true, probs, classes: list[str]) -> list[
     """One precision-recall curve per class (``curve_classes``); returns the classes drawn."""
     y_true, probs = np.asarray(y_true), np.asarray(probs)
     drawn = curve_classes(y_true, len(classes))
-    with _figure(path, (7, 6)) as (_, ax):
+    with figure_file(path, (7, 6)) as (_, ax):
         for c in drawn:
             has = y_true[:, c] if y_true.ndim == 2 else (y_true == c)
             precision, recall, ap = precision_recall_curve(has, probs[:, c])
@@ -177,7 +177,7 @@ def precision_recall_png(path: Path, y_true, probs, classes: list[str]) -> list[
 
 def note_png(path: Path, note: str) -> None:
     """A picture that says ``note`` (where a plot a pipeline declares has nothing to show)."""
-    with _figure(path, (6, 2)) as (_, ax):
+    with figure_file(path, (6, 2)) as (_, ax):
         ax.axis("off")
         ax.text(0.5, 0.5, note, ha="center", va="center")
 

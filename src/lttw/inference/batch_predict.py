@@ -28,8 +28,10 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,7 +39,7 @@ import pandas as pd
 from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES, csv_separator
 from lttw.errors import DataError, UserError, one_line
 from lttw.inference.answers import AnswerRule
-from lttw.inference.csv_records import csv_chunks, csv_header
+from lttw.inference.csv_records import csv_chunks, csv_header, csv_records
 from lttw.inference.prediction_table import (
     ALL_COLUMNS,
     LIST_COLUMN,
@@ -140,9 +142,18 @@ Chunk = tuple[list[str], "pd.DataFrame | None"]
 
 
 @dataclass
+class BytesRead:
+    """The bytes of a file its chunks have read so far (a CSV file's progress)."""
+
+    size: int
+    done: int = 0
+
+
+@dataclass
 class TextSource:
     """A file of texts: ``total`` rows when known cheaply, ``chunks()`` of texts with the
-    columns ``kept`` beside them."""
+    columns ``kept`` beside them; ``bytes_read``: a file whose progress is counted in bytes
+    (a CSV file: its rows are unknown until read)."""
 
     path: Path
     total: int | None
@@ -151,6 +162,7 @@ class TextSource:
     #: a table's text column and all its columns in the file's order (None, []: a .txt file)
     column: str | None = None
     columns: list[str] = field(default_factory=list)
+    bytes_read: BytesRead | None = None
 
 
 def _txt_chunks(path: Path, cap: LineCap) -> Iterator[Chunk]:
@@ -180,13 +192,18 @@ def _count_lines(path: Path) -> int:
 
 
 def _csv_chunks(
-    path: Path, column: str, sep: str, cap: LineCap, kept: list[str], rows: int
+    path: Path, column: str, sep: str, cap: LineCap, kept: list[str], rows: int, read: BytesRead
 ) -> Iterator[Chunk]:
     """The texts of ``column`` and the ``kept`` columns, a chunk of whole records at a time
-    (``csv_records.csv_chunks``: bounded memory whatever lines a quoted field spans)."""
+    (``csv_records.csv_chunks``: bounded memory whatever lines a quoted field spans); ``read``
+    counts the file's bytes up to each chunk's end (each chunk repeats the header record)."""
     row = 1
     try:
+        with closing(csv_records(path, sep, cap)) as records:
+            header = len(next(records, b""))
+        read.done = header
         for data in csv_chunks(path, sep, cap, rows):
+            read.done = min(read.size, read.done + max(0, len(data) - header))
             frame = pd.read_csv(
                 io.BytesIO(data),
                 sep=sep,
@@ -274,9 +291,20 @@ def open_source(
     names = csv_header(path, sep, cap)
     column = pick_text_column(names, text_column, str(path), project_column)
     kept = kept_columns(names, column, keep, str(path))
+    read = BytesRead(path.stat().st_size)
     return TextSource(
-        path, None, lambda: _csv_chunks(path, column, sep, cap, kept, rows), kept, column, names
+        path,
+        None,
+        lambda: _csv_chunks(path, column, sep, cap, kept, rows, read),
+        kept,
+        column,
+        names,
+        read,
     )
+
+
+#: a bar in bytes: tqdm's own with the unit after both sizes (``1.2MB/3.4MB``)
+_BYTES_BAR = "{l_bar}{bar}| {n_fmt}B/{total_fmt}B [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 
 
 def predict_chunks(
@@ -288,22 +316,38 @@ def predict_chunks(
     rule: AnswerRule | None = None,
 ) -> Iterator[pd.DataFrame]:
     """One prediction frame per chunk of ``source`` (an empty frame for an empty file); the
-    progress bar moves after every forward batch of ``batch_size`` texts."""
+    progress bar moves after every forward batch of ``batch_size`` texts: by texts against
+    the file's rows, or for a CSV file by bytes against its size (a chunk's bytes shared
+    among its forward batches), with an ETA either way."""
     from lttw.progress import progress as progress_bar
 
     empty = True
     classes = predictor.classes
-    with progress_bar(total=source.total, desc="predict", unit="text", disable=not progress) as bar:
+    read = source.bytes_read
+    unit: dict[str, Any] = {"unit": "text"}
+    if read is not None:
+        unit = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, "bar_format": _BYTES_BAR}
+    total = source.total if read is None else read.size
+    with progress_bar(total=total, desc="predict", disable=not progress, **unit) as bar:
+        shown = 0
         for texts, extra in source.chunks():
             empty = False
-            parts = []
+            parts, before = [], shown
             for start in range(0, len(texts), batch_size):  # one forward batch each
                 batch = texts[start : start + batch_size]
                 parts.append(predictor.predict_proba(batch, batch_size))
-                bar.update(len(batch))
+                if read is None:
+                    bar.update(len(batch))
+                    continue
+                done = start + len(batch)
+                now = before + (read.done - before) * done // len(texts)
+                bar.update(now - shown)
+                shown = now
             probs = np.concatenate(parts) if parts else np.zeros((0, len(classes)))
             frame = prediction_frame(texts, probs, classes, with_text, rule)
             yield with_kept(frame, extra)
+        if read is not None:  # the bytes after the last row (a header alone: all of them)
+            bar.update(read.size - shown)
     if empty:
         frame = prediction_frame([], np.zeros((0, len(classes))), classes, with_text, rule)
         yield with_kept(frame, pd.DataFrame(columns=source.kept, dtype=str))

@@ -1,7 +1,7 @@
 """The paired study in ``lttw report``: one table of dataset x variant (held-out macro F1 mean ±
 std over folds, the gap to the reference variant with a paired t-test across folds and
 McNemar's exact test on the pooled held-out predictions), one verdict per dataset, and the
-learning curve (a table, ``learning_curve.csv`` for ``dvc plots`` and a PNG for docs/evidence/results.md).
+learning curve (a table, ``learning_curve.csv``, and a PNG for ``dvc plots`` and docs/evidence/results.md).
 
 Everything is read from the cells in ``evidence/runs`` (``experiments.cells``); cells not collected
 yet are listed as not run.
@@ -251,7 +251,7 @@ def render_study(study: Study, results: dict[str, CellResult]) -> list[str]:
         lines += [
             "",
             f"Learning curve ({name}, held-out macro F1 %, mean over folds; "
-            "`dvc plots show evidence/learning_curve.csv`):",
+            "`dvc plots show evidence/learning_curve.png`):",
             "",
             "| training texts | " + " | ".join([*study.curve_variants, *extra]) + " |",
             "| --- |" + " --- |" * (len(study.curve_variants) + len(extra)),
