@@ -19,7 +19,7 @@ The pictures read the calibrated probabilities, as ``lttw predict`` gives them. 
 training curves (dvclive's loss, learning rate and validation macro F1) as a picture too,
 ``metrics/training/fold_N.png``: every DVC plot is an image, which `dvc plots show` draws
 offline (its data plots load their scripts from a CDN). The confusion counts stay a CSV
-(``metrics/confusion/fold_N.csv``)."""
+(``data/eval/fold_N/confusion.csv``)."""
 
 import logging
 import shutil

@@ -142,8 +142,16 @@ def build_synthetic_folder(
         )
     folder.mkdir(parents=True, exist_ok=True)
     save_model(model, folder)
+    from lttw.factors.counts import regex_splitter
+
     write_model_folder(
-        folder, CLASSES, settings.model, 0, counts=settings.counts, seed=settings.seed
+        folder,
+        CLASSES,
+        settings.model,
+        0,
+        counts=settings.counts,
+        seed=settings.seed,
+        words=regex_splitter(settings.counts),
     )
     tokenizer.save_pretrained(folder / TOKENIZER)
     if shape is not None:

@@ -88,7 +88,7 @@ def fold_metrics(fold: int) -> Path:
 
 
 def confusion_csv(fold: int) -> Path:
-    return METRICS_DIR / "confusion" / f"fold_{fold}.csv"  # actual, predicted (held-out test)
+    return eval_dir(fold) / "confusion.csv"  # actual, predicted (held-out test)
 
 
 def held_out_plots(fold: int) -> Path:

@@ -340,6 +340,7 @@ def test_two_projects_give_identical_lock_hashes(killed, reference):
         killed["root"] / layout.eval_dir(0)
     )
     timed = {str(layout.train_metrics(0)), str(layout.fold_metrics(0)), str(layout.SUMMARY_METRICS)}
+    timed.add(str(layout.training_curves_png(0)))  # drawn from the dvclive curves
     for stage in ("train@0", "evaluate@0", "summary"):
         differing = {path for path, md5 in ref[stage].items() if other[stage][path] != md5}
         assert {p for p in differing if not p.startswith(str(layout.live_dir(0)))} <= timed, (

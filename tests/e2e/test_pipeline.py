@@ -56,7 +56,7 @@ def test_repro_runs_every_stage_then_nothing(tiny_repro, project):
     assert 0.0 <= summary["test/f1_macro"]["mean"] <= 1.0
     for name in ("config.json", "model.safetensors", "labels.json", "lttw.json"):
         assert (project / "models/fold_0" / name).is_file(), name
-    assert (project / "metrics/confusion/fold_0.csv").is_file()
+    assert (project / "data/eval/fold_0/confusion.csv").is_file()
     assert (project / "dvclive/train/fold_0/plots/metrics/train/loss.tsv").is_file()
 
     again = run(["dvc", "repro"], project)

@@ -303,7 +303,7 @@ def open_source(
     )
 
 
-#: a bar in bytes: tqdm's own with the unit after both sizes (``1.2MB/3.4MB``)
+#: a bar in bytes: the progress bar's own format with the unit after both sizes (``1.2MB/3.4MB``)
 _BYTES_BAR = "{l_bar}{bar}| {n_fmt}B/{total_fmt}B [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 
 
