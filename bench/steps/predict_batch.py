@@ -92,7 +92,7 @@ def build_synthetic_folder(
     from lttw import models  # noqa: F401  (registers the variants)
     from lttw.encoder.pretrained import load_encoder_config
     from lttw.encoder.tokenizer import load_tokenizer
-    from lttw.factors.counts import normalise_rows, save_counts, word_label_counts
+    from lttw.factors.counts import normalise_rows, regex_splitter, save_counts, word_label_counts
     from lttw.factors.nmf import latent_factors, save_factors
     from lttw.io import read_json, write_json
     from lttw.models.bundle import FACTORS, META, TOKENIZER, write_model_folder
@@ -142,8 +142,6 @@ def build_synthetic_folder(
         )
     folder.mkdir(parents=True, exist_ok=True)
     save_model(model, folder)
-    from lttw.factors.counts import regex_splitter
-
     write_model_folder(
         folder,
         CLASSES,

@@ -74,9 +74,13 @@ def _device(run: Run) -> str:
     """The device (the card's name where recorded) and how many cells trained on it at once."""
     names = sorted(
         {
-            str(m.get("device_name") or m.get("device", "?"))
+            str(
+                m.get("device_name")
+                or m.get("device")
+                or run.trained.get(fold, {}).get("card")
+                or "?"
+            )
             for fold, m in run.folds.items()
-            if m.get("device_name") or m.get("device") or not run.trained.get(fold, {}).get("card")
         }
         | {str(r["card"]) for r in run.trained.values() if r.get("card")}
     )
