@@ -51,11 +51,9 @@ def write_run(
         }
         (folder / "folds").mkdir(parents=True, exist_ok=True)
         (folder / "folds" / f"fold_{fold}.json").write_text(json.dumps(metrics))
-    (folder / "summary.json").write_text(
-        json.dumps({"dataset": dataset, "variant": variant, "device": "cpu", "folds": sorted(f1)})
-    )
-    if model is not None:
-        (folder / "params.yaml").write_text(yaml.safe_dump({"model": model}))
+    (folder / "summary.json").write_text(json.dumps({"device": "cpu", "folds": sorted(f1)}))
+    params = {"data": {"dataset": dataset}, "model": {"variant": variant, **(model or {})}}
+    (folder / "params.yaml").write_text(yaml.safe_dump(params))
     return folder
 
 
@@ -168,9 +166,7 @@ def exp_data(
 ) -> dict:
     """One row's `data` as `dvc exp show --json` gives it: metrics and params per file."""
     metrics = {
-        "metrics/summary.json": {
-            "data": {"dataset": dataset, "variant": variant, "folds": sorted(f1)}
-        }
+        "metrics/summary.json": {"data": {"folds": sorted(f1)}}
     }
     for fold, value in f1.items():
         part = {"precision_macro": value, "recall_macro": value, "f1_macro": value}
@@ -183,7 +179,7 @@ def exp_data(
                 "device": "cpu",
             }
         }
-    params = {"model": {"variant": variant, "k": 16, **(model or {})}}
+    params = {"data": {"dataset": dataset}, "model": {"variant": variant, "k": 16, **(model or {})}}
     return {"metrics": metrics, "params": {"params.yaml": {"data": params}}}
 
 
@@ -268,8 +264,7 @@ import json, pathlib, yaml
 p = yaml.safe_load(open("params.yaml"))
 f1 = {"lttw": 0.9, "encoder": 0.8}[p["model"]["variant"]]
 pathlib.Path("metrics/folds").mkdir(parents=True, exist_ok=True)
-json.dump({"dataset": "ag_news", "variant": p["model"]["variant"], "folds": [0]},
-          open("metrics/summary.json", "w"))
+json.dump({"folds": [0]}, open("metrics/summary.json", "w"))
 json.dump({"fold": 0, "test": {"f1_macro": f1, "precision_macro": f1, "recall_macro": f1}},
           open("metrics/folds/fold_0.json", "w"))
 """
@@ -282,7 +277,8 @@ def test_report_reads_real_dvc_experiments(tmp_path):
     from support.tiny_project import git_commit, lttw, run
 
     (tmp_path / "stage.py").write_text(STAGE)
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"model": {"variant": "lttw"}}))
+    params = {"data": {"dataset": "ag_news"}, "model": {"variant": "lttw"}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     (tmp_path / "dvc.yaml").write_text(
         yaml.safe_dump(
             {

@@ -3,8 +3,7 @@
 stage's per-fold metrics); ``metrics/`` of the workspace is one, and runs copied elsewhere
 (e.g. from ``dvc exp``) are others. The parameters that produced a run (``params.yaml``
 beside ``summary.json``, or the one passed) name its dataset, its variant and LTTW's
-ablations (LTTW-M / -L / -Att): the pipeline's metrics files hold numbers only (a cell's
-folder, and runs written before, may name them too). A cell's ``test_predictions.parquet``
+ablations (LTTW-M / -L / -Att): the pipeline's metrics files hold numbers only. A cell's ``test_predictions.parquet``
 holds its held-out test predictions (fold, row, label, pred).
 """
 
@@ -90,12 +89,12 @@ def _section(params: dict | None, name: str) -> dict:
     return block if isinstance(block, dict) else {}
 
 
-def run_identity(summary: dict, params: dict | None) -> tuple[str, str, dict]:
-    """(dataset, variant, model parameters) of a run: from its parameters, else from what a
-    summary written before named."""
+def run_identity(params: dict | None) -> tuple[str, str, dict]:
+    """(dataset, variant, model parameters) of a run, from its parameters ("unknown" where
+    they do not say)."""
     data, model = _section(params, "data"), _section(params, "model")
-    dataset = data.get("dataset") or summary.get("dataset") or "unknown"
-    variant = model.get("variant") or summary.get("variant") or "unknown"
+    dataset = data.get("dataset") or "unknown"
+    variant = model.get("variant") or "unknown"
     return str(dataset), str(variant), model
 
 
@@ -159,7 +158,7 @@ def make_run(
             folds[fold] = metrics
     if not folds:
         return None
-    dataset, variant, model = run_identity(summary, params)
+    dataset, variant, model = run_identity(params)
     run = Run(dataset, variant_label(variant, model), folds, [source])
     run.held_out, run.final = summary.get("held_out"), summary.get("final")
     return run

@@ -114,8 +114,8 @@ def restore_fold(runs_dir: Path, cell: str, work: Path, fold: int) -> bool:
 def restore_folds(runs_dir: Path, cell: str, work: Path, folds: list[int]) -> list[int]:
     """The ``folds`` (``folds.run``, in order) that earlier runs saved, back into a cell's
     work folder ``work`` with their stages marked done (``.done/<stage>@<fold>``); the folds
-    restored. The first only where its model folder's metadata was kept (the final stage
-    reads it; folds saved before it was kept rerun)."""
+    restored. The first only where its model folder's metadata is there (the final stage
+    reads it): a fold saved without it reruns."""
     done, restored = work / ".done", []
     for i, fold in enumerate(folds):
         if (done / f"evaluate@{fold}").exists():
@@ -152,13 +152,8 @@ def read_grid_cell(runs_dir: Path, name: str) -> Run | None:
             trained[fold] = read_json(fold_record(mark.parent, fold))
     if not folds:
         return None
-    # the saved folds' parameters name the dataset, variant and ablation (folds saved before
-    # they were kept: the evaluate stage's metrics named them)
-    first = folds[0][1]
-    params = read_params(runs_dir / ".partial" / name / PARTIAL_PARAMS) or {
-        "data": {"dataset": first.get("dataset")},
-        "model": {k: first.get(k) for k in ("variant", "fusion", "attention")},
-    }
+    # the saved folds' parameters name the dataset, variant and ablation
+    params = read_params(runs_dir / ".partial" / name / PARTIAL_PARAMS) or {}
     partial = make_run({}, folds, params, str(runs_dir / ".partial" / name))
     if partial is not None:
         partial.partial, partial.trained = True, trained
