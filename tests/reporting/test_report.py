@@ -114,7 +114,8 @@ def test_one_common_fold_is_not_tested(tmp_path, monkeypatch):
 def test_workspace_metrics_params_labels_and_stale_folds(tmp_path, monkeypatch):
     # the workspace run is LTTW-Att by its params; fold 9 is a stale file the summary omits
     write_run(tmp_path / "metrics", "lttw", {0: 0.9, 1: 0.92}, extra_folds={9: 0.1})
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"model": {"attention": "mha"}}))
+    workspace = {"data": {"dataset": "ag_news"}, "model": {"variant": "lttw", "attention": "mha"}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(workspace))
     m = write_run(tmp_path / "m", "lttw", {0: 0.85, 1: 0.86}, model={"fusion": "none"})
     result, text = invoke(tmp_path, monkeypatch, "--runs", str(m))
     assert result.exit_code == 0, result.output
@@ -360,10 +361,12 @@ def test_the_paper_grid_renders_tables_4_and_5_from_written_and_running_cells(
         (cells / name / "cell.json").write_text(json.dumps({"folds_trained": trained}))
     running = cells / ".partial" / "paper-lttw-m"
     write_run(running / "tmp", "lttw", {0: 0.91, 1: 0.925})
+    ablation = {"variant": "lttw", "fusion": "none", "attention": "linformer"}
+    params = {"data": {"dataset": "ag_news"}, "model": ablation}
+    (running / "params.yaml").write_text(yaml.safe_dump(params))  # the runner keeps them
     for fold in (0, 1):
         saved = running / f"fold_{fold}"
         metrics = json.loads((running / "tmp" / "folds" / f"fold_{fold}.json").read_text())
-        metrics.update(dataset="ag_news", fusion="none", attention="linformer")
         metrics.pop("device")  # a saved fold's metrics: numbers only
         (saved / "metrics" / "folds").mkdir(parents=True)
         (saved / "data" / "eval" / f"fold_{fold}").mkdir(parents=True)
