@@ -1,13 +1,14 @@
 """Build the embedded default dataset, ``datasets/ag_news/``, from a full AG News folder.
 
-The default profile (params.yaml: 5,000 train rows, 1,000 test and 1,000 predict rows, class
+The default profile (params.yaml: 2,500 train rows, 1,000 test and 500 predict rows, class
 balanced, test and predict from the test split) draws its samples from the folder this script
-writes. It holds:
+writes, and so can any profile up to ``DRAW``'s sizes. It holds:
 
-* every row the default profile draws from the full folder (the sample stage's own draw, seed
-  42), so none of those rows is missing here;
+* every row a ``DRAW``-sized sample (5,000 train, 1,000 test and 1,000 predict rows, with
+  params.yaml's other data settings) draws from the full folder (the sample stage's own draw,
+  seed 42), so none of those rows is missing here;
 * a seeded, class-balanced margin of other rows of the same splits, so that the sample stage
-  still samples (it draws 5,000 of the train rows here, not all of them).
+  still samples (it draws 5,000 of the train rows here at most, not all of them).
 
 Deterministic: the same full folder gives byte-identical files (parquet written without
 timestamps, rows sorted). The manifest names the source, its licence terms and each file's
@@ -39,7 +40,9 @@ from lttw.settings import read_settings  # noqa: E402
 
 #: where the sample lives, relative to the repository root
 TARGET = Path("datasets") / "ag_news"
-#: rows per class in each split of the sample: the default profile's draw plus a margin
+#: the sample sizes whose draw from the full data the folder holds (params.yaml's are smaller)
+DRAW = {"train_size": 5000, "test_size": 1000, "predict_size": 1000}
+#: rows per class in each split of the sample: the draw of ``DRAW`` plus a margin
 PER_CLASS = {"train": 1500, "test": 625}
 SEED = 20240501
 HUB = "fancyzhx/ag_news"
@@ -54,7 +57,9 @@ LICENCE = (
 def build(source: Path, out: Path) -> dict:
     """Write the sample's parquet files and manifest.json into ``out``; the manifest."""
     settings = read_settings(ROOT / "params.yaml")
-    data = settings.data.model_copy(update={"root": str(source.parent), "dataset": source.name})
+    data = settings.data.model_copy(
+        update={"root": str(source.parent), "dataset": source.name, **DRAW}
+    )
     dataset = load_dataset(data)
     frames, info = draw_samples(dataset, data, settings.seed)
     drawn = set(np.concatenate([f["source_row"].to_numpy() for f in frames.values()]).tolist())
@@ -103,7 +108,8 @@ def build(source: Path, out: Path) -> dict:
         "built_by": "tools/build_embedded_dataset.py",
         "seed": SEED,
         "notes": f"{PER_CLASS['train']:,} train and {PER_CLASS['test']:,} test rows per class: "
-        "every row the default profile (seed 42) draws from the full data, plus a seeded "
+        "every row a 5,000 / 1,000 / 1,000 sample (seed 42) draws from the full data (the "
+        "default profile draws fewer from here), plus a seeded "
         "margin of other rows. The full data: `lttw data fetch ag_news`.",
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

@@ -1,7 +1,8 @@
 """The embedded AG News sample (datasets/ag_news): its files are the ones its manifest names,
 with their sha256, a source and licence terms; it is small; the default profile draws its
 samples from it unchanged; and tools/build_embedded_dataset.py builds it deterministically,
-holding every row the default profile draws from the full data."""
+holding every row a sample of its ``DRAW`` sizes (the default profile's or larger) draws from
+the full data."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def test_the_default_profile_draws_from_it_unchanged():
     data = settings.data.model_copy(update={"root": str(EMBEDDED)})
     dataset = load_dataset(data)
     frames, info = draw_samples(dataset, data, settings.seed)
-    assert info["sizes"] == {"train": 5000, "test": 1000, "predict": 1000}
+    assert info["sizes"] == {"train": 2500, "test": 1000, "predict": 500}
     # a margin: the sample stage draws, rather than taking every row of a split
     assert len(dataset.texts) > sum(info["sizes"].values())
 
@@ -57,7 +58,8 @@ def test_the_build_is_deterministic_and_keeps_the_full_datas_draw(tmp_path):
     for name in ["manifest.json", *built["splits"].values()]:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     settings = read_settings(REPO / "params.yaml")
-    data = settings.data.model_copy(update={"root": str(full.parent), "dataset": full.name})
+    update = {"root": str(full.parent), "dataset": full.name, **build_embedded_dataset.DRAW}
+    data = settings.data.model_copy(update=update)
     frames, _ = draw_samples(load_dataset(data), data, settings.seed)
     kept = set(pd.read_parquet(first / "train.parquet")["text"]) | set(
         pd.read_parquet(first / "test.parquet")["text"]

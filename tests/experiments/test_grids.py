@@ -118,10 +118,9 @@ def write_cell(runs: Path, name: str, variant: str, f1: list[float], model: dict
         (folder / "folds" / f"fold_{fold}.json").write_text(
             json.dumps({"fold": fold, "test": part, "device": "cuda"})
         )
-    (folder / "summary.json").write_text(
-        json.dumps({"dataset": "ag_news", "variant": variant, "folds": list(range(len(f1)))})
-    )
-    (folder / "params.yaml").write_text(yaml.safe_dump({"model": model}))
+    (folder / "summary.json").write_text(json.dumps({"folds": list(range(len(f1)))}))
+    params = {"data": {"dataset": "ag_news"}, "model": {"variant": variant, **model}}
+    (folder / "params.yaml").write_text(yaml.safe_dump(params))
 
 
 def test_list_status_and_report_read_the_cells(tmp_path, monkeypatch):

@@ -99,7 +99,7 @@ def write_cell(runs, name, dataset, variant, f1, preds, train_size=5000):
     folder = runs / name
     write_json(
         folder / "summary.json",
-        {"dataset": dataset, "variant": variant, "folds": list(range(len(f1)))},
+        {"folds": list(range(len(f1)))},
     )
     for fold, value in enumerate(f1):
         write_json(
@@ -116,9 +116,9 @@ def write_cell(runs, name, dataset, variant, f1, preds, train_size=5000):
     (folder / "params.yaml").write_text(
         yaml.safe_dump(
             {
-                "data": {"train_size": train_size},
+                "data": {"dataset": dataset, "train_size": train_size},
                 "folds": {"n_folds": 10},
-                "model": {"fusion": "concat", "attention": "linformer"},
+                "model": {"variant": variant, "fusion": "concat", "attention": "linformer"},
             }
         )
     )

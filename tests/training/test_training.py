@@ -207,17 +207,17 @@ def test_group_by_length_trains(tiny_encoder_dir, tmp_path):
 # ------------------------------------------------------------------ the training budget
 
 
-def test_default_budget_plans_two_epochs_at_4000_rows():
-    """The default AG News profile (4,000-row train part at batch 32: 125 steps an epoch)
-    keeps its 2 epochs; a small train part gets more epochs, up to train.max_epochs."""
+def test_default_budget_plans_one_epoch_at_2000_rows():
+    """The default AG News profile (2,000-row train part at batch 32: 63 steps an epoch)
+    keeps its 1 epoch; a small train part gets more epochs, up to train.max_epochs."""
     from support.tiny_project import REPO
 
     from lttw.settings import read_settings
     from lttw.training.session import plan_epochs
 
     default = read_settings(REPO / "params.yaml").train
-    assert default.batch_size == 32 and plan_epochs(4000, default) == 2
-    assert plan_epochs(412, default) == 16  # 13 steps an epoch: ceil(200 / 13)
+    assert default.batch_size == 32 and plan_epochs(2000, default) == 1
+    assert plan_epochs(412, default) == 5  # 13 steps an epoch: ceil(60 / 13)
     assert plan_epochs(40, default) == default.max_epochs == 20  # 2 steps an epoch: capped
     assert plan_epochs(412, default.model_copy(update={"min_steps": 0})) == default.epochs
 

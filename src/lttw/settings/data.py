@@ -55,7 +55,7 @@ class DataSettings(Group):
         "(iterative stratification, `lttw.data.label_lists`).",
     )
     train_size: int = Field(
-        default=5000,
+        default=2500,
         ge=1,
         description="Rows of the train sample, which the folds split (see `data.sampling`); "
         "the paper's 60,000.",
@@ -67,7 +67,7 @@ class DataSettings(Group):
         "Table 4; the paper's 4,000.",
     )
     predict_size: int = Field(
-        default=1000,
+        default=500,
         ge=0,
         description="Rows of the held-out prediction sample; the paper's 4,000. 0: no predict "
         "sample; with `data.sampling: all` the test sample is then the whole test split, so "

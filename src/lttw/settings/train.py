@@ -30,14 +30,14 @@ class TrainSettings(Group):
         "the CPU.",
     )
     epochs: int = Field(
-        default=2,
+        default=1,
         ge=1,
         le=1000,
         description="Planned epochs, at least: more where that is fewer than "
         "`train.min_steps` optimiser steps; early stopping (`train.patience`) ends sooner.",
     )
     min_steps: int = Field(
-        default=200,
+        default=60,
         ge=0,
         description="Plan enough epochs for this many optimiser steps (a small train part "
         "gets more epochs), at most `train.max_epochs`.",
