@@ -8,7 +8,7 @@ from lttw.data.folds import read_fold_parts
 from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.factors.counts import write_part_counts
 from lttw.io import atomic_dir, read_json
-from lttw.stage import run_stage
+from lttw.stages import run_stage
 
 
 def main(settings, fold):
@@ -29,5 +29,10 @@ def main(settings, fold):
         )
 
 
+def run(argv: list[str] | None = None) -> None:
+    """``python -m lttw.stages.counts --fold N [--params F]``: ``main`` as a pipeline stage."""
+    run_stage(main, __doc__, per_fold=True, argv=argv)
+
+
 if __name__ == "__main__":
-    run_stage(main, __doc__, per_fold=True)
+    run()

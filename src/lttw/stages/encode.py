@@ -8,7 +8,7 @@ from lttw import layout
 from lttw.encoder.pretrained import encoder_for_tokens, load_pretrained_encoder, resolve_encoder
 from lttw.encoder.states import RECORD, STATES, encoder_states
 from lttw.io import atomic_dir, read_arrays, write_arrays, write_json
-from lttw.stage import run_stage
+from lttw.stages import run_stage
 
 log = logging.getLogger("lttw.encode")
 
@@ -54,5 +54,10 @@ def main(settings):
         )
 
 
+def run(argv: list[str] | None = None) -> None:
+    """``python -m lttw.stages.encode [--params F]``: ``main`` as a pipeline stage."""
+    run_stage(main, __doc__, argv=argv)
+
+
 if __name__ == "__main__":
-    run_stage(main, __doc__)
+    run()

@@ -54,7 +54,7 @@ from lttw.io import (
     write_parquet,
 )
 from lttw.models.trained import folder_calibration
-from lttw.stage import run_stage
+from lttw.stages import run_stage
 
 log = logging.getLogger("lttw.evaluate")
 
@@ -150,5 +150,10 @@ def main(settings, fold: int):
     write_metrics(layout.fold_metrics(fold), metrics)
 
 
+def run(argv: list[str] | None = None) -> None:
+    """``python -m lttw.stages.evaluate --fold N [--params F]``: ``main`` as a pipeline stage."""
+    run_stage(main, __doc__, per_fold=True, argv=argv)
+
+
 if __name__ == "__main__":
-    run_stage(main, __doc__, per_fold=True)
+    run()

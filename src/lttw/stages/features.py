@@ -14,7 +14,7 @@ from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.factors.features import empty_features
 from lttw.factors.tensors import factor_tensors
 from lttw.io import atomic_dir, read_json, write_arrays
-from lttw.stage import run_stage
+from lttw.stages import run_stage
 
 log = logging.getLogger("lttw.features")
 
@@ -55,5 +55,10 @@ def main(settings, fold):
         write_arrays(tmp / layout.features_file(fold).name, metadata=metadata, **arrays)
 
 
+def run(argv: list[str] | None = None) -> None:
+    """``python -m lttw.stages.features --fold N [--params F]``: ``main`` as a pipeline stage."""
+    run_stage(main, __doc__, per_fold=True, argv=argv)
+
+
 if __name__ == "__main__":
-    run_stage(main, __doc__, per_fold=True)
+    run()

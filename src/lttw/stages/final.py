@@ -9,7 +9,7 @@ import logging
 from functools import partial
 
 from lttw.inference.held_out import held_out_test
-from lttw.stage import run_stage
+from lttw.stages import run_stage
 from lttw.training.final import FINAL_MODEL_DIR, write_final_model
 from lttw.training.final_card import write_final_card
 from lttw.training.run_settings import RunSettings
@@ -43,5 +43,10 @@ def main(settings):
     )
 
 
+def run(argv: list[str] | None = None) -> None:
+    """``python -m lttw.stages.final [--params F]``: ``main`` as a pipeline stage."""
+    run_stage(main, __doc__, argv=argv)
+
+
 if __name__ == "__main__":
-    run_stage(main, __doc__)
+    run()

@@ -8,7 +8,7 @@ from lttw import layout
 from lttw.data.folds import assign_folds, folds_frame
 from lttw.data.label_sets import is_multi_label, label_targets
 from lttw.io import atomic_dir, read_json
-from lttw.stage import run_stage
+from lttw.stages import run_stage
 
 log = logging.getLogger("lttw.folds")
 
@@ -24,5 +24,10 @@ def main(settings):
         folds_frame(fold_ids, n_folds).to_parquet(tmp / layout.FOLDS_PARQUET.name, index=False)
 
 
+def run(argv: list[str] | None = None) -> None:
+    """``python -m lttw.stages.folds [--params F]``: ``main`` as a pipeline stage."""
+    run_stage(main, __doc__, argv=argv)
+
+
 if __name__ == "__main__":
-    run_stage(main, __doc__)
+    run()

@@ -3,7 +3,7 @@
 from lttw import layout
 from lttw.factors.nmf import factor_counts_folder
 from lttw.io import atomic_dir, write_metrics
-from lttw.stage import run_stage
+from lttw.stages import run_stage
 
 
 def main(settings, fold):
@@ -12,5 +12,10 @@ def main(settings, fold):
     write_metrics(layout.nmf_metrics(fold), metrics)
 
 
+def run(argv: list[str] | None = None) -> None:
+    """``python -m lttw.stages.nmf --fold N [--params F]``: ``main`` as a pipeline stage."""
+    run_stage(main, __doc__, per_fold=True, argv=argv)
+
+
 if __name__ == "__main__":
-    run_stage(main, __doc__, per_fold=True)
+    run()

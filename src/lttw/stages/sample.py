@@ -4,7 +4,7 @@ from lttw import layout
 from lttw.data.datasets import load_dataset
 from lttw.data.sampling import draw_samples
 from lttw.io import atomic_dir, write_json
-from lttw.stage import run_stage
+from lttw.stages import run_stage
 
 
 def main(settings):
@@ -16,5 +16,10 @@ def main(settings):
         write_json(tmp / layout.LABELS_JSON.name, info)
 
 
+def run(argv: list[str] | None = None) -> None:
+    """``python -m lttw.stages.sample [--params F]``: ``main`` as a pipeline stage."""
+    run_stage(main, __doc__, argv=argv)
+
+
 if __name__ == "__main__":
-    run_stage(main, __doc__)
+    run()

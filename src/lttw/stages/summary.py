@@ -12,7 +12,7 @@ from lttw import layout
 from lttw.errors import UserError
 from lttw.evaluation.metrics import held_out_samples, summarize_folds
 from lttw.io import read_json, write_metrics
-from lttw.stage import run_stage
+from lttw.stages import run_stage
 
 log = logging.getLogger("lttw.summary")
 
@@ -65,5 +65,10 @@ def main(settings):
         )
 
 
+def run(argv: list[str] | None = None) -> None:
+    """``python -m lttw.stages.summary [--params F]``: ``main`` as a pipeline stage."""
+    run_stage(main, __doc__, argv=argv)
+
+
 if __name__ == "__main__":
-    run_stage(main, __doc__)
+    run()

@@ -11,7 +11,7 @@ from lttw.encoder.pretrained import check_max_len, load_transformers_encoder, re
 from lttw.encoder.tokenizer import load_tokenizer, save_tokenizer
 from lttw.encoder.tokens import UNK_SHARE_WARN, coverage_warning, encode_texts, unknown_share
 from lttw.io import atomic_dir, read_json, write_arrays, write_json
-from lttw.stage import run_stage
+from lttw.stages import run_stage
 from lttw.text.encoder_vocab import extend_encoder, should_extend, unknown_pieces
 
 log = logging.getLogger("lttw.tokens")
@@ -87,5 +87,10 @@ def main(settings):
             write_json(folder / "vocab_extension.json", extension)
 
 
+def run(argv: list[str] | None = None) -> None:
+    """``python -m lttw.stages.tokens [--params F]``: ``main`` as a pipeline stage."""
+    run_stage(main, __doc__, argv=argv)
+
+
 if __name__ == "__main__":
-    run_stage(main, __doc__)
+    run()

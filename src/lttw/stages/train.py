@@ -2,13 +2,13 @@
 early stopping on its validation part (``lttw.training.fold.train_fold``). Writes a
 self-contained model folder, ``metrics/train/fold_N.json`` and the dvclive curves.
 
-Runs standalone as well (no dvc needed): `python stages/train.py --fold 0`, or on several
-processes `torchrun --standalone --nproc-per-node 4 stages/train.py --fold 0`.
+Runs standalone as well (no dvc needed): `python -m lttw.stages.train --fold 0`, or on several
+processes `torchrun --standalone --nproc-per-node 4 -m lttw.stages.train --fold 0`.
 """
 
 import logging
 
-from lttw.stage import run_stage
+from lttw.stages import run_stage
 from lttw.training.fold import train_fold
 from lttw.training.run_settings import RunSettings
 
@@ -26,5 +26,10 @@ def main(settings, fold: int):
     )
 
 
+def run(argv: list[str] | None = None) -> None:
+    """``python -m lttw.stages.train --fold N [--params F]``: ``main`` as a pipeline stage."""
+    run_stage(main, __doc__, per_fold=True, argv=argv)
+
+
 if __name__ == "__main__":
-    run_stage(main, __doc__, per_fold=True)
+    run()
