@@ -76,7 +76,8 @@ def main(settings, fold: int):
     # numbers only: the dataset and the variant are parameters, the device the model
     # folder's lttw.json ``trained_on``
     metrics = {"fold": fold, "seed": settings.seed}
-    report, frames, preds = {}, [], {}
+    report: dict[str, dict] = {}
+    frames, preds = [], {}
     for part in EVAL_PARTS:
         if part == "predict" and not len(inputs.part_labels(part)):
             log.info("no predict sample (data.predict_size: 0)")
