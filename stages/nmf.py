@@ -1,16 +1,6 @@
-"""Stage `nmf`: latent factors of the fold's row-normalised word-label matrix (eq. 2-3)."""
+"""dvc.yaml's stage `nmf`: runs `lttw.stages.nmf` (the stage's code; `--help` describes it)."""
 
-from lttw import layout
-from lttw.factors.nmf import factor_counts_folder
-from lttw.io import atomic_dir, write_metrics
-from lttw.stage import run_stage
-
-
-def main(settings, fold):
-    with atomic_dir(layout.nmf_dir(fold)) as tmp:
-        metrics = factor_counts_folder(layout.counts_dir(fold), tmp, settings.nmf, settings.seed)
-    write_metrics(layout.nmf_metrics(fold), metrics)
-
+from lttw.stages.nmf import run
 
 if __name__ == "__main__":
-    run_stage(main, __doc__, per_fold=True)
+    run()

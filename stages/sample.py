@@ -1,20 +1,6 @@
-"""Stage `sample`: class-balanced, disjoint train / test / predict samples of `data.dataset`."""
+"""dvc.yaml's stage `sample`: runs `lttw.stages.sample` (the stage's code; `--help` describes it)."""
 
-from lttw import layout
-from lttw.data.datasets import load_dataset
-from lttw.data.sampling import draw_samples
-from lttw.io import atomic_dir, write_json
-from lttw.stage import run_stage
-
-
-def main(settings):
-    dataset = load_dataset(settings.data)
-    frames, info = draw_samples(dataset, settings.data, settings.seed)
-    with atomic_dir(layout.SAMPLE_DIR) as tmp:
-        for split, frame in frames.items():
-            frame.to_parquet(tmp / layout.sample_parquet(split).name, index=False)
-        write_json(tmp / layout.LABELS_JSON.name, info)
-
+from lttw.stages.sample import run
 
 if __name__ == "__main__":
-    run_stage(main, __doc__)
+    run()

@@ -1,30 +1,6 @@
-"""Stage `train`: fine-tune the classifier of `model.variant` on one fold's train part, with
-early stopping on its validation part (``lttw.training.fold.train_fold``). Writes a
-self-contained model folder, ``metrics/train/fold_N.json`` and the dvclive curves.
+"""dvc.yaml's stage `train`: runs `lttw.stages.train` (the stage's code; `--help` describes it)."""
 
-Runs standalone as well (no dvc needed): `python stages/train.py --fold 0`, or on several
-processes `torchrun --standalone --nproc-per-node 4 stages/train.py --fold 0`.
-"""
-
-import logging
-
-from lttw.stage import run_stage
-from lttw.training.fold import train_fold
-from lttw.training.run_settings import RunSettings
-
-log = logging.getLogger("lttw.train")
-
-
-def main(settings, fold: int):
-    summary = train_fold(RunSettings.of(settings), fold)
-    log.info(
-        "fold %d trained: %d of %d planned epochs, %.1f s per epoch",
-        fold,
-        summary["epochs_run"],
-        summary["epochs_planned"],
-        summary["time_per_epoch_s"],
-    )
-
+from lttw.stages.train import run
 
 if __name__ == "__main__":
-    run_stage(main, __doc__, per_fold=True)
+    run()

@@ -1,7 +1,7 @@
 """The command line's shape: one module per command group, each a thin layer; the shared
 names in ``lttw.cli.app`` are public (no private name imported across the CLI's modules);
 exit codes are chosen in ``lttw.cli.app`` alone; the library takes ``one_line`` from
-``lttw.errors``, not from the stages' entry helper ``lttw.stage``."""
+``lttw.errors``, not from the stages' runner ``lttw.stages``."""
 
 from __future__ import annotations
 
@@ -64,11 +64,11 @@ def test_the_library_takes_one_line_from_errors():
     importing = [
         str(path.relative_to(LIB))
         for path in _modules(LIB)
-        if path.name != "stage.py"
+        if path.parent.name != "stages"
         for node in ast.walk(_tree(path))
-        if isinstance(node, ast.ImportFrom) and node.module == "lttw.stage"
+        if isinstance(node, ast.ImportFrom) and node.module == "lttw.stages"
     ]
-    assert not importing, f"modules importing lttw.stage: {importing}"
+    assert not importing, f"modules importing lttw.stages: {importing}"
 
 
 def test_verify_says_every_problem_on_its_own_line(monkeypatch, tmp_path):

@@ -4,8 +4,8 @@ refused; the sample / folds / counts stages on a delimited CSV; single-label fil
 
 from __future__ import annotations
 
+import importlib
 import os
-import runpy
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +26,6 @@ from lttw.errors import DataError
 from lttw.factors.counts import load_counts
 from lttw.io import read_arrays, read_json
 from lttw.settings import DataSettings, read_settings
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -123,9 +121,9 @@ def test_single_label_folds_are_unchanged():
 
 
 def _stage(cwd: Path, stage: str, fold: int | None = None) -> None:
-    """Run a stage's ``main`` in this process (the stage script's own code, its imports
-    shared: a subprocess per stage costs seconds of imports each)."""
-    main = runpy.run_path(str(REPO / "stages" / f"{stage}.py"), run_name="stage")["main"]
+    """Run a stage's ``main`` in this process (``lttw.stages.<stage>``, its imports shared: a
+    subprocess per stage costs seconds of imports each)."""
+    main = importlib.import_module(f"lttw.stages.{stage}").main
     here = os.getcwd()
     os.chdir(cwd)
     try:

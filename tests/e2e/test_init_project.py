@@ -28,16 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 #: the model folder the Python API loads. TODO(integrator): once the `final` stage is merged,
 #: set MODEL = "models/final" (`lttw predict` without --model already prefers it).
 MODEL = "models/final"  # the final stage: every labelled row (final.enabled in init projects)
-#: what the sdist / wheel is built from (MANIFEST.in says the same)
-BUILD_FILES = [
-    "pyproject.toml",
-    "setup.py",
-    "MANIFEST.in",
-    "README.md",
-    "LICENSE",
-    "dvc.yaml",
-    "params.yaml",
-]
+#: what the sdist / wheel is built from, besides src/
+BUILD_FILES = ["pyproject.toml", "README.md", "LICENSE"]
 
 pytestmark = pytest.mark.slow
 
@@ -74,11 +66,7 @@ def build_wheel(dest: Path) -> Path:
     source = dest / "source"
     for name in BUILD_FILES:
         shutil.copy2(REPO / name, source / name if source.exists() else _mk(source) / name)
-    _mk(source / "experiments")
-    for space in REPO.glob("experiments/search-*.yaml"):
-        shutil.copy2(space, source / "experiments" / space.name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    shutil.copytree(REPO / "stages", source / "stages", ignore=ignore)
     shutil.copytree(REPO / "src", source / "src", ignore=ignore)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
@@ -128,20 +116,24 @@ def small_csv(path: Path, per_class: int = 30) -> Path:
 
 
 def test_the_wheel_ships_this_repositorys_pipeline(venv):
-    """One source of truth: the installed package's dvc.yaml, params.yaml and stages are
-    this repository's files byte for byte, and `lttw` there is the wheel's, not this checkout."""
+    """One source of truth: the installed package's dvc.yaml, params.yaml and search spaces
+    are this repository's files byte for byte, each stage of stages/ is a module of the
+    package, and `lttw` there is the wheel's, not this checkout."""
     python = venv / "bin" / "python"
     code = "import lttw.project.files as p; print(p.pipeline_root()); print(p.__file__)"
     root, module = _run(venv, [python, "-c", code], venv).stdout.split()
     root = Path(root)
-    assert root.name == "_pipeline" and Path(module).is_relative_to(venv)
+    assert root == Path(module).parent / "pipeline" and Path(module).is_relative_to(venv)
     shipped = sorted(
         p.relative_to(root) for p in root.rglob("*") if p.is_file() and p.suffix != ".pyc"
     )
     expected = [Path("dvc.yaml"), Path("params.yaml")]
-    expected += [p.relative_to(REPO) for p in (REPO / "stages").glob("*.py")]
     expected += [p.relative_to(REPO) for p in REPO.glob("experiments/search-*.yaml")]
     assert shipped == sorted(expected)
+    package = Path(module).parents[1]
+    stages = sorted(p.name for p in (REPO / "stages").glob("*.py"))
+    assert stages and all((package / "stages" / name).is_file() for name in stages)
+    assert not (package / "_pipeline").exists()
     for rel in shipped:
         assert (root / rel).read_bytes() == (REPO / rel).read_bytes(), rel
     assert _run(venv, [venv / "bin" / "lttw", "--version"], venv).stdout.startswith("lttw ")

@@ -4,19 +4,20 @@ runner refuses code other than the project's stamp names, and init's errors are 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
 import yaml
+from support.stage_scripts import run_stage_script
 from typer.testing import CliRunner
 
 from lttw.cli import app
 from lttw.errors import UserError
-from lttw.project import files as pipeline_files
-from lttw.project.files import STAMP, project_dvc_yaml, project_params
-from lttw.project.run_stage import check_stamp
+from lttw.project.files import project_dvc_yaml, project_params
+from lttw.project.stamp import STAMP, check_stamp, stamp
 from lttw.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,9 +38,9 @@ def test_the_projects_dvc_yaml_is_the_repositorys_without_its_code_paths():
         launcher, script = re.search(
             r"(python|\$\{train\.launcher\}) stages/(\w+)\.py", original["cmd"]
         ).groups()
-        assert (REPO / "stages" / f"{script}.py").is_file()
+        assert importlib.util.find_spec(f"lttw.stages.{script}") is not None
         assert stage["cmd"] == original["cmd"].replace(
-            f"{launcher} stages/{script}.py", f"{launcher} -m lttw.project.run_stage {script}"
+            f"{launcher} stages/{script}.py", f"{launcher} -m lttw.stages.{script}"
         )
         kept = [d for d in original["deps"] if not d.startswith(("src/", "stages/"))]
         assert stage["deps"] == [STAMP, *kept], name
@@ -68,15 +69,23 @@ def test_the_projects_params_are_valid_with_the_users_data():
 
 
 def test_the_stage_runner_refuses_other_code_than_the_stamp(tmp_path):
-    with pytest.raises(UserError, match="lttw init --upgrade"):
+    """A stage run in a folder with ``lttw-version.json`` (a user project) stops with one
+    line where the stamp is not the installed lttw's; without one (this repository) it runs."""
+    with pytest.raises(UserError, match="nothing readable.*lttw init --upgrade"):
         check_stamp(tmp_path)  # no stamp at all
     (tmp_path / STAMP).write_text(json.dumps({"lttw": "0.0.1", "code_sha256": "0" * 64}))
-    with pytest.raises(UserError, match=r"says lttw 0\.0\.1.*lttw init --upgrade"):
-        check_stamp(tmp_path)
-    (tmp_path / STAMP).write_text(json.dumps(pipeline_files.stamp()))
-    check_stamp(tmp_path)
-    with pytest.raises(UserError, match="no pipeline stage 'nope'"):
-        pipeline_files.stage_script("nope")
+    ran = run_stage_script("summary", tmp_path)  # python -m lttw.stages.summary
+    assert re.fullmatch(r"error: .*says lttw 0\.0\.1.*lttw init --upgrade.*\n", ran.stderr)
+    assert ran.returncode == 2
+    for right in (True, False):  # the installed lttw's stamp, or none: the stage itself runs
+        if right:
+            (tmp_path / STAMP).write_text(json.dumps(stamp()))
+            check_stamp(tmp_path)
+        else:
+            (tmp_path / STAMP).unlink()
+        ran = run_stage_script("summary", tmp_path)
+        assert ran.returncode == 2 and "params.yaml" in ran.stderr, ran.stderr
+        assert "lttw init --upgrade" not in ran.stderr
 
 
 def _init(*args) -> tuple[int, str]:

@@ -4,8 +4,7 @@ metrics/folds, list-valued predictions, and no confusion matrix."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+import importlib
 
 import numpy as np
 import pandas as pd
@@ -13,15 +12,11 @@ from support.multi_label_data import NEWS_LISTS, NEWS_TEXTS
 
 from lttw import layout
 
-REPO = Path(__file__).resolve().parents[2]
 TEXTS, LISTS = NEWS_TEXTS, NEWS_LISTS  # class 2 never present
 
 
 def _evaluate_stage():
-    spec = importlib.util.spec_from_file_location("stage_evaluate_ml", REPO / "stages/evaluate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("lttw.stages.evaluate")
 
 
 def test_evaluate_stage_scores_a_multi_label_model(tmp_path, monkeypatch):

@@ -222,19 +222,19 @@ def test_the_report_renders_the_cells_the_runner_wrote(two_runs, monkeypatch):
 @pytest.mark.slow
 def test_the_direct_runner_runs_a_project_made_by_lttw_init(tmp_path, tiny_encoder_dir):
     """A project of ``lttw init`` has no stages/ folder: its dvc.yaml runs the installed
-    lttw's stages (``python -m lttw.project.run_stage``), which check the project's
+    lttw's stages (``python -m lttw.stages.NAME``), which check the project's
     lttw-version.json, so the runner's work folders carry that stamp too. The shared sample
     stage runs; the time limit stops the run at the next stage."""
     from support.tiny_project import make_tiny_project
 
     from lttw.project.create import write_pipeline
-    from lttw.project.files import STAMP
+    from lttw.project.stamp import STAMP
 
     project = make_tiny_project(tmp_path / "p", tiny_encoder_dir)
     for folder in ("stages", "src"):  # a user's project has neither: lttw is installed
         shutil.rmtree(project / folder, ignore_errors=True)
     write_pipeline(project)
-    assert "lttw.project.run_stage" in (project / "dvc.yaml").read_text()
+    assert "python -m lttw.stages.sample" in (project / "dvc.yaml").read_text()
     (project / "experiments").mkdir()
     (project / "experiments" / "tiny.yaml").write_text(GRID)
     outcome = run_window("tiny", repo=project, clock=StageCount(2), log=lambda s: None)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import re
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,7 +29,6 @@ from lttw.factors.counts import (
 from lttw.io import write_json
 from lttw.settings import CountSettings, settings_from_dict
 
-REPO = Path(__file__).resolve().parents[2]
 CORPUS = [
     "The cat sat on the mat",
     "the dog ran",
@@ -142,10 +140,7 @@ def test_counts_property(corpus, lowercase, min_count):
 
 
 def _load_stage(name):
-    spec = importlib.util.spec_from_file_location(f"stage_{name}", REPO / "stages" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"lttw.stages.{name}")
 
 
 def test_no_leakage_from_val_and_test_parts(tmp_path, monkeypatch):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,7 +21,6 @@ from lttw.factors.slots import slot_fill
 from lttw.io import read_arrays, read_arrays_metadata, read_json
 from lttw.text.words import WordSplitter
 
-REPO = Path(__file__).resolve().parents[2]
 DATASETS = full_root()  # the full datasets (LTTW_DATA_ROOT), where set
 VOCAB = ["a", "b", "c", "d", "e"]
 INDEX = {w: i for i, w in enumerate(VOCAB)}
@@ -251,7 +249,7 @@ def test_stage_scripts_end_to_end(tmp_path):
 
 def test_features_without_factors_do_not_depend_on_k_s_rank(tmp_path, monkeypatch):
     """Placeholders (n, 0, 0): the file is byte-identical whatever k, s and rank are."""
-    import importlib.util
+    import importlib
 
     from lttw.settings import settings_from_dict
 
@@ -265,9 +263,7 @@ def test_features_without_factors_do_not_depend_on_k_s_rank(tmp_path, monkeypatc
                 "source_row": np.arange(n),
             }
         ).to_parquet(layout.sample_parquet(split))
-    spec = importlib.util.spec_from_file_location("stage_features", REPO / "stages/features.py")
-    stage = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(stage)
+    stage = importlib.import_module("lttw.stages.features")
     outputs = []
     for model in (
         {"fusion": "none"},

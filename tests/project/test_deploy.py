@@ -65,7 +65,7 @@ def test_the_image_installs_the_package_and_serves_as_a_non_root_user():
 
 def test_the_build_context_is_the_package():
     names = check.context_names()
-    assert {"pyproject.toml", "setup.py", "src", "stages", "dvc.yaml", "params.yaml"} <= set(names)
+    assert {"pyproject.toml", "README.md", "src"} <= set(names)
     assert all((REPO / name).exists() for name in names)
     lines = (DEPLOY / "Dockerfile.dockerignore").read_text(encoding="utf-8").splitlines()
     assert "*" in lines  # everything else is left out

@@ -1,7 +1,8 @@
 """Imports flow one way: the top-level plumbing (settings, layout, io, errors, device, ...)
 imports no subpackage, and a subpackage imports only the top level, itself and the
 subpackages before it in ``LAYERS``. Function-level imports count as well; a cycle between
-modules fails too. The CLI and the stage runner sit above everything."""
+modules fails too. The pipeline's stages (``lttw.stages``) are the library's top layer; only
+the CLI sits above them."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ LAYERS = [
     "experiments",
     "reporting",
     "serving",
+    "stages",  # the pipeline's stages: the library's top layer
 ]
 ENTRY_POINTS = {"cli"}  # the command line package: may import anything
 #: top-level plumbing split into a package of modules: the top level, as a module there is

@@ -5,6 +5,7 @@ hub-offline check, progress bars, parameter validation: parameter values are tra
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,18 @@ def test_the_check_sees_an_unused_module(tmp_path, monkeypatch):
 def test_closure_follows_function_level_and_relative_imports():
     found = {p.name for p in closure(REPO / "stages" / "train.py")}
     assert {"loop.py", "models", "attention.py", "pretrained.py"} <= found
+
+
+@pytest.mark.parametrize("name", sorted(_stages()))
+def test_stage_script_only_calls_the_package(name):
+    """The repository's ``stages/NAME.py`` is dvc.yaml's entry point and no more: it imports
+    ``run`` of ``lttw.stages.NAME`` and calls it; the stage depends on both files."""
+    spec = _stages()[name]
+    script = REPO / f"stages/{name}.py"
+    assert f"stages/{name}.py --" in f"{spec['cmd']} --", f"stage {name}: runs {spec['cmd']!r}"
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+    assert [(getattr(n, "module", None), [a.name for a in n.names]) for n in imports] == [
+        (f"lttw.stages.{name}", ["run"])
+    ], f"{script.relative_to(REPO)}: imports more than lttw.stages.{name}'s run"
+    assert {f"stages/{name}.py", f"src/lttw/stages/{name}.py"} <= set(spec["deps"])

@@ -20,7 +20,6 @@ LIB = REPO / "src" / "lttw"
 EXEMPT = {
     "__init__.py",
     "errors.py",
-    "stage.py",
     "layout.py",
     "choices.py",
     "hub.py",

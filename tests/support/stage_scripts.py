@@ -1,29 +1,29 @@
-"""A ``stages/<name>.py`` script run in the test's process, as ``python stages/<name>.py ARGS``
-would run it: the tests that check what a stage does with its inputs (its outputs, its one
+"""A pipeline stage run in the test's process, as ``python stages/<name>.py ARGS`` (or
+``python -m lttw.stages.<name> ARGS``) would run it: ``lttw.stages.<name>.run(ARGS)``. The tests that check what a stage does with its inputs (its outputs, its one
 ``error:`` line and exit code 2 on a bad input, what it logs) call it here, without an
 interpreter and torch start-up (2 to 4 CPU-s) per run. How a stage is started by DVC is
 tested by the real ``dvc repro`` runs of tests/e2e/; ``stage_cases.PLAIN_DATA_CASES`` holds
-the in-process runs to plain subprocess runs of the same script."""
+the in-process runs to plain subprocess runs of the same stage."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import logging
-import runpy
 import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-#: the stage scripts' log format (``lttw.stage.run_stage``'s ``logging.basicConfig``)
+#: the stages' log format (``lttw.stages.run_stage``'s ``logging.basicConfig``)
 LOG_FORMAT = "%(asctime)s %(name)s: %(message)s"
 
 
 @dataclass
 class Ran:
-    """What a run of a script left: its exit code, stdout and stderr, and its folder."""
+    """What a run of a stage left: its exit code, stdout and stderr, and its folder."""
 
     returncode: int
     stdout: str
@@ -31,14 +31,14 @@ class Ran:
     cwd: Path
 
 
-def run_script(script: Path | str, cwd: Path, *args: str) -> Ran:
-    """``python SCRIPT ARGS`` in ``cwd``, in this process: the script runs as ``__main__``
-    with ``sys.argv`` = ``[SCRIPT, ARGS...]``; its stdout and stderr are captured, and so are
-    the ``lttw`` loggers' records, written to its stderr in the stage's own format (at INFO,
+def run_stage_script(stage: str, cwd: Path, *args: str) -> Ran:
+    """``python -m lttw.stages.STAGE ARGS`` in ``cwd``, in this process: the module's ``run``
+    with ``sys.argv`` = ``[its file, ARGS...]``, as ``python -m`` sets it; its stdout and
+    stderr are captured, and so are the ``lttw`` loggers' records, written to its stderr in the stage's own format (at INFO,
     as ``run_stage`` logs); the exit code is that of its ``SystemExit`` (0 without one, 1 and
     the traceback on stderr for an uncaught exception, as the interpreter does). The process's
     folder, argv and logging set-up are put back afterwards."""
-    script = str(script)
+    module = importlib.import_module(f"lttw.stages.{stage}")
     out, err = io.StringIO(), io.StringIO()
     handler = logging.StreamHandler(err)
     handler.setFormatter(logging.Formatter(LOG_FORMAT, datefmt="%H:%M:%S"))
@@ -48,14 +48,14 @@ def run_script(script: Path | str, cwd: Path, *args: str) -> Ran:
     logger.setLevel(logging.INFO)
     code = 0
     try:
-        sys.argv = [script, *args]
+        sys.argv = [str(module.__file__), *args]
         with (
             contextlib.chdir(cwd),
             contextlib.redirect_stdout(out),
             contextlib.redirect_stderr(err),
         ):
             try:
-                runpy.run_path(script, run_name="__main__")
+                module.run(list(args))
             except SystemExit as exit_:
                 if isinstance(exit_.code, int) or exit_.code is None:
                     code = exit_.code or 0
@@ -74,6 +74,8 @@ def run_script(script: Path | str, cwd: Path, *args: str) -> Ran:
     return Ran(code, out.getvalue(), err.getvalue(), cwd)
 
 
-def run_stage_script(stage: str, cwd: Path, *args: str) -> Ran:
-    """``python stages/<stage>.py ARGS`` in ``cwd`` (``run_script``)."""
-    return run_script(REPO / "stages" / f"{stage}.py", cwd, *args)
+def run_script(script: Path | str, cwd: Path, *args: str) -> Ran:
+    """``python stages/NAME.py ARGS`` in ``cwd``: that script runs ``lttw.stages.NAME``
+    (``run_stage_script``)."""
+    assert Path(script).parent.name == "stages", f"{script}: not a stage script"
+    return run_stage_script(Path(script).stem, cwd, *args)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lttw.experiments.stage_plan import Stage
 from lttw.io import remove_inside
-from lttw.project.files import STAMP
+from lttw.project.stamp import STAMP
 
 #: the stages that cells share (keyed by what they read, ``stage_plan.stage_keys``)
 SHARED = frozenset({"sample", "folds", "tokens", "encode", "counts", "nmf"})

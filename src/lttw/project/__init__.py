@@ -1,3 +1,4 @@
-"""A DVC project of lttw's pipeline: its files (``files``: dvc.yaml, params.yaml, the stage
-scripts and their code stamp), making one (``create``: ``lttw init``) and running one of
-its stages from the installed package (``run_stage``: ``python -m lttw.project.run_stage``)."""
+"""A DVC project of lttw's pipeline: its files (``files``: dvc.yaml, params.yaml and the search
+spaces, from the package's ``pipeline/`` folder), its code stamp (``stamp``:
+``lttw-version.json``) and making one (``create``: ``lttw init``). Its stages run from the
+installed package (``python -m lttw.stages.NAME``)."""

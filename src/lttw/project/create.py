@@ -24,14 +24,13 @@ from lttw.errors import UserError
 from lttw.io import atomic_dir, atomic_path
 from lttw.project.files import (
     DATA_ROOT,
-    STAMP,
     params_with_launcher,
     pipeline_ignores,
     project_dvc_yaml,
     project_params,
     search_spaces,
-    stamp,
 )
+from lttw.project.stamp import STAMP, stamp
 
 GITIGNORE = """\
 __pycache__/

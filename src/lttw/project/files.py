@@ -1,89 +1,45 @@
 """The pipeline definition ``lttw init`` projects run: this repository's own ``dvc.yaml``,
-``params.yaml`` and ``stages/``, shipped in the wheel as ``lttw/_pipeline/`` (``setup.py``
-copies them at build time) or, in a source checkout, read from the repository root. One
-source of truth: a user project's ``dvc.yaml`` and ``params.yaml`` are derived from these
-files by code (``project_dvc_yaml``, ``project_params``), never kept by hand.
+``params.yaml`` and search spaces (``experiments/search-*.yaml``), kept as package data in
+``pipeline/`` beside this module (byte-identical copies: ``python tools/sync_pipeline.py``
+refreshes them, ``tests/project/test_pipeline_copy.py`` fails while they differ). A user
+project's ``dvc.yaml`` and ``params.yaml`` are derived from these files by code
+(``project_dvc_yaml``, ``project_params``), never kept by hand.
 
 In a user project there is no ``src/lttw`` or ``stages/``: each stage runs the installed
-package's script (``python -m lttw.project.run_stage NAME``), and the stages' code dependencies
-are replaced by one file, ``lttw-version.json`` (the lttw version and a digest of its code),
-which ``lttw init`` writes and ``lttw init --upgrade`` rewrites, so that an upgrade of lttw
-reruns the stages it touches (all of them) and nothing else does.
+package's module (``python -m lttw.stages.NAME``), and the stages' code dependencies are
+replaced by one file, ``lttw-version.json`` (``lttw.project.stamp``), so that an upgrade of
+lttw reruns the stages it touches (all of them) and nothing else does.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from lttw.errors import UserError
+from lttw.project.stamp import STAMP
 
-#: what the wheel ships, relative to the repository root (setup.py copies the same list)
-PIPELINE = ("dvc.yaml", "params.yaml", "stages")
-#: the search spaces of ``lttw tune`` a new project gets (setup.py ships the same files)
+#: the search spaces of ``lttw tune`` a new project gets, relative to ``pipeline_root()``
 SEARCH_SPACES = "experiments/search-*.yaml"
-#: the code stamp of a user project: every stage depends on it in place of the code
-STAMP = "lttw-version.json"
 #: where ``lttw init`` puts the user's data (``data.root`` of the project)
 DATA_ROOT = "data/raw"
-#: the project's stage command for ``stages/NAME.py``
-STAGE_COMMAND = "python -m lttw.project.run_stage"
+#: the project's command for the repository's ``python stages/NAME.py``: NAME follows
+STAGE_COMMAND = "python -m lttw.stages."
 #: DVC's top-level ``plots:`` of this repository that belong to its paper study only
 REPO_ONLY_PREFIXES = ("evidence/",)
 
-_PACKAGE = Path(__file__).resolve().parents[1]  # the lttw package
-
 
 def pipeline_root() -> Path:
-    """The folder holding ``dvc.yaml``, ``params.yaml`` and ``stages/``: the installed
-    package's ``_pipeline/``, else (an editable install, a source checkout) the repository."""
-    for root in (_PACKAGE / "_pipeline", _PACKAGE.parents[1]):
-        if all((root / name).exists() for name in PIPELINE):
-            return root
-    raise UserError(
-        f"{_PACKAGE}: this lttw has no pipeline files (_pipeline/dvc.yaml); install it from "
-        "a wheel built by `pip wheel` / `python -m build`, or from a source checkout"
-    )
+    """The folder holding the pipeline's ``dvc.yaml``, ``params.yaml`` and search spaces."""
+    return Path(__file__).resolve().parent / "pipeline"
 
 
 def search_spaces() -> list[Path]:
     """The pipeline's search spaces (``SEARCH_SPACES``): ``lttw init`` copies them into the
     project's ``experiments/``, so that ``lttw tune NAME`` works there."""
     return sorted(pipeline_root().glob(SEARCH_SPACES))
-
-
-def stage_script(name: str) -> Path:
-    """``stages/NAME.py`` of the pipeline (UserError for an unknown stage name)."""
-    scripts = pipeline_root() / "stages"
-    script = scripts / f"{name}.py"
-    if not re.fullmatch(r"\w+", name) or not script.is_file():
-        known = ", ".join(sorted(p.stem for p in scripts.glob("*.py")))
-        raise UserError(f"no pipeline stage {name!r} (stages: {known})")
-    return script
-
-
-def code_digest() -> str:
-    """sha256 over the lttw package's Python files and the pipeline's stage scripts (path and
-    bytes, sorted): it changes with any code a stage can run."""
-    digest = hashlib.sha256()
-    files = [p for p in _PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
-    files += list((pipeline_root() / "stages").glob("*.py"))
-    for path in sorted(set(files)):
-        name = path.relative_to(_PACKAGE) if path.is_relative_to(_PACKAGE) else path.name
-        digest.update(f"{name}\n".encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def stamp() -> dict:
-    """The content of ``lttw-version.json`` for the installed lttw."""
-    from lttw import __version__
-
-    return {"lttw": __version__, "code_sha256": code_digest()}
 
 
 def _yaml():
@@ -108,7 +64,7 @@ def _rewrite_stage(stage: dict) -> None:
     """A stage (or a foreach's ``do``) of this repository as it runs in a user project."""
     stage["cmd"] = re.sub(  # python or the train stage's launcher (torchrun takes -m too)
         r"(python|\$\{train\.launcher\}) stages/(\w+)\.py",
-        lambda m: f"{STAGE_COMMAND.replace('python', m[1], 1)} {m[2]}",
+        lambda m: f"{STAGE_COMMAND.replace('python', m[1], 1)}{m[2]}",
         stage["cmd"],
     )
     deps = stage.get("deps")
@@ -123,7 +79,7 @@ def _rewrite_stage(stage: dict) -> None:
 
 def project_dvc_yaml() -> str:
     """The ``dvc.yaml`` of a user project: this repository's, with each stage's command
-    running the installed stage script, its code dependencies replaced by ``STAMP``, and the
+    running the installed package's stage module, its code dependencies replaced by ``STAMP``, and the
     repository's study-only plots left out."""
     from lttw import __version__
 
@@ -141,7 +97,7 @@ def project_dvc_yaml() -> str:
     doc.ca.comment = None  # the repository's own header (its tests, its layout): dropped
     header = (
         f"# Written by `lttw init` from lttw {__version__}'s pipeline; `lttw init --upgrade .`\n"
-        f"# rewrites it. Each stage runs lttw's own script and depends on {STAMP} (the lttw\n"
+        f"# rewrites it. Each stage runs lttw's own module and depends on {STAMP} (the lttw\n"
         "# version and code) instead of the code itself. Change params.yaml, not this file.\n"
     )
     return _dump(doc, header)
@@ -259,12 +215,3 @@ def pipeline_ignores() -> list[str]:
             if pattern not in found:
                 found.append(pattern)
     return found
-
-
-def read_stamp(path: Path) -> dict | None:
-    """A project's ``lttw-version.json``, or None where it is missing or unreadable."""
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return found if isinstance(found, dict) else None

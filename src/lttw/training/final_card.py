@@ -27,8 +27,8 @@ MANIFEST_MAX_BYTES = 1 << 20
 
 
 def code_version() -> dict:
-    """The lttw version and the sha256 of the code a stage runs (``project.files.stamp``)."""
-    from lttw.project.files import stamp
+    """The lttw version and the sha256 of the code a stage runs (``project.stamp.stamp``)."""
+    from lttw.project.stamp import stamp
 
     return stamp()
 

@@ -1,7 +1,8 @@
 """Test-only start-up hook: records which parameters a pipeline stage reads.
 
 Python imports this module at start-up when this folder is on PYTHONPATH. When
-LTTW_PARAM_TRACE names a folder and the program is a ``stages/*.py`` script, every read of
+LTTW_PARAM_TRACE names a folder and the program is a stage (``stages/*.py``, or
+``python -m lttw.stages.NAME``), every read of
 a settings field inside the stage's ``main`` (``settings.nmf.rank``, including reads inside
 the settings' own properties and in library code handed a settings group) is recorded, and
 the sorted dotted names are written to ``<LTTW_PARAM_TRACE>/<stage>[@fold].json``.
@@ -19,8 +20,8 @@ _SCRIPT = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
 if _OUT and _SCRIPT is not None and _SCRIPT.parent.name == "stages":
     from pydantic import BaseModel
 
+    import lttw.stages as _stage
     from lttw import settings as _settings
-    from lttw import stage as _stage
 
     _paths: dict[int, str] = {}
     _reads: set[str] = set()

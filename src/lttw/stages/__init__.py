@@ -1,5 +1,12 @@
-"""The shared entry point of every ``stages/*.py`` script: parse ``--params`` (and ``--fold``),
-load the typed settings, run, and turn user errors into one line on stderr with exit code 2."""
+"""The pipeline's stages, one module each (``sample``, ``folds``, ``tokens``, ``encode``,
+``counts``, ``nmf``, ``features``, ``train``, ``evaluate``, ``final``, ``summary``): each holds
+the stage's ``main(settings[, fold])`` and runs as ``python -m lttw.stages.NAME [--fold N]
+[--params F]`` (this repository's ``stages/NAME.py`` calls the same ``run``).
+
+``run_stage``, the runner they share: in a project made by ``lttw init`` (a folder with
+``lttw-version.json``) check the stamp against the installed lttw, parse ``--params`` (and
+``--fold``), load the typed settings, run, and turn user errors into one line on stderr with
+exit code 2."""
 
 from __future__ import annotations
 
@@ -7,8 +14,10 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from lttw.errors import UserError, one_line
+from lttw.project.stamp import STAMP, check_stamp
 from lttw.settings import Settings, read_settings
 
 log = logging.getLogger("lttw")
@@ -20,7 +29,8 @@ def run_stage(
     per_fold: bool = False,
     argv: list[str] | None = None,
 ) -> None:
-    """Run ``main(settings)`` or ``main(settings, fold)`` as a pipeline stage."""
+    """Run ``main(settings)`` or ``main(settings, fold)`` as a pipeline stage, in the
+    current folder."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--params", default="params.yaml", help="parameters file (default: %(default)s)"
@@ -32,6 +42,8 @@ def run_stage(
         level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"
     )
     try:
+        if Path(STAMP).is_file():  # a user project: its code stamp is the installed lttw's
+            check_stamp(Path.cwd())
         settings: Settings = read_settings(args.params)
         if per_fold:
             if args.fold not in settings.folds.run and not 0 <= args.fold < settings.folds.n_folds:
