@@ -4,6 +4,8 @@ to the same cap, and leaves nothing behind when a row is refused."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -52,12 +54,17 @@ def _cli_predictions(model_dir, shard, tmp_path):
 
 
 def test_ray_output_equals_predict_file_row_by_row(local_ray, model_dir, shards, tmp_path):
+    """The settings ``lttw predict --engine ray --no-text --actors 2`` passes (its test
+    below); the text column kept by default: the next test's run."""
     out = tmp_path / "out"
-    settings = RayBatchSettings(actors=2, batch_size=5, block_rows=7, text_column="body")
+    settings = RayBatchSettings(
+        actors=2, batch_size=5, block_rows=7, text_column="body", with_text=False
+    )
     rows = predict_shards(model_dir, shards, out, settings)
     got = pd.read_parquet(out).sort_values(["shard", "row"]).reset_index(drop=True)
     assert rows == len(got) == 24
-    assert list(got.columns[:4]) == ["shard", "row", "id", "body"]  # the input's columns kept
+    assert list(got.columns[:3]) == ["shard", "row", "id"]  # the input's other columns kept
+    assert "body" not in got.columns  # with_text=False: the text dropped
     for shard in sorted(shards.iterdir()):
         mine = got[got["shard"] == shard.name].reset_index(drop=True)
         cli = _cli_predictions(model_dir, shard, tmp_path)
@@ -79,7 +86,7 @@ def test_a_text_over_the_cap_is_refused_naming_its_row(local_ray, model_dir, tmp
     assert not out.exists() and not list(tmp_path.glob(".out.*"))
     settings = RayBatchSettings(max_chars=20, truncate=True)
     assert predict_shards(model_dir, folder, out, settings) == 3
-    assert pd.read_parquet(out)["body"].str.len().max() == 20
+    assert pd.read_parquet(out)["body"].str.len().max() == 20  # the text kept, cut
 
 
 def test_bad_sources_and_targets_fail_before_ray_starts(tmp_path, shards):
@@ -97,14 +104,26 @@ def test_bad_sources_and_targets_fail_before_ray_starts(tmp_path, shards):
         RayBatchSettings(actors=0)
 
 
-def test_lttw_predict_engine_ray(local_ray, model_dir, shards, tmp_path):
+def test_lttw_predict_engine_ray(model_dir, shards, tmp_path, monkeypatch):
+    """The command hands its options to ``predict_shards`` (whose run with these settings is
+    the first test's) and says what it wrote; options with no meaning there are refused."""
+    from lttw.serving import ray_batch
+
+    calls = []
+
+    def fake_predict_shards(model, source, out, settings):
+        calls.append((Path(model), Path(source), Path(out), settings))
+        return 24
+
+    monkeypatch.setattr(ray_batch, "predict_shards", fake_predict_shards)
     out = tmp_path / "cli-out"
     args = ["predict", "--engine", "ray", "--file", shards, "--out", out, "--model", model_dir]
     result = invoke(*args, "--text-column", "body", "--no-text", "--actors", "2")
     assert result.exit_code == 0, result.output
     assert "wrote 24 predictions" in result.stderr
-    got = pd.read_parquet(out)
-    assert "body" not in got.columns and {"shard", "row", "id", "label"} <= set(got.columns)
+    ((model, source, target, settings),) = calls
+    assert (model, source, target) == (Path(model_dir), shards, out)
+    assert (settings.actors, settings.text_column, settings.with_text) == (2, "body", False)
     refused = invoke(*args[:-2], "--model", model_dir, "--json")
     assert refused.exit_code == 2 and "--engine ray takes --file and --out only" in refused.stderr
 
