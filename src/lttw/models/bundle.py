@@ -25,7 +25,6 @@ from lttw.io import read_json, write_json
 from lttw.models.files import CONFIG_NAME, FACTORS, LABELS, META, TOKENIZER, WORDS
 
 if TYPE_CHECKING:
-    from lttw.models.folder_reader import FolderFiles
     from lttw.settings import CountSettings, ModelSettings
 
 #: how every prediction from a model folder runs (the evaluate stage, ``lttw predict``,
@@ -159,13 +158,12 @@ def check_meta(folder: Path, meta: dict) -> None:
     inference_precision(folder, meta)  # a value this lttw does not run, named as such
 
 
-def read_classes(files: FolderFiles) -> list[str]:
-    """The class names of ``labels.json`` of a folder read into memory, checked: a damaged
-    or incomplete file raises a UserError naming it."""
-    labels_path = files.where(LABELS)
-    if not files.has(LABELS):
+def read_classes(labels: object, labels_path: Path) -> list[str]:
+    """The class names of labels.json's document ``labels`` (read from ``labels_path``;
+    None: the folder has none), checked: a damaged or incomplete file raises an error
+    naming it."""
+    if labels is None:
         raise FileNotFoundError(2, "no class names here", str(labels_path))
-    labels = files.json(LABELS)
     classes = labels.get("classes") if isinstance(labels, dict) else None
     if not (
         isinstance(classes, list)

@@ -68,7 +68,8 @@ class ModelFolder:
     def __init__(self, files: FolderFiles):
         """The description of ``files`` (``folder_reader.read_folder``'s), checked whole."""
         self.files, self.path = files, files.root
-        self.meta, self.classes = files.meta, read_classes(files)
+        labels = files.json(LABELS) if files.has(LABELS) else None
+        self.meta, self.classes = files.meta, read_classes(labels, files.where(LABELS))
         self.variant = str(self.meta["variant"])
         calibration = files.json(CALIBRATION) if files.has(CALIBRATION) else None
         self.calibration = checked_calibration(

@@ -29,7 +29,6 @@ from lttw.encoder.tokens import trimmed_length
 
 if TYPE_CHECKING:
     from lttw.models.calibration import Calibration
-    from lttw.models.model_folder import ModelFolder
 
 TOKENS, TEXTS, ARRAYS = "tokens", "texts", "arrays"
 
@@ -207,8 +206,9 @@ def load_classifier(
     return load_model(folder, config=config).to(device)
 
 
-def folder_classifier(folder: ModelFolder, device: Any = "cpu") -> Any:
-    """The classifier of a checked ``ModelFolder`` (torch weights, or a TF-IDF model's
+def folder_classifier(folder: Any, device: Any = "cpu") -> Any:
+    """The classifier of a checked ``model_folder.ModelFolder`` (not imported: it imports
+    this module) (torch weights, or a TF-IDF model's
     arrays) built from the bytes it read, on ``device``; its weights' bytes are let go."""
     from lttw.models.files import TFIDF_VOCABULARY, WEIGHTS_NAME
     from lttw.models.tfidf import VARIANT, TfidfLinear
