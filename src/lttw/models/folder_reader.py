@@ -4,7 +4,7 @@ size limit, reads it into memory, and checks it against the sha256 its lttw.json
 per relative name) is all that checking the settings and building a classifier read
 (``model_folder.ModelFolder``), so no file is opened twice or changed between its check
 and its use. ``verify`` (``lttw verify``) makes the same checks and reports every problem,
-hashing the files without keeping them."""
+hashing the files in blocks without keeping them."""
 
 from __future__ import annotations
 
@@ -121,19 +121,14 @@ def read_folder(folder: Path) -> FolderFiles:
     return FolderFiles(folder, files, meta)
 
 
-def verify_files(folder: Path) -> tuple[FolderCheck, FolderFiles]:
-    """``verify``'s check of ``folder``, every problem listed, with the files it read (to
-    be described where there is none)."""
-    meta, raw = _meta(folder)
-    check_meta(folder, meta)
-    files = {META: raw}
-    return _check(folder, meta, False, files), FolderFiles(folder, files, meta)
-
-
 def verify(folder: str | Path, meta: dict | None = None, first_only: bool = False) -> FolderCheck:
-    """Check ``folder`` against its recorded checksums (and for the files it needs)."""
+    """Check ``folder`` against its recorded checksums (and for the files it needs), hashing
+    each file in blocks, keeping none."""
     folder = Path(folder)
-    return _check(folder, _meta(folder)[0] if meta is None else meta, first_only, None)
+    if meta is None:
+        meta = _meta(folder)[0]
+        check_meta(folder, meta)
+    return _check(folder, meta, first_only, None)
 
 
 def _check(
@@ -250,6 +245,7 @@ def _check_part(
         )
         return set()
     part_meta, raw = _meta(sub)
+    check_meta(sub, part_meta)
     if keep is not None:
         keep[f"{prefix}{part}/{META}"] = raw
     found = _check(sub, part_meta, first_only, keep, f"{prefix}{part}/")

@@ -49,7 +49,7 @@ from lttw.models.files import (
     TOKENIZER,
     WORDS,
 )
-from lttw.models.folder_reader import FolderCheck, FolderFiles, read_folder, verify_files
+from lttw.models.folder_reader import FolderCheck, FolderFiles, read_folder, verify
 from lttw.models.hub_snapshot import resolve_model_location
 from lttw.models.trained import TOKENS, variant_reads
 from lttw.text.pattern_cost import check_pattern_cost
@@ -170,14 +170,14 @@ def verify_folder(folder: str | Path) -> FolderCheck:
     folder = Path(folder)
     if not (folder / META).is_file():
         raise UserError(f"{folder}: not a trained model folder (no {META})")
-    found, files = verify_files(folder)
+    found = verify(folder)
     found.problems += [
         f"{folder / name}: not a file of the ensemble's part (its loader does not read it); "
         "added after the folder was written: remove it"
         for name in found.stray
     ]
     if not found.problems:
-        ModelFolder(files)
+        ModelFolder(read_folder(folder))
     return found
 
 
