@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from lttw.models.folder_check import verify
+from lttw.models.folder_reader import verify
 
 
 def test_train_writes_temperature_and_evaluate_reports_ece(tiny_repro):

@@ -20,8 +20,8 @@ from lttw.inference.predict import Predictor
 from lttw.models.bundle import write_model_folder
 from lttw.models.calibration import Calibration, save_calibration
 from lttw.models.ensemble import ENSEMBLE_FILE, EnsembleWeights, choose_weights
-from lttw.models.folder_check import verify
 from lttw.models.folder_files import record_checksums
+from lttw.models.folder_reader import verify
 from lttw.models.tfidf import fit_tfidf_linear
 from lttw.settings import ModelSettings, Settings
 from lttw.training.ensemble import train_ensemble

@@ -1,5 +1,5 @@
 """Every file a model folder's loader reads is held to the size limit of its kind
-(``lttw.models.file_limits``) before it is read, checksums recorded or not: an oversized
+(``lttw.models.folder_files``) before it is read, checksums recorded or not: an oversized
 tokenizer.json or lttw.json is one error line naming the file, read by neither `lttw predict`
 nor `lttw verify`. The files are sparse: their size costs neither disk nor memory."""
 
@@ -11,7 +11,7 @@ import pytest
 from support.cli_runner import invoke
 from support.model_folders import build_model_folder
 
-from lttw.models.file_limits import SMALL_MAX, VOCABULARY_MAX
+from lttw.models.folder_files import SMALL_MAX, VOCABULARY_MAX
 
 
 @pytest.fixture(scope="module")

@@ -63,10 +63,10 @@ def test_an_exponential_word_pattern_is_refused_quickly(lttw_dir, tmp_path):
 def test_a_bug_inside_a_backend_is_not_a_damaged_folder(lttw_dir, monkeypatch):
     import lttw.inference.predict as predict
 
-    def broken(folder, device="cpu", config=None):
+    def broken(folder, device="cpu"):
         raise ValueError("a bug in the backend")
 
-    monkeypatch.setattr(predict, "load_classifier", broken)
+    monkeypatch.setattr(predict, "folder_classifier", broken)
     with pytest.raises(ValueError, match="a bug in the backend"):
         predict.Predictor.load(lttw_dir)
 

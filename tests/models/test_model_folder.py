@@ -197,7 +197,7 @@ def test_a_damaged_folder_through_the_installed_command(model_dir, tmp_path):
     assert proc.returncode == 3 and proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
         f"error: {folder / WEIGHTS}: not a readable safetensors file, truncated or damaged "
-        "(Error while deserializing header: invalid header length)"
+        "(Error while deserializing: invalid header length)"
     ]
 
 

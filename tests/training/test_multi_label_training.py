@@ -175,7 +175,7 @@ def test_a_variant_that_cannot_do_multi_label_is_refused(monkeypatch):
 def test_multi_label_tfidf_run_writes_thresholds_in_a_checked_folder(tmp_path):
     from lttw.io import read_json
     from lttw.models.calibration import load_calibration
-    from lttw.models.folder_check import verify
+    from lttw.models.folder_reader import verify
     from lttw.models.trained import folder_calibration, load_classifier, predict_proba
 
     summary, paths, y = multi_label_tfidf_run(tmp_path, {"class_weight": "balanced"})

@@ -213,9 +213,10 @@ def serve(
             f"cannot listen on {host}:{port}: {err.strerror or err} (choose another --port "
             "or --host, or stop what uses it)"
         ) from None
-    folder = model_folder(model, params, revision)
+    # a folder or a hub id goes to load_predictor as given: it resolves and opens it once
+    folder = model if model is not None else model_folder(None, params, revision)
     try:
-        predictor = load_predictor(folder, threads=threads, backend=backend)
+        predictor = load_predictor(folder, threads=threads, backend=backend, revision=revision)
     except UserError as err:
         raise (err if "backend" in str(err) else BadInputError(str(err))) from None
     if chunk:  # long texts in sliding windows (inference.long_texts)

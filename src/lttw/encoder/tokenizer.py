@@ -67,26 +67,41 @@ def save_tokenizer(tokenizer, folder: str | os.PathLike) -> None:
 
 
 def load_saved_tokenizer(folder: str | os.PathLike):
-    """A tokenizer saved in a model folder: local files only, no remote code; a damaged one
-    raises a UserError naming the folder. A BERT tokenizer with a ``tokenizer.json`` runs on
-    the ``tokenizers`` library alone (``tokens.WordPieceFile``, no transformers import)."""
+    """A tokenizer saved in a folder (``tokenizer_from_files`` of its files)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(2, "no tokenizer folder here", str(folder))
+    files = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    return tokenizer_from_files(files, folder)
+
+
+def tokenizer_from_files(files: dict[str, bytes], where: Path):
+    """The tokenizer of a model folder's ``tokenizer/`` files read into memory (name ->
+    bytes; ``where``: the folder, named in messages): local files only, no remote code; a
+    damaged one raises a UserError naming the folder. A BERT tokenizer with a
+    ``tokenizer.json`` runs on the ``tokenizers`` library alone (``tokens.WordPieceFile``, no
+    transformers import); any other is loaded by transformers from a private copy of exactly
+    these bytes."""
+    import tempfile
+
     from lttw.encoder.tokens import WordPieceFile
 
-    if not Path(folder).is_dir():
-        raise FileNotFoundError(2, "no tokenizer folder here", str(folder))
     try:
-        fast = WordPieceFile.load(folder)
+        fast = WordPieceFile.from_files(files)
     except Exception as err:  # tokenizers raises a bare Exception for a damaged file
-        raise UserError(f"{folder}: not a readable tokenizer ({one_line(err, lines=1)})") from None
+        raise UserError(f"{where}: not a readable tokenizer ({one_line(err, lines=1)})") from None
     if fast is not None:
         return fast
     from transformers import AutoTokenizer
 
-    try:
-        with quiet_transformers():
-            return AutoTokenizer.from_pretrained(
-                str(folder), trust_remote_code=False, local_files_only=True
-            )
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        reason = f"no {err}" if isinstance(err, KeyError) else one_line(err, lines=1)
-        raise UserError(f"{folder}: not a readable tokenizer ({reason})") from None
+    with tempfile.TemporaryDirectory(prefix="lttw-tokenizer-") as copy:
+        for name, data in files.items():
+            (Path(copy) / name).write_bytes(data)
+        try:
+            with quiet_transformers():
+                return AutoTokenizer.from_pretrained(
+                    copy, trust_remote_code=False, local_files_only=True
+                )
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            reason = f"no {err}" if isinstance(err, KeyError) else one_line(err, lines=1)
+            raise UserError(f"{where}: not a readable tokenizer ({reason})") from None

@@ -42,18 +42,29 @@ class WordPieceFile:
     def load(cls, folder: str | os.PathLike) -> WordPieceFile | None:
         """The folder's tokenizer, or None where it is not a BERT tokenizer with a
         ``tokenizer.json`` (load it with transformers then)."""
+        folder = Path(folder)
+        return cls.from_files(
+            {
+                name: (folder / name).read_bytes()
+                for name in ("tokenizer_config.json", "tokenizer.json")
+                if (folder / name).is_file()
+            }
+        )
+
+    @classmethod
+    def from_files(cls, files: dict[str, bytes]) -> WordPieceFile | None:
+        """``load`` of a tokenizer folder's files read into memory (name -> bytes)."""
         from tokenizers import Tokenizer
 
-        folder = Path(folder)
-        config_path, json_path = folder / "tokenizer_config.json", folder / "tokenizer.json"
-        if not (config_path.is_file() and json_path.is_file()):
+        config_data, json_data = files.get("tokenizer_config.json"), files.get("tokenizer.json")
+        if config_data is None or json_data is None:
             return None
-        config = json.loads(config_path.read_text(encoding="utf-8"))
+        config = json.loads(config_data.decode("utf-8"))
         if not isinstance(config, dict) or config.get("tokenizer_class") not in _BERT_CLASSES:
             return None
         pad = config.get("pad_token", "[PAD]")
         pad = pad.get("content", "[PAD]") if isinstance(pad, dict) else str(pad)
-        return cls(Tokenizer.from_file(str(json_path)), pad)
+        return cls(Tokenizer.from_str(json_data.decode("utf-8")), pad)
 
     def encode_padded(self, texts: list[str], max_len: int) -> tuple[list, list]:
         """Token ids and attention masks, [CLS] ... [SEP], truncated and padded to max_len."""

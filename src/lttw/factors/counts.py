@@ -230,14 +230,29 @@ def _read_counts(directory: str | Path) -> tuple[dict[str, np.ndarray], list[str
         if not (directory / name).is_file():
             raise DataError(f"{directory / name}: not found (run the counts stage first)")
     arrays = read_arrays(directory / COUNTS_FILE)
-    shape = tuple(int(v) for v in arrays["shape"])
     vocabulary = json.loads((directory / VOCABULARY_FILE).read_text(encoding="utf-8"))
-    if len(vocabulary) != shape[0]:
+    return checked_counts(arrays, vocabulary, directory)
+
+
+def checked_counts(
+    arrays: dict[str, np.ndarray], vocabulary: object, directory: Path
+) -> tuple[dict[str, np.ndarray], list[str]]:
+    """``save_counts``' arrays and vocabulary (read from ``directory``), checked against
+    each other."""
+    shape = tuple(int(v) for v in arrays["shape"])
+    if not (isinstance(vocabulary, list) and len(vocabulary) == shape[0]):
+        size = len(vocabulary) if isinstance(vocabulary, list) else "no list of"
         raise DataError(
-            f"{directory}: {len(vocabulary)} words in {VOCABULARY_FILE} but "
-            f"{shape[0]} rows in {COUNTS_FILE}"
+            f"{directory}: {size} words in {VOCABULARY_FILE} but {shape[0]} rows in {COUNTS_FILE}"
         )
     return arrays, vocabulary
+
+
+def corpus_totals(arrays: dict[str, np.ndarray], vocabulary: list[str]) -> np.ndarray:
+    """n(w) (n_words,) int64 of ``save_counts``' checked arrays, in numpy alone."""
+    totals = np.zeros(len(vocabulary), dtype=np.int64)
+    np.add.at(totals, arrays["row"].astype(np.int64), arrays["data"].astype(np.int64))
+    return totals
 
 
 def load_counts(directory: str | Path) -> tuple[sp.csr_matrix, list[str]]:
@@ -254,6 +269,4 @@ def load_corpus_counts(directory: str | Path) -> tuple[np.ndarray, list[str]]:
     """(n(w) (n_words,) int64, vocabulary) of a ``save_counts`` folder, in numpy alone:
     ``corpus_counts(load_counts(directory)[0])`` without scipy (a model folder's lookup)."""
     arrays, vocabulary = _read_counts(directory)
-    totals = np.zeros(len(vocabulary), dtype=np.int64)
-    np.add.at(totals, arrays["row"].astype(np.int64), arrays["data"].astype(np.int64))
-    return totals, vocabulary
+    return corpus_totals(arrays, vocabulary), vocabulary

@@ -27,7 +27,7 @@ import numpy as np
 
 from lttw.choices import Ranking
 from lttw.errors import DataError
-from lttw.factors.counts import load_corpus_counts
+from lttw.factors.counts import checked_counts, corpus_totals, load_corpus_counts
 from lttw.factors.nmf import load_word_factors
 from lttw.settings import RANKINGS
 from lttw.text.words import WordSplitter, read_rule
@@ -236,6 +236,24 @@ class FactorLookup:
                 f"{len(vocabulary)} words in {counts_directory}; rerun the nmf stage"
             )
         return cls(vocabulary, totals, factors, splitter)
+
+    @classmethod
+    def from_content(
+        cls, counts: bytes, vocabulary: object, factors: bytes, where: Path, splitter: WordSplitter
+    ) -> FactorLookup:
+        """The lookup of a model folder's ``factors/`` files read into memory (``where``:
+        the folder, named in messages): the counts' and factors' safetensors bytes and the
+        vocabulary's JSON document."""
+        from safetensors.numpy import load
+
+        arrays, words = checked_counts(load(counts), vocabulary, where)
+        word_factors = load(factors)["word_factors"]
+        if word_factors.shape[0] != len(words):
+            raise DataError(
+                f"{where}: {word_factors.shape[0]} factor rows but {len(words)} words; "
+                "the folder is damaged"
+            )
+        return cls(words, corpus_totals(arrays, words), word_factors, splitter)
 
     @property
     def rank(self) -> int:

@@ -8,7 +8,6 @@ mixture. The part folders are read by ``inference.predict``'s own functions, pas
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,12 +31,12 @@ def ensemble_cached_parts(
     folder: ModelFolder, inputs, fold: int, train_settings, predict_part
 ) -> dict[str, np.ndarray]:
     """``predict_cached_parts`` of a checked ensemble folder: its parts' calibrated
-    probabilities on the fold's evaluation parts (``predict_part``:
-    ``predict_cached_parts``), combined; the mixture at ``T = 1`` (the evaluate stage applies
+    probabilities on the fold's evaluation parts (``predict_part``: ``predict_cached_parts``
+    of a checked ``ModelFolder``), combined; the mixture at ``T = 1`` (the evaluate stage applies
     the folder's own temperature where it measures calibration, as for any folder)."""
     weights = folder.weights
     assert weights is not None  # an ensemble's ModelFolder has its weights
-    per_part = [predict_part(part.path, inputs, fold, train_settings) for part in folder.parts]
+    per_part = [predict_part(part, inputs, fold, train_settings) for part in folder.parts]
     return {
         name: weights.combine(
             [_calibrated(probs[name], part) for probs, part in zip(per_part, folder.parts)]
@@ -54,29 +53,15 @@ class EnsemblePredictor:
     #: no classifier, tokenizer or factor lookup of its own: its parts have them
     model = tokenizer = lookup = runtime = words = None
 
-    def __init__(
-        self,
-        folder: Path,
-        meta: dict,
-        classes: list[str],
-        parts,
-        weights,
-        calibration: Calibration | None = None,
-    ):
-        self.folder, self.meta, self.classes = folder, meta, classes
-        self.parts = parts  # a Predictor per part, in weight order
-        self.weights: EnsembleWeights = weights
-        #: the mixture's temperature (the folder's own calibration.json; default: none)
-        self.calibration: Calibration = calibration or Calibration()
-
-    @classmethod
-    def from_folder(cls, folder: ModelFolder, parts) -> EnsemblePredictor:
+    def __init__(self, folder: ModelFolder, parts):
         """The ensemble of a checked ``ModelFolder`` whose ``parts`` are built (a
         ``Predictor`` each, in weight order)."""
         assert folder.weights is not None  # an ensemble's ModelFolder has its weights
-        return cls(
-            folder.path, folder.meta, folder.classes, parts, folder.weights, folder.calibration
-        )
+        self.folder, self.meta, self.classes = folder.path, folder.meta, folder.classes
+        self.parts = parts  # a Predictor per part, in weight order
+        self.weights: EnsembleWeights = folder.weights
+        #: the mixture's temperature (the folder's own calibration.json; default: none)
+        self.calibration: Calibration = folder.calibration
 
     def predict_proba(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         texts = as_texts(texts)  # each part's Predictor applies its own calibration.json

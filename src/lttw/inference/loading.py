@@ -10,10 +10,12 @@ model's own arrays, or an ensemble of its parts. Every backend is a ``Classifier
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from lttw.errors import UserError
 from lttw.inference.classifier import Classifier
+from lttw.inference.ensemble_predict import EnsemblePredictor
 from lttw.inference.predict import Predictor
 from lttw.models.files import ONNX_FILE, WEIGHTS_NAME
 from lttw.models.model_folder import ModelFolder
@@ -37,11 +39,8 @@ def load_predictor(
     opened = ModelFolder.open(folder, revision)
     if backend == "onnx" and not opened.has_onnx:
         raise UserError(f"{folder}: no {ONNX_FILE} here; make one with `lttw export --onnx`")
-    if backend != "torch" and opened.has_onnx:
-        return Predictor.from_folder(opened, device, load_model=onnx_loader(threads))
-    exports = [
-        f for f in (opened, *opened.parts) if f.onnx and not (f.path / WEIGHTS_NAME).is_file()
-    ]
+    loader = onnx_loader(threads) if backend != "torch" and opened.has_onnx else None
+    exports = [f for f in (opened, *opened.parts) if f.onnx and not f.files.has(WEIGHTS_NAME)]
     if backend == "torch" and exports:
         raise UserError(
             f"{exports[0].path}: an ONNX export, without torch weights ({WEIGHTS_NAME}): run it "
@@ -51,10 +50,20 @@ def load_predictor(
         try:
             import torch
         except ModuleNotFoundError:
-            pass  # from_folder says what to install
+            pass  # Predictor says what to install
         else:
             torch.set_num_threads(threads)
-    return Predictor.from_folder(opened, device)
+    return CLASSIFIERS[opened.is_ensemble](opened, device, loader)
+
+
+def _ensemble(opened: ModelFolder, device: str, loader) -> Classifier:
+    """An ensemble folder's ``Classifier``: a ``Predictor`` per part, combined."""
+    return EnsemblePredictor(opened, [Predictor(part, device, loader) for part in opened.parts])
+
+
+#: how a checked folder becomes its ``Classifier``, built from the bytes ``ModelFolder``
+#: read (never from the path): a single model folder, or (True) an ensemble of them
+CLASSIFIERS: dict[bool, Callable[..., Classifier]] = {False: Predictor, True: _ensemble}
 
 
 def load_model(

@@ -15,7 +15,7 @@ from lttw.inference.scores import model_logits
 from lttw.inference.text_lines import as_texts
 from lttw.models.calibration import Calibration
 from lttw.models.files import FACTORS, META
-from lttw.models.trained import ARRAYS, TEXTS, TokenArrays, load_classifier, predict_proba, reads
+from lttw.models.trained import ARRAYS, TEXTS, TokenArrays, folder_classifier, predict_proba, reads
 from lttw.settings import TrainSettings
 
 if TYPE_CHECKING:  # imported where used: `lttw predict` needs neither pandas nor sklearn
@@ -66,17 +66,27 @@ def predict_cached_parts(
     folder's precision (``inference_runtime``), after checking its files. ``calibration``:
     what turns the model's scores into probabilities (the evaluate stage passes the folder's,
     ``trained.folder_calibration``); None: the model's own (softmax)."""
-    from lttw.data.fold_inputs import EVAL_PARTS, load_tensors
     from lttw.models.model_folder import ModelFolder
 
-    opened = ModelFolder.open(model_dir)
+    return _cached_parts(ModelFolder.open(model_dir), inputs, fold, train_settings, calibration)
+
+
+def _cached_parts(
+    opened: ModelFolder,
+    inputs: FoldInputs,
+    fold: int,
+    train_settings: TrainSettings,
+    calibration: Calibration | None = None,
+) -> dict[str, np.ndarray]:
+    from lttw.data.fold_inputs import EVAL_PARTS, load_tensors
+
     if opened.is_ensemble:  # each part predicts, calibrated, then combined
         from lttw.inference.ensemble_predict import ensemble_cached_parts
 
-        return ensemble_cached_parts(opened, inputs, fold, train_settings, predict_cached_parts)
+        return ensemble_cached_parts(opened, inputs, fold, train_settings, _cached_parts)
     meta = opened.meta
     rt = inference_runtime(train_settings.device, train_settings.num_threads)
-    model = load_classifier(opened.path, rt.device, (opened.config_variant, opened.config))
+    model = folder_classifier(opened, rt.device)
     if reads(model) == TEXTS:
         parts: dict[str, Any] = {part: inputs.part_texts(part) for part in EVAL_PARTS}
     else:  # the encoder's cached tokens, or word ids over the folder's own vocabulary
@@ -106,32 +116,79 @@ def model_words(folder: Path, meta: dict):
     return WordSplitter.from_record(meta.get("words"), str(Path(folder) / META))
 
 
-def _own_classifier(folder: ModelFolder):
-    """The folder's own classifier (torch weights, or a TF-IDF model's arrays), from the
-    config ``ModelFolder`` read."""
-    return load_classifier(folder.path, config=(folder.config_variant, folder.config))
+def factor_lookup(folder: ModelFolder):
+    """The ``FactorLookup`` of a folder that fuses latent factors, from the ``factors/``
+    files it read and lttw.json's word rule (imported here: scikit-learn only where it is
+    needed)."""
+    from lttw.factors.counts import COUNTS_FILE, VOCABULARY_FILE
+    from lttw.factors.features import FactorLookup
+    from lttw.factors.nmf import FACTORS_FILE
+
+    files = folder.files
+    return FactorLookup.from_content(
+        files.files[f"{FACTORS}/{COUNTS_FILE}"],
+        files.json(f"{FACTORS}/{VOCABULARY_FILE}"),
+        files.files[f"{FACTORS}/{FACTORS_FILE}"],
+        files.where(FACTORS),
+        model_words(folder.path, folder.meta),
+    )
 
 
 class Predictor:
     """A single model folder's ``Classifier`` (``inference.loading``) of raw texts: torch,
-    TF-IDF or ONNX, as its ``model`` (built from the checked ``ModelFolder``). Its
-    probabilities go through the folder's calibration (``models.calibration``: a
-    temperature, or a multi-label folder's sigmoid and per-class thresholds); a folder
-    without calibration.json predicts with the model's own softmax.
+    TF-IDF or ONNX, as its ``model``, built from the checked ``ModelFolder`` (the bytes it
+    read, never the path). Its probabilities go through the folder's calibration
+    (``models.calibration``: a temperature, or a multi-label folder's sigmoid and per-class
+    thresholds); a folder without calibration.json predicts with the model's own softmax.
 
     >>> p = Predictor.load("models/fold_0")
     >>> p.predict_proba(["Stocks rally as oil prices fall"])  # (1, n_labels)
     >>> p.predict(["Stocks rally as oil prices fall"])  # ["Business"], or [["a", "b"]]
     """
 
-    def __init__(self, opened: ModelFolder, model, lookup=None, runtime=None):
+    def __init__(self, opened: ModelFolder, device: str = "cpu", load_model=None):
+        """The classifier of a checked single-model ``ModelFolder`` on ``device``.
+        ``load_model(folder)``: what runs the classifier from the ``ModelFolder`` instead of
+        its torch weights (e.g. ``models.onnx_classifier``'s session over the folder's ONNX
+        graph, which needs no torch); the rest (tokenizer, factor lookup, calibration) is the
+        folder's own either way. A folder that needs a package this install leaves out
+        (torch, under ``pip install lttw``) raises a UserError saying what to install or
+        export. Only the package's own errors say what is wrong with a folder: any other is
+        a bug, raised."""
+        from lttw.errors import UserError, missing_extra
+
         self.folder, self.meta, self.classes = opened.path, opened.meta, opened.classes
-        self.model, self.lookup, self.runtime = model, lookup, runtime
         self.tokenizer = opened.tokenizer
         self.words = opened.vocabulary  # a WordVocabulary where the model reads word ids
         #: how scores become probabilities and labels (a folder without calibration.json:
         #: the defaults, softmax at temperature 1 or, multi-label, sigmoid at 0.5)
         self.calibration: Calibration = opened.calibration
+        self.lookup: Any = None
+        self.runtime: Any = None
+        try:
+            self.model = self._built(opened, device, load_model or folder_classifier)
+        except ModuleNotFoundError as err:
+            missing = missing_extra(err)
+            if missing is None:
+                raise
+            if (err.name or "").split(".")[0] == "torch":
+                raise UserError(
+                    f"{opened.path}: its torch weights need torch, which this install leaves "
+                    f"out: pip install 'lttw[train]', or export the folder to ONNX where torch "
+                    f"is installed ({ONNX_EXPORT}) and load the export"
+                ) from None
+            raise UserError(f"{opened.path}: {missing}") from None
+
+    def _built(self, folder: ModelFolder, device: str, load_model):
+        model = load_model(folder)
+        if reads(model) == TEXTS:
+            return model
+        if folder.meta.get("with_factors"):
+            self.lookup = factor_lookup(folder)
+        if reads(model) == ARRAYS:  # runs itself on the CPU: no torch runtime
+            return model.to(device)
+        self.runtime = inference_runtime(device)
+        return model.to(self.runtime.device)
 
     @property
     def multi_label(self) -> bool:
@@ -148,51 +205,14 @@ class Predictor:
 
     @classmethod
     def from_folder(cls, folder: ModelFolder, device: str = "cpu", load_model=None) -> Predictor:
-        """The classifier of a checked ``ModelFolder`` (an ensemble: ``EnsemblePredictor``).
-        ``load_model(folder)``: what runs the classifier from the ``ModelFolder`` instead of
-        its torch weights (e.g. ``models.onnx_classifier``'s session over the folder's ONNX
-        file, which needs no torch); the rest (tokenizer, factor lookup, calibration) is the
-        folder's own either way. A folder that needs a package this install leaves out
-        (torch, under ``pip install lttw``) raises a UserError saying what to install or
-        export. Only the package's own errors say what is wrong with a folder: any other is
-        a bug, raised."""
-        from lttw.errors import UserError, missing_extra
+        """The classifier of a checked ``ModelFolder``: a ``Predictor``, or for an ensemble
+        an ``EnsemblePredictor`` of its parts' (duck-typed as a ``Predictor``)."""
+        if not folder.is_ensemble:
+            return cls(folder, device, load_model)
+        from lttw.inference.ensemble_predict import EnsemblePredictor
 
-        try:
-            return cls._built(folder, device, load_model or _own_classifier)
-        except ModuleNotFoundError as err:
-            missing = missing_extra(err)
-            if missing is None:
-                raise
-            if (err.name or "").split(".")[0] == "torch":
-                raise UserError(
-                    f"{folder.path}: its torch weights need torch, which this install leaves "
-                    f"out: pip install 'lttw[train]', or export the folder to ONNX where torch "
-                    f"is installed ({ONNX_EXPORT}) and load the export"
-                ) from None
-            raise UserError(f"{folder.path}: {missing}") from None
-
-    @classmethod
-    def _built(cls, folder: ModelFolder, device: str, load_model) -> Predictor:
-        if folder.is_ensemble:  # a folder of model folders, each part built the same way
-            from lttw.inference.ensemble_predict import EnsemblePredictor
-
-            # duck-typed: folder, meta, classes, predict_proba, predict as a Predictor's
-            parts = [cls._built(part, device, load_model) for part in folder.parts]
-            return cast(Predictor, EnsemblePredictor.from_folder(folder, parts))
-        model = load_model(folder)
-        if reads(model) == TEXTS:
-            return cls(folder, model)
-        path, meta = folder.path, folder.meta
-        lookup = None
-        if meta.get("with_factors"):  # imported here: scikit-learn only where it is needed
-            from lttw.factors.features import FactorLookup
-
-            lookup = FactorLookup.load(path / FACTORS, path / FACTORS, model_words(path, meta))
-        if reads(model) == ARRAYS:  # runs itself on the CPU: no torch runtime
-            return cls(folder, model.to(device), lookup)
-        runtime = inference_runtime(device)
-        return cls(folder, model.to(runtime.device), lookup, runtime)
+        parts = [cls(part, device, load_model) for part in folder.parts]
+        return cast(Predictor, EnsemblePredictor(folder, parts))
 
     def factors(self, texts: list[str]) -> np.ndarray | None:
         if self.lookup is None:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
-from lttw.models.file_limits import check_size
 from lttw.models.files import CONFIG_NAME, FACTORS, LABELS, META, TOKENIZER, WORDS
 
 if TYPE_CHECKING:
@@ -139,18 +138,13 @@ def _check_ranges(path: Path, meta: dict) -> None:
         ) from None
 
 
-def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
-    """``lttw.json`` and the class names of ``labels.json``, checked: a damaged or incomplete
-    file raises a UserError naming it and what is wrong (``max_len`` is needed where the
-    model reads encoder tokens or word ids, i.e. where the folder has a ``tokenizer/`` or
-    ``words/``)."""
-    folder = Path(folder)
+def check_meta(folder: Path, meta: dict) -> None:
+    """lttw.json's keys that prediction reads present and in their ranges, and its
+    precision one this lttw runs: a UserError naming the file and what is wrong otherwise
+    (``max_len`` is needed where the model reads encoder tokens or word ids, i.e. where the
+    folder has a ``tokenizer/`` or ``words/``)."""
     tokenised = (folder / TOKENIZER).is_dir() or (folder / WORDS).is_dir()
-    meta_path, labels_path = folder / META, folder / LABELS
-    check_size(meta_path)  # before it is read whole
-    meta = read_json(meta_path)
-    if not isinstance(meta, dict):
-        raise UserError(f"{meta_path}: not a JSON object; the file is damaged")
+    meta_path = folder / META
     _require(
         meta_path,
         meta,
@@ -161,10 +155,15 @@ def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
         },
     )
     _check_ranges(meta_path, meta)
-    if not labels_path.is_file():
+    inference_precision(folder, meta)  # a value this lttw does not run, named as such
+
+
+def read_classes(labels: object, labels_path: Path) -> list[str]:
+    """The class names of labels.json's document ``labels`` (read from ``labels_path``;
+    None: the folder has none), checked: a damaged or incomplete file raises an error
+    naming it."""
+    if labels is None:
         raise FileNotFoundError(2, "no class names here", str(labels_path))
-    check_size(labels_path)
-    labels = read_json(labels_path)
     classes = labels.get("classes") if isinstance(labels, dict) else None
     if not (
         isinstance(classes, list)
@@ -176,7 +175,7 @@ def read_model_meta(folder: str | Path) -> tuple[dict, list[str]]:
             f'{labels_path}: needs {{"classes": [...]}} with two or more '
             "distinct class names; the file is damaged"
         )
-    return meta, classes
+    return classes
 
 
 def inference_precision(folder: str | Path, meta: dict) -> str:
@@ -189,16 +188,6 @@ def inference_precision(folder: str | Path, meta: dict) -> str:
             f"(only {PRECISION!r}); the file is damaged or from a newer lttw"
         )
     return precision
-
-
-def check_tokenizer_folder(folder: str | Path) -> None:
-    """Every JSON file of a model folder's ``tokenizer/`` parses, and none asks to run code
-    (``auto_map``); errors name the file."""
-    tokenizer = Path(folder) / TOKENIZER
-    if not tokenizer.is_dir():
-        raise FileNotFoundError(2, "no tokenizer folder here", str(tokenizer))
-    for path in sorted(tokenizer.glob("*.json")):
-        refuse_remote_code(path, read_json(path))
 
 
 def refuse_remote_code(path: str | Path, document: Any) -> None:
@@ -223,7 +212,11 @@ def read_model_config(folder: str | Path) -> tuple[str, dict]:
     path = Path(folder) / CONFIG_NAME
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no model config here (is {folder} a model folder?)")
-    raw = read_json(path)
+    return model_config(read_json(path), path)
+
+
+def model_config(raw: Any, path: Path) -> tuple[str, dict]:
+    """``(variant, config)`` of config.json's document ``raw`` (read from ``path``)."""
     if not (
         isinstance(raw, dict)
         and isinstance(raw.get("variant"), str)

@@ -107,15 +107,23 @@ def load_calibration(folder: str | Path, multi_label: bool = False) -> Calibrati
     return Calibration.from_dict(read_json(path))
 
 
-def checked_calibration(folder: str | Path, meta: dict, n_classes: int) -> Calibration:
-    """The folder's ``Calibration``, checked against its lttw.json and classes: a UserError
-    naming calibration.json where they disagree (``ModelFolder.open`` reads it so, once)."""
+def checked_calibration(raw: object, where: Path, meta: dict, n_classes: int) -> Calibration:
+    """The ``Calibration`` of calibration.json's document ``raw`` (read from ``where``; None:
+    the folder has none, the defaults), checked against its lttw.json and classes: a
+    UserError naming calibration.json where they disagree (``ModelFolder`` reads it so,
+    once)."""
     from lttw.data.label_sets import is_multi_label
     from lttw.errors import UserError
 
     multi = is_multi_label(meta)
-    calibration = load_calibration(folder, multi)
-    where = Path(folder) / CALIBRATION
+    if raw is None:
+        return Calibration(multi_label=multi)
+    if not isinstance(raw, dict):
+        raise UserError(f"{where}: not a JSON object; the file is damaged")
+    try:
+        calibration = Calibration.from_dict(raw)
+    except (TypeError, ValueError) as err:
+        raise UserError(f"{where}: not a calibration ({err}); the file is damaged") from None
     if calibration.multi_label != multi:
         raise UserError(
             f"{where}: multi_label is {calibration.multi_label}, but lttw.json says "

@@ -71,7 +71,11 @@ class EnsembleWeights:
     @classmethod
     def load(cls, folder: str | Path) -> EnsembleWeights:
         path = Path(folder) / ENSEMBLE_FILE
-        raw = read_json(path)
+        return cls.from_dict(read_json(path), path)
+
+    @classmethod
+    def from_dict(cls, raw, path: Path) -> EnsembleWeights:
+        """The weights of ensemble.json's document ``raw`` (read from ``path``)."""
         try:
             parts = tuple(str(p) for p in raw["parts"])
             weights = tuple(float(w) for w in raw["weights"])

@@ -6,12 +6,25 @@ reads; its entry for ``lttw.json`` itself is the digest of the settings predicti
 (``SETTINGS_KEYS``, canonical JSON: the file gains other keys after it is recorded, e.g. the
 final model's record), and an ensemble's also holds each part's ``lttw.json`` (which records
 the part's own files). The train stage records them when it writes ``models/fold_N``,
-``lttw export`` when it writes its copy. On load (``folder_check.check_folder``) every recorded file must be there with its recorded digest,
+``lttw export`` when it writes its copy. On load (``folder_reader.read_folder``) every recorded file must be there with its recorded digest,
 and every file the loader would read must be recorded; the first that is not raises a
 one-line ``UserError`` naming it. A folder written before checksums were recorded (no
 ``sha256`` key) loads as before, after the check that the files it needs are present;
 ``lttw verify`` reports it as "no checksums recorded". Every file the loader reads is first
-held to the size limit of its kind (``file_limits``), whether checksums are recorded or not.
+held to the size limit of its kind (``size_limit``), whether checksums are recorded or not.
+
+The limits, by the size on disk, so that the error comes first, as one line naming the file
+(a file far larger than any real one, a damaged copy or a hostile folder, would otherwise
+cost its size in memory before anything could say it is wrong):
+
+    weights, NMF factors, ONNX (``.safetensors``, ``.onnx``)   8 GiB
+    vocabularies (``vocabulary.json``, ``vocab.txt``) and
+    tokenizer files (``tokenizer/``)                           256 MiB
+    every other file (lttw.json, labels.json, config.json,
+    calibration.json, ensemble.json, ...)                      16 MiB
+
+They sit well above the largest real files (bert-large's weights are 1.3 GB, a
+250,000-token multilingual tokenizer.json about 17 MB, lttw.json a few KB).
 
 The checksums catch a file changed or truncated in place (a disk or copy error, an edit by
 hand) whatever its size and time say; they are not a signature: whoever can write the
@@ -28,7 +41,6 @@ from pathlib import Path
 from lttw.errors import UserError
 from lttw.io import read_json, write_json
 from lttw.models.ensemble import ENSEMBLE_PARTS
-from lttw.models.file_limits import check_size
 from lttw.models.files import (
     CALIBRATION,
     CARD,
@@ -86,6 +98,45 @@ TOP_LEVEL = (
 SUBFOLDERS = (TOKENIZER, WORDS, FACTORS)
 SUBFOLDER_SUFFIXES = (".json", ".safetensors", ".txt", ".model")
 _CHUNK = 1 << 20
+MIB = 1 << 20
+WEIGHTS_MAX = 8 << 30
+VOCABULARY_MAX = 256 * MIB
+SMALL_MAX = 16 * MIB
+_WEIGHT_SUFFIXES = (".safetensors", ".onnx")
+
+
+def size_limit(name: str) -> tuple[int, str]:
+    """The most bytes the model folder's file ``name`` (a relative path) may have, and what
+    kind of file that limit is for."""
+    path = Path(name)
+    if path.suffix in _WEIGHT_SUFFIXES:
+        return WEIGHTS_MAX, "weights file"
+    if path.parts[0] in (TOKENIZER, WORDS) or path.stem in ("vocabulary", "vocab"):
+        return VOCABULARY_MAX, "vocabulary or tokenizer file"
+    return SMALL_MAX, "settings file"
+
+
+def size_problem(path: Path, name: str) -> str | None:
+    """One line naming ``path`` where it is larger than its kind's limit; else None."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None  # missing: the caller's own check names it
+    limit, kind = size_limit(name)
+    if size <= limit:
+        return None
+    return (
+        f"{path}: {size:,} bytes, more than a model folder's {kind} may have "
+        f"({limit:,}); not read: the file is damaged or not this model's (re-export the model)"
+    )
+
+
+def check_size(path: Path, name: str | None = None) -> None:
+    """Raise ``size_problem``'s line as a UserError (``name``: the path within the model
+    folder, default the file name)."""
+    problem = size_problem(path, name or path.name)
+    if problem:
+        raise UserError(problem)
 
 
 def loader_files(folder: str | Path) -> list[str]:

@@ -1,74 +1,114 @@
 """A trained model folder, read and checked once (``ModelFolder.open``), described by a
 typed value that every backend (torch, TF-IDF, ONNX, ensemble) is built from.
 
-``open`` resolves the location (``hub_snapshot``), then, before any weights are read:
+``open`` resolves the location (``hub_snapshot``) and reads the folder once
+(``folder_reader.read_folder``): lttw.json's keys present and in their ranges, its precision
+one this lttw runs (``bundle.check_meta``), every file any part reads held to its size limit, read into
+memory, present and as recorded by the checksums (lttw.json's settings and an ensemble's
+parts included; a part holding a file its loader does not read fails). ``ModelFolder``
+then describes those bytes, never reading the path again:
 
-- lttw.json and labels.json: read, size-checked, every key prediction needs present and in
-  its range (``bundle.read_model_meta``), the precision one this lttw runs;
-- the files: every file any part reads held to its size limit, present and as recorded by
-  the checksums (``folder_files``: lttw.json's settings and an ensemble's parts included; a
-  part holding a file its loader does not read fails);
+- labels.json: two or more distinct class names (``bundle.read_classes``);
 - the settings against the weights' config (``check_settings``): k + s against the fusion's
   factor rows, ``max_len`` against the classifier's sequence length and the encoder's
   position embeddings (an ONNX export keeps the config it was traced from);
+- the tokenizer's JSON files ask to run no code;
 - the word rules (lttw.json's ``words`` and ``counts``, ``factors/`` and ``words/``): each
-  pattern compiled once with a bound on its cost (``text.pattern_cost``);
-- the tokenizer's JSON files parse and ask to run no code.
+  pattern compiled once with a bound on its cost (``text.pattern_cost``).
 
-Then it hands the backends what they read, each file read once: config.json (``config``,
-``config_variant``), calibration.json checked against lttw.json (``calibration``), the
-word vocabulary of ``words/`` (``vocabulary``) or the tokenizer (``tokenizer``). The
-backends (``inference.loading``) build their classifier from these, never from the path.
+What the backends read: config.json (``config``, ``config_variant``), calibration.json
+checked against lttw.json (``calibration``), the word vocabulary of ``words/``
+(``vocabulary``) or the tokenizer (``tokenizer``), and the rest of the bytes (``files``:
+weights, ONNX graph, factor tables), which ``inference.predict.Predictor`` builds its
+classifier from, never from the path.
 
 Every problem is one ``UserError`` line naming the file. File names: ``lttw.models.files``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lttw.errors import UserError
-from lttw.io import read_json
 from lttw.models.bundle import (
-    check_tokenizer_folder,
-    inference_precision,
-    read_model_config,
-    read_model_meta,
+    model_config,
+    read_classes,
+    refuse_remote_code,
 )
-from lttw.models.calibration import Calibration, checked_calibration
+from lttw.models.calibration import checked_calibration
 from lttw.models.ensemble import ENSEMBLE_PARTS, EnsembleWeights
-from lttw.models.file_limits import check_size
-from lttw.models.files import ENSEMBLE_FILE, FACTORS, META, ONNX_FILE, TOKENIZER, WORDS
-from lttw.models.folder_check import FolderCheck, check_folder, verify
+from lttw.models.files import (
+    CALIBRATION,
+    CONFIG_NAME,
+    ENSEMBLE_FILE,
+    FACTORS,
+    LABELS,
+    META,
+    ONNX_FILE,
+    TOKENIZER,
+    WORDS,
+)
+from lttw.models.folder_reader import FolderCheck, FolderFiles, read_folder, verify
 from lttw.models.hub_snapshot import resolve_model_location
 from lttw.models.trained import TOKENS, variant_reads
 from lttw.text.pattern_cost import check_pattern_cost
 from lttw.text.words import WORDS_FILE
 
 
-@dataclass(frozen=True)
 class ModelFolder:
-    """What a checked model folder holds: ``meta`` (lttw.json), ``classes``, the
-    classifier's ``variant`` and ``config`` (config.json's ``config``; {} for an ensemble)
-    with ``config_variant`` (its ``variant``), whether it runs from ``model.onnx``, its
-    ``calibration``, what turns texts into ids (``vocabulary``: a ``WordVocabulary``, or
-    ``tokenizer``; neither for a model of texts or an ensemble), and an ensemble's
-    ``parts`` (each a ``ModelFolder``, in weight order) with their ``weights``."""
+    """What a checked model folder holds: ``path`` (named in messages), ``meta``
+    (lttw.json), ``classes``, the classifier's ``variant`` and ``config`` (config.json's
+    ``config``; {} for an ensemble) with ``config_variant`` (its ``variant``), whether it
+    runs from ``model.onnx`` (``onnx``), its ``calibration``, what turns texts into ids
+    (``vocabulary``: a ``WordVocabulary``, or ``tokenizer``; neither for a model of texts or
+    an ensemble), an ensemble's ``parts`` (each a ``ModelFolder``, in weight order) with
+    their ``weights``, and its ``files`` (the bytes read, for the backends)."""
 
-    path: Path
-    meta: dict
-    classes: list[str]
-    variant: str
-    config: dict
-    onnx: bool = False
-    parts: tuple[ModelFolder, ...] = ()
-    weights: EnsembleWeights | None = None
-    config_variant: str = ""
-    calibration: Calibration = field(default_factory=Calibration)
-    vocabulary: Any = None
-    tokenizer: Any = None
+    def __init__(self, files: FolderFiles):
+        """The description of ``files`` (``folder_reader.read_folder``'s), checked whole."""
+        self.files, self.path = files, files.root
+        labels = files.json(LABELS) if files.has(LABELS) else None
+        self.meta, self.classes = files.meta, read_classes(labels, files.where(LABELS))
+        self.variant = str(self.meta["variant"])
+        calibration = files.json(CALIBRATION) if files.has(CALIBRATION) else None
+        self.calibration = checked_calibration(
+            calibration, files.where(CALIBRATION), self.meta, len(self.classes)
+        )
+        self.config: dict = {}
+        self.config_variant, self.onnx = "", False
+        self.parts: tuple[ModelFolder, ...] = ()
+        self.weights: EnsembleWeights | None = None
+        self.vocabulary: Any = None
+        self.tokenizer: Any = None
+        if self.variant in ENSEMBLE_PARTS:
+            self.weights = EnsembleWeights.from_dict(
+                files.json(ENSEMBLE_FILE), files.where(ENSEMBLE_FILE)
+            )
+            self.parts = tuple(self._part(name) for name in self.weights.parts)
+        else:
+            self.config_variant, self.config = model_config(
+                files.json(CONFIG_NAME), files.where(CONFIG_NAME)
+            )
+            check_settings(self.path, self.meta, self.config)
+            for name in files.names(TOKENIZER):  # before the weights: no remote code
+                if name.endswith(".json"):
+                    refuse_remote_code(files.where(name), files.json(name))
+            self.onnx = files.has(ONNX_FILE)
+        check_word_rules(files)
+        if not self.parts and variant_reads(self.config_variant) == TOKENS:
+            self.vocabulary, self.tokenizer = _token_reader(files)
+
+    def _part(self, name: str) -> ModelFolder:
+        if not self.files.has(f"{name}/{META}"):
+            raise UserError(f"{self.path / name / META}: missing (the ensemble's part {name!r})")
+        part = ModelFolder(self.files.part(name))
+        if part.classes != self.classes:
+            raise UserError(
+                f"{self.path / name / LABELS}: other classes than {self.path / ENSEMBLE_FILE}'s "
+                "ensemble; the folder is damaged"
+            )
+        return part
 
     @property
     def is_ensemble(self) -> bool:
@@ -81,83 +121,46 @@ class ModelFolder:
 
     @classmethod
     def open(cls, location: str | Path, revision: str | None = None) -> ModelFolder:
-        """The folder at ``location`` (a path, or a hub id at ``revision``), checked whole
-        (see the module docstring); a UserError naming the file otherwise."""
+        """The folder at ``location`` (a path, or a hub id at ``revision``), read once and
+        checked whole (see the module docstring); a UserError naming the file otherwise."""
         path = resolve_model_location(location, revision)
         if not (path / META).is_file():
             raise UserError(
                 f"{location}: not a trained model folder (no {META}); train one "
                 "(`dvc repro`) or name the folder of one"
             )
-        meta, classes = read_model_meta(path)
-        inference_precision(path, meta)  # a value this lttw does not run, named as such
-        check_folder(path, meta)  # files present and as recorded, parts too, before reading
-        return cls.described(path, meta, classes)
-
-    @classmethod
-    def described(cls, path: Path, meta: dict, classes: list[str]) -> ModelFolder:
-        """The description of a folder whose files are checked (``folder_files``): its
-        settings, word rules, tokenizer and an ensemble's parts checked, and what the
-        backends read of it loaded (config, calibration, vocabulary or tokenizer)."""
-        inference_precision(path, meta)
-        check_word_rules(path, meta)
-        calibration = checked_calibration(path, meta, len(classes))
-        variant = str(meta["variant"])
-        if variant in ENSEMBLE_PARTS:
-            weights = EnsembleWeights.load(path)
-            parts = []
-            for name in weights.parts:
-                if not (path / name / META).is_file():
-                    raise UserError(f"{path / name / META}: missing (the ensemble's part {name!r})")
-                part_meta, part_classes = read_model_meta(path / name)
-                if part_classes != classes:
-                    raise UserError(
-                        f"{path / name / 'labels.json'}: other classes than {path / ENSEMBLE_FILE}'s "
-                        "ensemble; the folder is damaged"
-                    )
-                parts.append(cls.described(path / name, part_meta, part_classes))
-            return cls(
-                path,
-                meta,
-                classes,
-                variant,
-                {},
-                parts=tuple(parts),
-                weights=weights,
-                calibration=calibration,
-            )
-        config_variant, config = read_model_config(path)
-        check_settings(path, meta, config)
-        if (path / TOKENIZER).is_dir():
-            check_tokenizer_folder(path)  # before the weights: fail fast, no remote code
-        vocabulary, tokenizer = _token_reader(path, config_variant)
-        return cls(
-            path,
-            meta,
-            classes,
-            variant,
-            config,
-            onnx=(path / ONNX_FILE).is_file(),
-            config_variant=config_variant,
-            calibration=calibration,
-            vocabulary=vocabulary,
-            tokenizer=tokenizer,
-        )
+        return cls(read_folder(path))
 
 
-def _token_reader(path: Path, config_variant: str) -> tuple[Any, Any]:
+def _token_reader(files: FolderFiles) -> tuple[Any, Any]:
     """``(vocabulary, tokenizer)``: the ``WordVocabulary`` of ``words/`` where the model
-    embeds words, else the saved tokenizer where it reads tokens; (None, None) for a model
-    of texts."""
-    if variant_reads(config_variant) != TOKENS:
-        return None, None
-    if (path / WORDS).is_dir():
-        from lttw.text.word_ids import WordVocabulary
+    embeds words, else the saved tokenizer where it reads tokens."""
+    if files.names(WORDS):
+        from lttw.text.word_ids import VOCABULARY_FILE, WordVocabulary
 
-        return WordVocabulary.load(path / WORDS), None
-    from lttw.encoder.tokenizer import load_saved_tokenizer
+        return WordVocabulary.from_documents(
+            files.json(f"{WORDS}/{VOCABULARY_FILE}"),
+            files.where(f"{WORDS}/{VOCABULARY_FILE}"),
+            _rule(files, WORDS),
+        ), None
+    from lttw.encoder.tokenizer import tokenizer_from_files
 
-    return None, load_saved_tokenizer(path / TOKENIZER)
+    prefix = f"{TOKENIZER}/"
+    named = {name[len(prefix) :]: files.files[name] for name in files.names(TOKENIZER)}
+    if not named:
+        raise FileNotFoundError(2, "no tokenizer folder here", str(files.where(TOKENIZER)))
+    return None, tokenizer_from_files(named, files.where(TOKENIZER))
+
+
+def _rule(files: FolderFiles, sub: str):
+    """The ``WordSplitter`` recorded in ``sub/words.json`` (``text.words.read_rule``)."""
+    from lttw.errors import DataError
+    from lttw.text.words import WordSplitter
+
+    name = f"{sub}/{WORDS_FILE}"
+    if not files.has(name):
+        raise DataError(f"{files.where(name)}: not found (the model folder is incomplete)")
+    return WordSplitter.from_record(files.json(name), str(files.where(name)))
 
 
 def verify_folder(folder: str | Path) -> FolderCheck:
@@ -167,15 +170,14 @@ def verify_folder(folder: str | Path) -> FolderCheck:
     folder = Path(folder)
     if not (folder / META).is_file():
         raise UserError(f"{folder}: not a trained model folder (no {META})")
-    meta, classes = read_model_meta(folder)
-    found = verify(folder, meta)
+    found = verify(folder)
     found.problems += [
         f"{folder / name}: not a file of the ensemble's part (its loader does not read it); "
         "added after the folder was written: remove it"
         for name in found.stray
     ]
     if not found.problems:
-        ModelFolder.described(folder, meta, classes)
+        ModelFolder(read_folder(folder))
     return found
 
 
@@ -207,19 +209,18 @@ def check_settings(path: Path, meta: dict, config: dict) -> None:
             raise _edited(path, f"max_len = {max_len}, but the encoder has {limit} positions")
 
 
-def check_word_rules(path: Path, meta: dict) -> None:
+def check_word_rules(files: FolderFiles) -> None:
     """Every word pattern the folder records, compiled once with a bound on its cost."""
     found = []
     for key in ("words", "counts"):
-        record = meta.get(key)
+        record = files.meta.get(key)
         if isinstance(record, dict) and "token_pattern" in record:
-            found.append((record["token_pattern"], f"{path / META}: {key}.token_pattern"))
+            found.append((record["token_pattern"], f"{files.where(META)}: {key}.token_pattern"))
     for sub in (FACTORS, WORDS):
-        rule = path / sub / WORDS_FILE
-        if rule.is_file():
-            check_size(rule)
-            record = read_json(rule)
+        name = f"{sub}/{WORDS_FILE}"
+        if files.has(name):
+            record = files.json(name)
             if isinstance(record, dict) and "token_pattern" in record:
-                found.append((record["token_pattern"], f"{rule}: token_pattern"))
+                found.append((record["token_pattern"], f"{files.where(name)}: token_pattern"))
     for pattern, where in found:
         check_pattern_cost(pattern, where)

@@ -34,9 +34,10 @@ def _cpu_threads() -> int:
         return os.cpu_count() or 1
 
 
-def session(path: str | Path, threads: int | None = None):
-    """An onnxruntime CPU session over ``path`` (intra-op threads: the CPUs this process may
-    use, unless given); a damaged file raises a UserError naming it."""
+def session(model: bytes, where: Path, threads: int | None = None):
+    """An onnxruntime CPU session over the ONNX graph ``model`` (read from ``where``; intra-op
+    threads: the CPUs this process may use, unless given); a damaged graph raises a
+    UserError naming the file."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -47,10 +48,10 @@ def session(path: str | Path, threads: int | None = None):
     # (in a server) from the event loop that gathers the next batch
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as err:  # onnxruntime raises its own exception types for a bad graph
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise UserError(f"{path}: not a loadable ONNX model ({first[:300]})") from None
+        raise UserError(f"{where}: not a loadable ONNX model ({first[:300]})") from None
 
 
 class OnnxClassifier:
@@ -100,19 +101,22 @@ def read_record(folder: str | Path) -> dict:
 
 
 def onnx_loader(threads: int | None = None):
-    """``Predictor.from_folder``'s ``load_model``: the checked folder's ``model.onnx`` in a
-    session (an ensemble's part without one, e.g. its tfidf_linear part: its own
-    classifier), sized by the config ``ModelFolder`` read."""
+    """``Predictor``'s ``load_model``: the checked folder's ``model.onnx`` in a session (an
+    ensemble's part without one, e.g. its tfidf_linear part: its own classifier), sized by
+    the config ``ModelFolder`` read, from the bytes it read."""
 
     def load(folder: ModelFolder):
         if not folder.onnx:
-            from lttw.models.trained import load_classifier
+            from lttw.models.trained import folder_classifier
 
-            return load_classifier(folder.path, config=(folder.config_variant, folder.config))
+            return folder_classifier(folder)
         n_labels = folder.config.get("n_labels")
         if not isinstance(n_labels, int):
             raise UserError(f"{folder.path / CONFIG_NAME}: no n_labels; the file is damaged")
-        precision = str(read_record(folder.path).get("precision", "fp32"))
-        return OnnxClassifier(session(folder.path / ONNX_FILE, threads), n_labels, precision)
+        files = folder.files
+        record = files.json(ONNX_RECORD) if files.has(ONNX_RECORD) else {}
+        precision = str(record.get("precision", "fp32") if isinstance(record, dict) else "fp32")
+        graph = files.take(ONNX_FILE)
+        return OnnxClassifier(session(graph, folder.path / ONNX_FILE, threads), n_labels, precision)
 
     return load

@@ -122,11 +122,23 @@ def load_model(
 ) -> Classifier:
     """Rebuild the model from its config alone (no hub access) and load its weights.
     ``config``: config.json's ``(variant, config)`` where the caller read it already."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_model as load_weights
-
     variant, cfg = config if config is not None else read_model_config(folder)
-    config_path, weights = Path(folder) / CONFIG_NAME, Path(folder) / WEIGHTS_NAME
+    weights = Path(folder) / WEIGHTS_NAME
+    if not weights.is_file():
+        raise FileNotFoundError(2, "no model weights here", str(weights))
+    return model_from_bytes(variant, cfg, weights.read_bytes(), Path(folder)).to(map_location)
+
+
+def model_from_bytes(variant: str, cfg: dict, weights: bytes, folder: Path) -> Classifier:
+    """The ``variant`` model of config ``cfg`` with the safetensors ``weights`` (bytes read
+    from ``folder``, named in messages), on the CPU, in eval mode. Every tensor of the file
+    must fit a parameter of the model and every parameter must get one (tensors that the
+    file stores once for parameters that share them, as ``safetensors.torch.save_model``
+    writes them, count for each)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import _remove_duplicate_names, load
+
+    config_path, where = folder / CONFIG_NAME, folder / WEIGHTS_NAME
     if variant not in MODEL_REGISTRY:
         raise UserError(
             f"{config_path}: unknown model variant {variant!r}; "
@@ -139,19 +151,28 @@ def load_model(
         raise UserError(
             f"{config_path}: not a valid {variant} config ({one_line(err, lines=2, limit=300)})"
         ) from None
-    if not weights.is_file():
-        raise FileNotFoundError(2, "no model weights here", str(weights))
     try:
-        load_weights(model, str(weights), device=str(map_location))
+        state = load(weights)
     except SafetensorError as err:
         raise UserError(
-            f"{weights}: not a readable safetensors file, truncated or damaged "
+            f"{where}: not a readable safetensors file, truncated or damaged "
             f"({one_line(err, lines=2, limit=300)})"
         ) from None
-    except RuntimeError as err:  # missing / unexpected tensors, wrong shapes
+    shared = _remove_duplicate_names(model.state_dict(), preferred_names=list(state))
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except RuntimeError as err:  # wrong shapes
         raise UserError(
-            f"{weights}: the weights do not fit {config_path} ({one_line(err, lines=2, limit=300)})"
+            f"{where}: the weights do not fit {config_path} ({one_line(err, lines=2, limit=300)})"
         ) from None
+    left = set(missing) - {name for group in shared.values() for name in group}
+    if left or unexpected:
+        names = sorted(left) or sorted(unexpected)
+        what = "missing" if left else "not of this model"
+        raise UserError(
+            f"{where}: the weights do not fit {config_path} ({len(names)} tensor(s) "
+            f"{what}: {', '.join(names[:3])})"
+        )
     model.eval()
     return model
 

@@ -132,7 +132,7 @@ class TfidfLinear:
     @classmethod
     def load(cls, folder: str | Path, config: dict | None = None) -> TfidfLinear:
         """The model saved in ``folder``; ``config``: config.json's ``config`` where the
-        caller read the file already (``ModelFolder``)."""
+        caller read the file already."""
         folder = Path(folder)
         if config is None:
             raw = read_json(folder / CONFIG_NAME)
@@ -141,12 +141,19 @@ class TfidfLinear:
                     f"{folder}: not a {VARIANT} model folder (variant {raw.get('variant')!r})"
                 )
             config = raw["config"]
-        cfg, arrays = config, read_arrays(folder / WEIGHTS_NAME)
+        return cls.from_content(
+            config, read_arrays(folder / WEIGHTS_NAME), read_json(folder / VOCAB_NAME)
+        )
+
+    @classmethod
+    def from_content(cls, cfg: dict, arrays: dict, vocabulary: list) -> TfidfLinear:
+        """The model of config.json's ``config``, its weights' arrays and its vocabulary
+        (``ModelFolder``'s files, read once)."""
         return cls(
             cfg["n_labels"],
             cfg["linear_model"],
             VectorizerSettings(**cfg["vectorizer"]),
-            read_json(folder / VOCAB_NAME),
+            vocabulary,
             arrays["idf"],
             arrays["coef"],
             arrays["intercept"],

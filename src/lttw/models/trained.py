@@ -204,3 +204,22 @@ def load_classifier(
     from lttw.models.registry import load_model
 
     return load_model(folder, config=config).to(device)
+
+
+def folder_classifier(folder: Any, device: Any = "cpu") -> Any:
+    """The classifier of a checked ``model_folder.ModelFolder`` (not imported: it imports
+    this module) (torch weights, or a TF-IDF model's
+    arrays) built from the bytes it read, on ``device``; its weights' bytes are let go."""
+    from lttw.models.files import TFIDF_VOCABULARY, WEIGHTS_NAME
+    from lttw.models.tfidf import VARIANT, TfidfLinear
+
+    files = folder.files
+    if folder.config_variant == VARIANT:  # without importing torch
+        from safetensors.numpy import load
+
+        arrays = load(files.take(WEIGHTS_NAME))
+        return TfidfLinear.from_content(folder.config, arrays, files.json(TFIDF_VOCABULARY))
+    from lttw.models.registry import model_from_bytes
+
+    weights = files.take(WEIGHTS_NAME)
+    return model_from_bytes(folder.config_variant, folder.config, weights, folder.path).to(device)

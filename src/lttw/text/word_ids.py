@@ -97,16 +97,21 @@ class WordVocabulary:
 
     @classmethod
     def load(cls, folder: str | Path) -> WordVocabulary:
-        """The vocabulary and rule of ``folder`` (a counts stage folder or a model folder's
-        ``words/``); a one-line error naming the file when one is missing or malformed."""
+        """The vocabulary and rule of ``folder`` (a counts stage folder); a one-line error
+        naming the file when one is missing or malformed."""
         from lttw.io import read_json
 
         path = Path(folder) / VOCABULARY_FILE
         if not path.is_file():
             raise DataError(f"{path}: not found (run the counts stage first)")
-        words = read_json(path)
+        return cls.from_documents(read_json(path), path, read_rule(folder))
+
+    @classmethod
+    def from_documents(cls, words: object, path: Path, splitter: WordSplitter) -> WordVocabulary:
+        """The vocabulary of vocabulary.json's document ``words`` (read from ``path``), split
+        by ``splitter``."""
         if not (isinstance(words, list) and all(isinstance(w, str) for w in words)):
             raise DataError(f"{path}: expected a JSON list of words")
         if len(set(words)) != len(words):
             raise DataError(f"{path}: a word occurs twice")
-        return cls(tuple(words), read_rule(folder))
+        return cls(tuple(words), splitter)
