@@ -166,9 +166,7 @@ def exp_data(
     variant: str, f1: dict[int, float], model: dict | None = None, dataset: str = "ag_news"
 ) -> dict:
     """One row's `data` as `dvc exp show --json` gives it: metrics and params per file."""
-    metrics = {
-        "metrics/summary.json": {"data": {"folds": sorted(f1)}}
-    }
+    metrics = {"metrics/summary.json": {"data": {"folds": sorted(f1)}}}
     for fold, value in f1.items():
         part = {"precision_macro": value, "recall_macro": value, "f1_macro": value}
         metrics[f"metrics/folds/fold_{fold}.json"] = {
