@@ -14,17 +14,17 @@ from lttw.training.run_settings import RunSettings
 @pytest.mark.parametrize(
     "raw, run, expected",
     [
-        ({}, 0, "45e97796f72accfe"),
-        ({"train": {"class_weight": "balanced", "log_every": 7}}, 3, "62a13748773fd217"),
+        ({}, 0, "db01e8bb3a20a007"),
+        ({"train": {"class_weight": "balanced", "log_every": 7}}, 3, "25629eebcc45249c"),
         (
             {"model": {"variant": "bilstm_attention", "vocab": "words"}, "seed": 7},
             "final",
-            "76c963a891d7a97b",
+            "10b84f7f7d200c26",
         ),
         (
             {"model": {"variant": "tfidf_linear"}, "nmf": {"rank": 9}, "data": {"train_size": 900}},
             1,
-            "92a80d30b5721479",
+            "aab4227767aded65",
         ),
     ],
 )
