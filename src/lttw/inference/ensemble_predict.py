@@ -2,7 +2,7 @@
 lttw_tfidf``): each part folder predicts as a model folder of its own (checked, at its
 precision), its probabilities are scaled by its own temperature, the ensemble's weights
 combine them, and the ensemble folder's own calibration.json (a temperature fitted to the
-mixture on the validation part; absent in folders written before it: none) scales the
+mixture on the validation part; absent: none) scales the
 mixture. The part folders are read by ``inference.predict``'s own functions, passed in
 (``predict_part``), so that this module does not import it back."""
 

@@ -1,7 +1,7 @@
 """How a model folder turns a classifier's scores into probabilities and labels.
 
-``calibration.json`` in a model folder (absent: the defaults, which are what every folder
-written before it did: softmax, temperature 1, the most probable class):
+``calibration.json`` in a model folder (absent: the defaults: softmax, temperature 1, the
+most probable class):
 
 * single-label: probabilities ``softmax(logits / T)``; ``T`` is fitted on the fold's
   validation part (temperature scaling: Guo et al. 2017), so the argmax, and with it every

@@ -124,7 +124,7 @@ def folder_calibration(folder: str | Path, meta: dict) -> Calibration | None:
     """The ``Calibration`` a model folder's probabilities go through: its
     ``calibration.json``, or for a multi-label folder (lttw.json ``multi_label``) without
     one the sigmoid at 0.5; None for a single-label folder without one (the model's own
-    softmax, as before calibration existed)."""
+    softmax)."""
     from lttw.models.calibration import load_calibration
     from lttw.models.files import CALIBRATION
 

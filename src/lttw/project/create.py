@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lttw.errors import UserError
-from lttw.io import atomic_dir, atomic_path
+from lttw.io import atomic_dir
 from lttw.project.files import (
     DATA_ROOT,
-    params_with_launcher,
     pipeline_ignores,
     project_dvc_yaml,
     project_params,
@@ -153,16 +152,9 @@ def init_project(
 
 def upgrade_project(root: Path) -> dict:
     """Rewrite ``root``'s ``dvc.yaml`` and ``lttw-version.json`` for the installed lttw
-    (``params.yaml``'s values and the data stay; a missing ``train.launcher`` is added);
-    returns the new stamp."""
+    (``params.yaml``'s values and the data stay); returns the new stamp."""
     root = Path(root)
     if not (root / STAMP).is_file() or not (root / "dvc.yaml").is_file():
         raise UserError(f"{root}: not a project made by `lttw init` (no {STAMP} / dvc.yaml)")
     write_pipeline(root)
-    params = root / "params.yaml"
-    text = params.read_text(encoding="utf-8") if params.is_file() else None
-    added = None if text is None else params_with_launcher(text)
-    if added is not None:  # dvc.yaml's train command reads train.launcher
-        with atomic_path(params) as tmp:
-            tmp.write_text(added, encoding="utf-8")
     return stamp()

@@ -103,21 +103,6 @@ def project_dvc_yaml() -> str:
     return _dump(doc, header)
 
 
-def params_with_launcher(text: str) -> str | None:
-    """A project's ``params.yaml`` text with ``train.launcher: python`` added (the train
-    stage's command reads it; a project made before it had none), comments kept; None where
-    it has one or is no mapping."""
-    doc = _yaml().load(text)
-    if not isinstance(doc, dict) or not isinstance(doc.get("train") or {}, dict):
-        return None
-    if "launcher" in (doc.get("train") or {}):
-        return None
-    if doc.get("train") is None:
-        doc["train"] = {}
-    doc["train"]["launcher"] = "python"
-    return _dump(doc, "")
-
-
 def project_params(
     dataset: str,
     text_column: str | None = None,
