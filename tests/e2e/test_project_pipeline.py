@@ -119,8 +119,7 @@ def test_init_upgrade_rewrites_the_pipeline_and_the_stamp(tmp_path):
     assert code == 0, out
     check_stamp(tmp_path)  # the stamp is the installed lttw's
     assert (tmp_path / "dvc.yaml").read_text() == project_dvc_yaml()
-    # the user's values stay; the train command's train.launcher is added where missing
-    assert (tmp_path / "params.yaml").read_text() == "seed: 7\ntrain:\n  launcher: python\n"
+    assert (tmp_path / "params.yaml").read_text() == "seed: 7\n"  # the user's values stay
 
 
 def test_init_example_ships_what_this_repository_has(tmp_path):

@@ -136,7 +136,7 @@ def model_from_bytes(variant: str, cfg: dict, weights: bytes, folder: Path) -> C
     file stores once for parameters that share them, as ``safetensors.torch.save_model``
     writes them, count for each)."""
     from safetensors import SafetensorError
-    from safetensors.torch import _remove_duplicate_names, load
+    from safetensors.torch import load
 
     config_path, where = folder / CONFIG_NAME, folder / WEIGHTS_NAME
     if variant not in MODEL_REGISTRY:
@@ -158,14 +158,14 @@ def model_from_bytes(variant: str, cfg: dict, weights: bytes, folder: Path) -> C
             f"{where}: not a readable safetensors file, truncated or damaged "
             f"({one_line(err, lines=2, limit=300)})"
         ) from None
-    shared = _remove_duplicate_names(model.state_dict(), preferred_names=list(state))
     try:
         missing, unexpected = model.load_state_dict(state, strict=False)
     except RuntimeError as err:  # wrong shapes
         raise UserError(
             f"{where}: the weights do not fit {config_path} ({one_line(err, lines=2, limit=300)})"
         ) from None
-    left = set(missing) - {name for group in shared.values() for name in group}
+    tied = _tied_names(model)
+    left = {name for name in missing if not any(other in state for other in tied[name])}
     if left or unexpected:
         names = sorted(left) or sorted(unexpected)
         what = "missing" if left else "not of this model"
@@ -175,6 +175,16 @@ def model_from_bytes(variant: str, cfg: dict, weights: bytes, folder: Path) -> C
         )
     model.eval()
     return model
+
+
+def _tied_names(model) -> dict[str, list[str]]:
+    """Each state-dict name -> the names sharing its storage (itself included): the file holds
+    such a tensor once, under one of them (``safetensors.torch.save_model``)."""
+    by_storage: dict[object, list[str]] = {}
+    for name, tensor in model.state_dict().items():
+        key = tensor.data_ptr() if tensor.numel() else name
+        by_storage.setdefault(key, []).append(name)
+    return {name: names for names in by_storage.values() for name in names}
 
 
 def _import_variants() -> None:
