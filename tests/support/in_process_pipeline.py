@@ -57,9 +57,10 @@ class PipelineRun:
 
 
 def stage_command(name: str, cmd: str) -> tuple[str, tuple[str, ...]]:
-    """The stage module and arguments of a dvc.yaml command: ``python -m lttw.stages.X ARGS``,
-    ``python stages/X.py ARGS``, or a launcher's (``${train.launcher}``) ``-m lttw.stages.X
-    ARGS`` / ``stages/X.py ARGS``; anything else is a ``ValueError`` naming the stage."""
+    """The stage module and arguments of a dvc.yaml command: ``python -m lttw.stages.NAME
+    ARGS``, ``python stages/NAME.py ARGS``, or a launcher's (``${train.launcher}``) ``-m
+    lttw.stages.NAME ARGS`` / ``stages/NAME.py ARGS``; anything else is a ``ValueError``
+    naming the stage."""
     words = shlex.split(cmd)
     for i, word in enumerate(words):
         if word == "-m" and words[i + 1 : i + 2] and words[i + 1].startswith(PACKAGE):
