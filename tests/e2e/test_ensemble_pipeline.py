@@ -32,6 +32,8 @@ def test_ensemble_trains_evaluates_and_predicts(ensemble_run):
     assert {"train@0", "evaluate@0"} <= set(ran)
     traced = {trace.stem for trace in (project.parent / "trace").glob("*.json")}
     assert traced == set(ran), "every stage that ran was traced"
+    train_reads = json.loads((project.parent / "trace" / "train@0.json").read_text())
+    assert {"model.variant", "train.epochs"} <= set(train_reads)  # the trace records reads
     assert undeclared_reads(project.parent / "trace") == {}
     model = project / layout.model_dir(0)
     weights = json.loads((model / "ensemble.json").read_text())
