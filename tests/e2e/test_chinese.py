@@ -104,7 +104,6 @@ def test_char_rule_reruns_counts_and_after_only(project):
     # DVC's record of the in-process run (dvc.lock, its cache and run cache), as `dvc repro`
     # would have left it
     run(["dvc", "commit", "-f", "--with-deps", "train@0"], project)
-    git_commit(project, "jieba run")
     set_params(project, words={"splitter": "char"})
     # up to features@0: what a rule change reruns; train@0 and after are stale (`dvc status`),
     # training them again would check nothing more about the rule
