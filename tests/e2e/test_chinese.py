@@ -1,12 +1,18 @@
-"""Chinese text end to end (issue 12): a tiny Chinese dataset built here goes through the real
-`dvc repro`; `auto` resolves to jieba from the manifest's language, the rule is recorded
-beside the vocabulary and in the model folder, `lttw predict` / `lttw explain` work on Chinese
-text from the saved and an exported folder; the char rule reruns counts and what follows
-only, and the (degenerate) regex rule's splitting is loud. Then, in the same project,
-``bilstm_attention`` on the counts stage's Chinese words with pretrained vectors (issue 12,
-item 3): the coverage is recorded, the model folder keeps its vocabulary, `lttw predict` from
-the saved and the exported folder agree, and a malformed vectors file stops the train stage
-with one line naming file and line, leaving no model."""
+"""Chinese text end to end (issue 12): a tiny Chinese dataset built here goes through the
+pipeline; `auto` resolves to jieba from the manifest's language, the rule is recorded beside
+the vocabulary and in the model folder, `lttw predict` / `lttw explain` work on Chinese text
+from the saved and an exported folder; the char rule reruns counts and what follows only (and
+going back to jieba restores its outputs from DVC's run cache), and the (degenerate) regex
+rule's splitting is loud. Then, in the same project, ``bilstm_attention`` on the counts
+stage's Chinese words with pretrained vectors (issue 12, item 3): the coverage is recorded,
+the model folder keeps its vocabulary, `lttw predict` from the saved and the exported folder
+agree, and a malformed vectors file stops the train stage with one line naming file and line,
+leaving no model.
+
+Engines: what the stages compute (the jieba run, the regex warnings, bilstm, the malformed
+vectors) runs in this process (``in_process_pipeline``); what DVC reruns on a rule change and
+restores from its run cache is the real ``dvc repro`` (the char rule's test, on the lock that
+``dvc commit`` writes of the in-process run)."""
 
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from support.chinese_data import COMMON, TOPICS, chinese_titles, write_dataset  # noqa: F401
-from support.stage_scripts import run_script
+from support.in_process_pipeline import PipelineRun, StageFailed, run_pipeline
 from support.tiny_project import (
     dvc_status,
     git_commit,
@@ -27,20 +33,7 @@ from support.tiny_project import (
     set_params,
 )
 
-pytestmark = pytest.mark.slow  # the real `dvc repro` on a project of its own
-
-
-#: the dvc.yaml change this work needs (the repository's dvc.yaml is edited by hand): counts
-#: declares the `words` params and the rule's code; applied to the test's copy when missing
-DVC_CHANGE = (
-    "      deps: [stages/counts.py, src/lttw/data, src/lttw/factors, src/lttw/io.py,\n"
-    "             data/sample/train.parquet, data/folds]\n"
-    "      params: [counts, folds.n_folds]\n",
-    "      deps: [stages/counts.py, src/lttw/data, src/lttw/factors, src/lttw/io.py,\n"
-    "             src/lttw/text/words.py, data/sample/train.parquet, data/sample/labels.json,\n"
-    "             data/folds]\n"
-    "      params: [counts, words, folds.n_folds]\n",
-)
+pytestmark = pytest.mark.slow  # a pipeline of its own, and the real `dvc repro`
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +41,6 @@ def project(tmp_path_factory, tiny_encoder_dir) -> Path:
     root = make_tiny_project(tmp_path_factory.mktemp("zh"), tiny_encoder_dir)
     datasets = tmp_path_factory.mktemp("datasets")
     write_dataset(datasets)
-    dvc_yaml = (root / "dvc.yaml").read_text()
-    if DVC_CHANGE[0] in dvc_yaml:
-        (root / "dvc.yaml").write_text(dvc_yaml.replace(*DVC_CHANGE))
     set_params(
         root,
         data={"dataset": "tiny_zh", "root": str(datasets)},
@@ -58,16 +48,15 @@ def project(tmp_path_factory, tiny_encoder_dir) -> Path:
         nmf={"rank": 4},
     )
     git_commit(root, "tiny Chinese profile")
-    # the first run belongs to the fixture, so that each test below starts from a reproduced
-    # project whichever worker and order it runs in (up to train@0: the fold's model folder
-    # is what the first test reads; evaluate@0 runs in the bilstm test, final and summary
-    # read no words)
-    FIRST_REPRO[root] = run(["dvc", "repro", "train@0"], root)
-    git_commit(root, "jieba run")
+    # the first run belongs to the fixture, so that each test below starts from a run project
+    # whichever worker and order it runs in (up to train@0: the fold's model folder is what
+    # the first test reads; evaluate@0 runs in the bilstm test, final and summary read no
+    # words)
+    FIRST_RUN[root] = run_pipeline(root, "train@0")
     return root
 
 
-FIRST_REPRO: dict[Path, str] = {}  # project -> the output of its first `dvc repro`
+FIRST_RUN: dict[Path, PipelineRun] = {}  # project -> its first run
 STAGES = ("counts", "nmf", "features")  # what a words.splitter change reruns (per fold)
 
 
@@ -76,8 +65,8 @@ def words_json(project: Path) -> dict:
 
 
 def test_auto_resolves_to_jieba_and_predicts_chinese(project):
-    out = FIRST_REPRO[project]
-    assert "train@0" in ran(out) and "degenerate word splitting" not in out
+    out = FIRST_RUN[project].output
+    assert "train@0" in FIRST_RUN[project].ran and "degenerate word splitting" not in out
     # the tiny encoder has no CJK character: the tokens stage says so, naming model.encoder
     assert "encoder coverage: 100% of the tokens are [UNK] with model.encoder=" in out
     # ... and model.extend_vocab (auto) adds the CJK characters to it, for every later stage
@@ -112,6 +101,9 @@ def test_auto_resolves_to_jieba_and_predicts_chinese(project):
 
 
 def test_char_rule_reruns_counts_and_after_only(project):
+    # DVC's record of the in-process run (dvc.lock, its cache and run cache), as `dvc repro`
+    # would have left it
+    run(["dvc", "commit", "-f", "--with-deps", "train@0"], project)
     set_params(project, words={"splitter": "char"})
     # up to features@0: what a rule change reruns; train@0 and after are stale (`dvc status`),
     # training them again would check nothing more about the rule
@@ -121,17 +113,18 @@ def test_char_rule_reruns_counts_and_after_only(project):
     assert words_json(project)["splitter"] == "char"
     vocabulary = json.loads((project / "data/counts/fold_0/vocabulary.json").read_text())
     assert all(len(word) == 1 for word in vocabulary)
-    git_commit(project, "char run")
+    # back to the rule the model was trained with: its outputs restored from DVC's run cache,
+    # and train@0 up to date again, nothing reruns
+    set_params(project, words={"splitter": "auto"})
+    out = run(["dvc", "repro", "train@0"], project)
+    assert ran(out) == set() and words_json(project)["splitter"] == "jieba", out
 
 
 def test_regex_rule_on_chinese_is_loud(project):
-    """The warnings are the counts and features stages' own: their scripts, as dvc.yaml runs
-    them, in the test's process (what a rule change reruns through DVC: the char rule's
-    test); the bilstm test's ``dvc repro`` then restores the jieba run from DVC's caches."""
+    """The warnings are the counts and features stages' own (what a rule change reruns
+    through DVC: the char rule's test)."""
     set_params(project, words={"splitter": "regex"})
-    runs = [run_script(f"stages/{stage}.py", project, "--fold", "0") for stage in STAGES]
-    assert [done.returncode for done in runs] == [0, 0, 0], runs[-1].stderr[-3000:]
-    out = "".join(done.stdout + done.stderr for done in runs)
+    out = run_pipeline(project, *(f"{stage}@0" for stage in STAGES), only=True).output
     assert "degenerate word splitting with words.splitter=regex" in out
     assert "the median text has 1 word(s)" in out  # counts
     assert "get all-zero factor rows (more than 30%)" in out  # features: titles are unique
@@ -168,9 +161,10 @@ def test_bilstm_on_words_with_vectors(project, tmp_path_factory):
             "layers": 1,
         },
     )
-    out = run(["dvc", "repro", "evaluate@0"], project)  # the final model, summary: unread
-    assert {"train@0", "evaluate@0"} <= ran(out)
-    assert not {"sample", "folds", "tokens", "counts@0", "nmf@0"} & ran(out)  # DVC's caches
+    # the jieba rule's counts again (the regex test's are on disk), then the model; the final
+    # model and summary read no words
+    stages = [*(f"{stage}@0" for stage in STAGES), "train@0", "evaluate@0"]
+    out = run_pipeline(project, *stages, only=True).output
     record = json.loads((project / "metrics/train/fold_0.json").read_text())["word_vectors"]
     vocabulary = json.loads((project / "data/counts/fold_0/vocabulary.json").read_text())
     assert record["vocabulary"] == len(vocabulary) and record["dim"] == 4
@@ -197,7 +191,6 @@ def test_bilstm_on_words_with_vectors(project, tmp_path_factory):
     assert saved["text"].tolist() == texts and set(saved["label"]) <= set(TOPICS)
     assert any(column not in ("text", "label") for column in saved.columns)  # probabilities
     pd.testing.assert_frame_equal(saved, exported)  # same weights, same batch: exact
-    git_commit(project, "vectors run")
 
 
 def test_malformed_vectors_fail_train_in_one_line(project, tmp_path):
@@ -208,7 +201,9 @@ def test_malformed_vectors_fail_train_in_one_line(project, tmp_path):
         words={"splitter": "auto"},
         model={"variant": "bilstm_attention", "vocab": "words", "word_vectors": str(bad)},
     )
-    out = run(["dvc", "repro", "train@0"], project, check=False)
+    with pytest.raises(StageFailed) as failed:
+        run_pipeline(project, "train@0", only=True)
+    out = failed.value.ran.stdout + failed.value.ran.stderr
     named = [line for line in out.splitlines() if f"{bad}: line 3:" in line]
     assert len(named) == 1 and "expected a word and 4 values" in named[0], out[-3000:]
     assert "Traceback" not in out

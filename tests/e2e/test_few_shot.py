@@ -5,8 +5,10 @@ the tiny one (`-S model.encoder=...`, which also checks `-S`), texts are cut sho
 `train.min_steps=0` keeps each fold's training to `train.epochs` (2). Three texts a class
 (the fewest the folds take: three folds' stages) keep the run short; the plan for eight a
 class is ``fit_to_data``'s test in test_project_pipeline.py, the same code path. The lttw
-commands run in this process (``tiny_project.lttw``); ``dvc repro`` and its stages are real
-processes. A bad ``-S`` on init: test_project_pipeline.py."""
+commands and the project's pipeline (``in_process_pipeline``: every stage of its dvc.yaml, as
+``dvc repro`` runs them the first time) run in this process: the subject is what the stages
+compute on a project of one's own, not DVC; ``dvc repro`` of an init project:
+test_init_project.py. A bad ``-S`` on init: test_project_pipeline.py."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from support.tiny_project import DATASETS, lttw, ran, run
+from support.in_process_pipeline import run_pipeline
+from support.tiny_project import DATASETS, lttw
 
 PER_CLASS = 3
 
@@ -49,9 +52,9 @@ def test_a_few_texts_a_class_at_defaults(tmp_path, tiny_encoder_dir, monkeypatch
     text = (project / "params.yaml").read_text()
     assert "# fitted: every fold" in text and "# lttw init -S / --params" in text
 
-    first = run(["dvc", "repro"], project)
+    ran = run_pipeline(project).ran
     last = PER_CLASS - 1
-    assert {f"train@{last}", f"evaluate@{last}", "final", "summary"} <= ran(first), first
+    assert {f"train@{last}", f"evaluate@{last}", "final", "summary"} <= set(ran), ran
     final = json.loads((project / "metrics/summary.json").read_text())["final"]
     estimate = final["estimate"]
     assert estimate["from_folds"] and estimate["n"] == 2 * PER_CLASS, estimate

@@ -6,20 +6,23 @@ export` and `GET /info` read, and lead metrics/summary.json and `lttw report` wi
 numbers: rows, classes, the estimate with its interval and where it comes from (here their
 own held-out test sample). The enabled run also uses
 `data.sampling: all` with `data.predict_size: 0` on a small dataset with its own test split:
-the held-out test sample is the whole test split, and no predict sample appears anywhere."""
+the held-out test sample is the whole test split, and no predict sample appears anywhere.
+The disabled final stage is the shared tiny run's (``tiny_repro``: the real ``dvc repro``);
+the enabled one's project runs its pipeline in this process (``in_process_pipeline``: what
+the stages compute, with the parameters each reads traced, is the subject, not DVC)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from support.in_process_pipeline import PipelineRun, run_pipeline
 from support.stage_graph import undeclared_reads
-from support.tiny_project import TRACER, lttw, ran, run, set_params
+from support.tiny_project import lttw, make_tiny_project, set_params
 
 from lttw import layout
 
@@ -123,11 +126,11 @@ def test_exp_compare_prints_the_deployed_models_columns(tiny_repro, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def enabled(tmp_path_factory, tiny_repro) -> Path:
-    """A copy of the tiny run switched to final.enabled, data.sampling: all and
-    data.predict_size: 0 on a small dataset with a test split, then `dvc repro` (traced)."""
+def enabled_run(tmp_path_factory, tiny_encoder_dir) -> tuple[Path, PipelineRun]:
+    """A tiny project switched to final.enabled, data.sampling: all and data.predict_size: 0
+    on a small dataset with a test split, its pipeline run (traced: ``base/trace``)."""
     base = tmp_path_factory.mktemp("final")
-    project = tiny_repro.copy(base / "project")
+    project = make_tiny_project(base / "project", tiny_encoder_dir)
     write_dataset(base / "datasets")
     set_params(
         project,
@@ -135,20 +138,20 @@ def enabled(tmp_path_factory, tiny_repro) -> Path:
         final={"enabled": True},
     )
     set_params(project, data={"predict_size": 0})
-    trace = base / "trace"
-    path = os.pathsep.join(filter(None, [str(TRACER), os.environ.get("PYTHONPATH")]))
-    out = run(
-        ["dvc", "repro"], project, extra_env={"PYTHONPATH": path, "LTTW_PARAM_TRACE": str(trace)}
-    )
-    (base / "output.txt").write_text(out)
-    return project
+    return project, run_pipeline(project, trace=base / "trace")
 
 
-def test_enabled_final_trains_on_every_labelled_row(enabled):
-    out = (enabled.parent / "output.txt").read_text()
-    assert {"sample", "train@0", "evaluate@0", "final", "summary"} <= ran(out)
+@pytest.fixture
+def enabled(enabled_run) -> Path:
+    return enabled_run[0]
+
+
+def test_enabled_final_trains_on_every_labelled_row(enabled_run):
+    enabled, pipeline = enabled_run
+    out = pipeline.output
+    assert {"sample", "train@0", "evaluate@0", "final", "summary"} <= set(pipeline.ran)
     traced = {trace.stem for trace in (enabled.parent / "trace").glob("*.json")}
-    assert traced == ran(out), "every stage that ran was traced"
+    assert traced == set(pipeline.ran), "every stage that ran was traced"
     assert undeclared_reads(enabled.parent / "trace") == {}
     n_train = TRAIN_PER_CLASS * len(CLASSES)
     record = json.loads((enabled / layout.FINAL_METRICS).read_text())

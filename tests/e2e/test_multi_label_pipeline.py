@@ -1,7 +1,8 @@
 """Multi-label data end to end (issue 42): a CSV whose label cells join several labels with
-``|`` (``data.label_delimiter``) runs through the real ``dvc repro`` of a copy of the tiny
-run: the sample keeps label lists, the model folder holds per-label thresholds, the metrics
-are the multi-label ones, and ``lttw predict`` answers a list of labels."""
+``|`` (``data.label_delimiter``) runs through every stage of the tiny project's pipeline, in
+this process (``in_process_pipeline``: what the stages compute, not DVC, is the subject): the
+sample keeps label lists, the model folder holds per-label thresholds, the metrics are the
+multi-label ones, and ``lttw predict`` answers a list of labels."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from support.in_process_pipeline import run_pipeline
 from support.multi_label_data import CLASSES, write_multi_label_folder
-from support.tiny_project import lttw, ran, run, set_params
+from support.tiny_project import lttw, make_tiny_project, set_params
 
 from lttw import layout
 
@@ -19,9 +21,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def multi_label_run(tmp_path_factory, tiny_repro) -> tuple[Path, str]:
+def multi_label_run(tmp_path_factory, tiny_encoder_dir) -> tuple[Path, set[str]]:
     base = tmp_path_factory.mktemp("multi_label")
-    project = tiny_repro.copy(base / "project")
+    project = make_tiny_project(base / "project", tiny_encoder_dir)
     write_multi_label_folder(base / "datasets", "tags", n_train=200, n_test=60, fmt="csv")
     set_params(
         project,
@@ -34,12 +36,12 @@ def multi_label_run(tmp_path_factory, tiny_repro) -> tuple[Path, str]:
         },
         final={"enabled": True},
     )
-    return project, run(["dvc", "repro"], project)
+    return project, set(run_pipeline(project).ran)
 
 
 def test_delimited_csv_labels_train_a_multi_label_model(multi_label_run):
-    project, out = multi_label_run
-    assert {"sample", "folds", "counts@0", "train@0", "evaluate@0", "summary"} <= ran(out)
+    project, ran = multi_label_run
+    assert {"sample", "folds", "counts@0", "train@0", "evaluate@0", "summary"} <= ran
     labels = json.loads((project / layout.LABELS_JSON).read_text())
     assert labels["multi_label"] is True and sorted(labels["classes"]) == sorted(CLASSES)
     sample = pd.read_parquet(project / layout.sample_parquet("train"))
@@ -74,8 +76,8 @@ def test_predict_answers_a_list_of_labels(multi_label_run):
 def test_final_model_keeps_the_folds_thresholds_and_is_measured_on_the_test_split(
     multi_label_run,
 ):
-    project, out = multi_label_run
-    assert "final" in ran(out)
+    project, ran = multi_label_run
+    assert "final" in ran
     fold = json.loads((project / layout.model_dir(0) / "calibration.json").read_text())
     final = json.loads((project / layout.FINAL_MODEL_DIR / "calibration.json").read_text())
     assert final == fold  # tuned on fold 0's val part, not the default 0.5 for every label
