@@ -1,7 +1,10 @@
 """Model folders a user brings or damaged (issue 13.2): `lttw predict` / `explain` / `export`
-print one line naming the damaged file and what is wrong, exit 2, no traceback, and never run
+print one line naming the damaged file and what is wrong, exit 3, no traceback, and never run
 code shipped in the folder; the tokens stage's saved tokenizer does not depend on
-HF_HUB_OFFLINE (13.4). Through the real CLI (typer's CliRunner) on a tiny model folder."""
+HF_HUB_OFFLINE (13.4). Through the real CLI (typer's CliRunner) on a tiny model folder with
+its checksums: each damage is recorded again after it is made (as if the folder had been
+written so), so that the check it targets fires, not the checksum; one damage is left
+unrecorded, caught by its checksum."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from support.model_folders import WEIGHTS, build_model_folder  # noqa: F401
 from typer.testing import CliRunner
 
 from lttw import cli
+from lttw.models.folder_files import record_checksums
 
 
 @pytest.fixture(scope="module")
@@ -139,10 +143,14 @@ COMMANDS = {
 }
 
 
-def damaged_copy(model_dir: Path, tmp_path: Path, damage: str) -> Path:
+def damaged_copy(model_dir: Path, tmp_path: Path, damage: str, record: bool = True) -> Path:
+    """A copy of ``model_dir`` with ``damage``; ``record``: its checksums recorded again
+    after it (a damaged lttw.json is read before any checksum: left as it is)."""
     folder = tmp_path / "damaged"
     shutil.copytree(model_dir, folder)
     DAMAGES[damage][0](folder)
+    if record and DAMAGES[damage][1] != "lttw.json":
+        record_checksums(folder)
     return folder
 
 
@@ -164,6 +172,14 @@ def test_predict_names_the_damaged_file(model_dir, tmp_path, damage):
     line = assert_user_error(run_cli("predict", folder, tmp_path), file_name, what, code=3)
     assert str(folder) in line
     assert not list(folder.rglob("RAN"))  # code shipped in the folder never ran
+
+
+def test_a_changed_file_is_caught_by_its_checksum(model_dir, tmp_path):
+    """The weights truncated after the checksums were recorded: refused by their sha256,
+    before their bytes are parsed."""
+    folder = damaged_copy(model_dir, tmp_path, "weights truncated to 1000 bytes", record=False)
+    result = run_cli("predict", folder, tmp_path)
+    assert_user_error(result, WEIGHTS, "changed since the model folder was written", code=3)
 
 
 @pytest.mark.parametrize("command", ["explain", "export"])
