@@ -226,17 +226,32 @@ save_tokenizer(load_tokenizer(sys.argv[1]), sys.argv[2])
 
 def test_saved_tokenizer_is_identical_with_or_without_hf_hub_offline(tiny_encoder_dir, tmp_path):
     """What the tokens stage saves (and model folders copy) has the same bytes whatever
-    HF_HUB_OFFLINE says: transformers records `local_files_only` unless it is left out."""
-    saved = {}
-    for offline in ("1", "0"):
-        out = tmp_path / f"offline_{offline}"
-        env = {**os.environ, "HF_HUB_OFFLINE": offline, "TRANSFORMERS_OFFLINE": offline}
-        subprocess.run(
-            [sys.executable, "-c", SAVE_TOKENIZER, str(tiny_encoder_dir), str(out)],
-            check=True,
-            env=env,
-            capture_output=True,
-        )
-        saved[offline] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    HF_HUB_OFFLINE says: transformers records `local_files_only` unless it is left out.
+    The flag is read when huggingface_hub is imported: this process's setting is saved here,
+    the other one in a process of its own."""
+    from huggingface_hub import constants
+
+    from lttw.encoder.tokenizer import load_tokenizer, save_tokenizer
+
+    here = "1" if constants.HF_HUB_OFFLINE else "0"
+    other = "0" if here == "1" else "1"
+    save_tokenizer(load_tokenizer(tiny_encoder_dir), tmp_path / f"offline_{here}")
+    env = {**os.environ, "HF_HUB_OFFLINE": other, "TRANSFORMERS_OFFLINE": other}
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            SAVE_TOKENIZER,
+            str(tiny_encoder_dir),
+            tmp_path / f"offline_{other}",
+        ],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+    saved = {
+        flag: {p.name: p.read_bytes() for p in sorted((tmp_path / f"offline_{flag}").iterdir())}
+        for flag in ("1", "0")
+    }
     assert saved["1"] == saved["0"] and "tokenizer_config.json" in saved["1"]
     assert b"local_files_only" not in saved["1"]["tokenizer_config.json"]
