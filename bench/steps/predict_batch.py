@@ -96,6 +96,7 @@ def build_synthetic_folder(
     from lttw.factors.nmf import latent_factors, save_factors
     from lttw.io import read_json, write_json
     from lttw.models.bundle import FACTORS, META, TOKENIZER, write_model_folder
+    from lttw.models.folder_files import record_checksums
     from lttw.models.lttw import LTTWClassifier, LTTWConfig
     from lttw.models.registry import MODEL_REGISTRY, save_model
     from lttw.settings import ModelSettings, NMFSettings, Settings
@@ -167,6 +168,7 @@ def build_synthetic_folder(
         (folder / FACTORS).mkdir()
         save_counts(folder / FACTORS, counts, vocabulary)
         save_factors(folder / FACTORS, factors)
+    record_checksums(folder)  # last, as the train stage records them
 
 
 def sync(device: str) -> None:

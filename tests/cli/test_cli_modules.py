@@ -81,7 +81,7 @@ def test_verify_says_every_problem_on_its_own_line(monkeypatch, tmp_path):
     import lttw.models.model_folder as model_folder
 
     found = SimpleNamespace(problems=["a.bin: changed", "b.bin: missing"])
-    monkeypatch.setattr(model_folder, "verify_folder", lambda folder: found)
+    monkeypatch.setattr(model_folder, "verify_folder", lambda folder, record=False: found)
     result = invoke("verify", tmp_path)
     assert result.exit_code == 3, result.output
     assert result.stderr.splitlines() == ["error: a.bin: changed", "error: b.bin: missing"]

@@ -29,11 +29,13 @@ EN = "team game match player season score " * 6  # 36 words
 
 def word_id_folder(folder: Path, rule: WordSplitter) -> Path:
     """A tiny bilstm_attention model folder on word ids (random weights), as training lays
-    it out: lttw.json ``vocab: words`` and ``words/`` (vocabulary and rule), no tokenizer."""
+    it out: lttw.json ``vocab: words`` and ``words/`` (vocabulary and rule), no tokenizer,
+    the checksums recorded last."""
     import torch
 
     from lttw import models  # noqa: F401  (registers the variants)
     from lttw.models.bundle import write_model_folder
+    from lttw.models.folder_files import record_checksums
     from lttw.models.registry import MODEL_REGISTRY, save_model
     from lttw.settings import CountSettings, ModelSettings
     from lttw.text.word_ids import WordVocabulary
@@ -56,6 +58,7 @@ def word_id_folder(folder: Path, rule: WordSplitter) -> Path:
         words=rule,
         word_vocabulary=vocabulary,
     )
+    record_checksums(folder)
     return folder
 
 

@@ -1,5 +1,5 @@
 """Every file a model folder's loader reads is held to the size limit of its kind
-(``lttw.models.folder_files``) before it is read, checksums recorded or not: an oversized
+(``lttw.models.folder_files``) before it is read, before any checksum: an oversized
 tokenizer.json or lttw.json is one error line naming the file, read by neither `lttw predict`
 nor `lttw verify`. The files are sparse: their size costs neither disk nor memory."""
 
@@ -16,7 +16,7 @@ from lttw.models.folder_files import SMALL_MAX, VOCABULARY_MAX
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory, tiny_encoder_dir):
-    """The tiny encoder folder, without recorded checksums."""
+    """The tiny encoder folder, its checksums recorded."""
     return build_model_folder(tmp_path_factory.mktemp("sizes") / "model", tiny_encoder_dir)
 
 

@@ -2,7 +2,8 @@
 of every file recorded in lttw.json, checked on load and by `lttw verify`; a file changed in
 place with its size and time kept is caught, naming it; a missing file is an error, never a
 silently wrong answer; `lttw export` copies only what the loader reads; a folder states its
-precision. Through the real command (typer's CliRunner) on the tiny model folder."""
+precision; a folder without checksums is refused until `lttw verify --record` records them.
+Through the real command (typer's CliRunner) on the tiny model folder."""
 
 from __future__ import annotations
 
@@ -36,11 +37,11 @@ def error_line(result, *needles: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def old_folder(tmp_path_factory, tiny_encoder_dir) -> Path:
-    """A folder as written before checksums were recorded (no sha256 in lttw.json), with
-    stray files the loader does not read."""
+def stray_folder(tmp_path_factory, tiny_encoder_dir) -> Path:
+    """The tiny model folder (its checksums recorded), with stray files the loader does not
+    read."""
     source = shared_lttw_folder(tmp_path_factory, tiny_encoder_dir)
-    folder = tmp_path_factory.mktemp("old") / "model"
+    folder = tmp_path_factory.mktemp("stray") / "model"
     shutil.copytree(source, folder)
     for name in STRAY:
         (folder / name).parent.mkdir(exist_ok=True)
@@ -49,9 +50,9 @@ def old_folder(tmp_path_factory, tiny_encoder_dir) -> Path:
 
 
 @pytest.fixture(scope="module")
-def exported(old_folder, tmp_path_factory) -> Path:
+def exported(stray_folder, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("export") / "model"
-    result = invoke("export", "--model", old_folder, "--out", out)
+    result = invoke("export", "--model", stray_folder, "--out", out)
     assert result.exit_code == 0, result.output
     assert "left out 4 files the loader does not read" in result.stderr
     return out
@@ -108,13 +109,25 @@ def test_a_recorded_file_missing_or_an_unrecorded_one_added_is_an_error(exported
     error_line(invoke("verify", folder), "vocab.txt")
 
 
-def test_a_folder_without_checksums_loads_and_verify_says_so(old_folder):
-    result = invoke("predict", "stocks rally", "--model", old_folder)
+def test_a_folder_without_checksums_is_refused_until_verify_records_them(stray_folder, tmp_path):
+    """No sha256 in lttw.json (a folder assembled by hand): every load and `lttw verify`
+    refuse it in one line naming lttw.json; `lttw verify --record` records them (never over
+    recorded ones), after which it loads."""
+    folder = copy_of(stray_folder, tmp_path)
+    meta_path = folder / "lttw.json"
+    meta = json.loads(meta_path.read_text())
+    del meta["sha256"]
+    meta_path.write_text(json.dumps(meta))
+    out = tmp_path / "exported"
+    for command in (["predict", "hi", "--model"], ["export", "--out", out, "--model"], ["verify"]):
+        error_line(invoke(*command, folder), str(meta_path), "no checksums recorded", "--record")
+    assert not out.exists()
+    result = invoke("verify", "--record", folder)
     assert result.exit_code == 0, result.output
-    result = invoke("verify", old_folder)
-    assert result.exit_code == 1, result.output
-    assert "no checksums recorded" in result.stdout
+    assert "files match their recorded sha256" in result.stdout
     assert "pytorch_model.bin" in result.stdout  # listed as not read, not checked
+    assert invoke("predict", "stocks rally", "--model", folder).exit_code == 0
+    error_line(invoke("verify", "--record", folder), str(meta_path), "already recorded")
 
 
 @pytest.mark.parametrize(
@@ -128,13 +141,17 @@ def test_a_folder_without_checksums_loads_and_verify_says_so(old_folder):
         WEIGHTS,
     ],
 )
-def test_a_needed_file_missing_from_an_old_folder_is_an_error(old_folder, tmp_path, missing):
+def test_a_needed_file_missing_is_an_error_whatever_is_recorded(stray_folder, tmp_path, missing):
     """The issue's reproduction: without tokenizer/tokenizer.json every word became [UNK]
-    and the command exited 0."""
-    folder = copy_of(old_folder, tmp_path)
+    and the command exited 0. The checksums are recorded again without the file, so that
+    what fires is the check of the files a load needs."""
+    from lttw.models.folder_files import record_checksums
+
+    folder = copy_of(stray_folder, tmp_path)
     (folder / missing).unlink()
+    record_checksums(folder)
     for command in (["explain", "stocks rally as oil prices fall"], ["predict", "hi"]):
-        error_line(invoke(*command, "--model", folder), str(folder / missing))
+        error_line(invoke(*command, "--model", folder), str(folder / missing), "missing (no ")
 
 
 def test_a_precision_this_lttw_does_not_run_is_refused(exported, tmp_path):

@@ -5,6 +5,7 @@ Offline with a warm cache works; everything else that fails is one line, exit 3.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -22,7 +23,8 @@ TEXTS = ["stocks rally as oil prices fall", "late goal wins the match"]
 
 @pytest.fixture(scope="module")
 def checked_folder(tmp_path_factory, tiny_encoder_dir) -> Path:
-    """The tiny model folder with the sha256 of every file in its lttw.json."""
+    """The tiny model folder (the sha256 of every file in its lttw.json) with a file the
+    loader does not read."""
     from lttw.models.folder_files import record_checksums
 
     folder = tmp_path_factory.mktemp("shared") / "model"
@@ -94,4 +96,11 @@ def test_a_folder_that_fails_verify_is_never_pushed(stand_in_hub, checked_folder
     shutil.copytree(checked_folder, folder)
     (folder / "labels.json").write_text('["a", "b"]')
     assert_user_error(invoke("push", folder, "org/tiny"), "not pushed", "labels.json", code=3)
+    unrecorded = tmp_path / "unrecorded"
+    shutil.copytree(checked_folder, unrecorded)
+    meta = json.loads((unrecorded / "lttw.json").read_text())
+    del meta["sha256"]
+    (unrecorded / "lttw.json").write_text(json.dumps(meta))
+    result = invoke("push", unrecorded, "org/tiny")
+    assert_user_error(result, "not pushed", "lttw.json: no checksums recorded", code=3)
     assert not stand_in_hub.repos and not [r for r in stand_in_hub.requests if "POST" in r]

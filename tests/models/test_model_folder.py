@@ -1,7 +1,10 @@
 """Model folders a user brings or damaged (issue 13.2): `lttw predict` / `explain` / `export`
-print one line naming the damaged file and what is wrong, exit 2, no traceback, and never run
+print one line naming the damaged file and what is wrong, exit 3, no traceback, and never run
 code shipped in the folder; the tokens stage's saved tokenizer does not depend on
-HF_HUB_OFFLINE (13.4). Through the real CLI (typer's CliRunner) on a tiny model folder."""
+HF_HUB_OFFLINE (13.4). Through the real CLI (typer's CliRunner) on a tiny model folder with
+its checksums: each damage is recorded again after it is made (as if the folder had been
+written so), so that the check it targets fires, not the checksum; one damage is left
+unrecorded, caught by its checksum."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from support.model_folders import WEIGHTS, build_model_folder  # noqa: F401
 from typer.testing import CliRunner
 
 from lttw import cli
+from lttw.models.folder_files import record_checksums
 
 
 @pytest.fixture(scope="module")
@@ -139,10 +143,14 @@ COMMANDS = {
 }
 
 
-def damaged_copy(model_dir: Path, tmp_path: Path, damage: str) -> Path:
+def damaged_copy(model_dir: Path, tmp_path: Path, damage: str, record: bool = True) -> Path:
+    """A copy of ``model_dir`` with ``damage``; ``record``: its checksums recorded again
+    after it (a damaged lttw.json is read before any checksum: left as it is)."""
     folder = tmp_path / "damaged"
     shutil.copytree(model_dir, folder)
     DAMAGES[damage][0](folder)
+    if record and DAMAGES[damage][1] != "lttw.json":
+        record_checksums(folder)
     return folder
 
 
@@ -164,6 +172,14 @@ def test_predict_names_the_damaged_file(model_dir, tmp_path, damage):
     line = assert_user_error(run_cli("predict", folder, tmp_path), file_name, what, code=3)
     assert str(folder) in line
     assert not list(folder.rglob("RAN"))  # code shipped in the folder never ran
+
+
+def test_a_changed_file_is_caught_by_its_checksum(model_dir, tmp_path):
+    """The weights truncated after the checksums were recorded: refused by their sha256,
+    before their bytes are parsed."""
+    folder = damaged_copy(model_dir, tmp_path, "weights truncated to 1000 bytes", record=False)
+    result = run_cli("predict", folder, tmp_path)
+    assert_user_error(result, WEIGHTS, "changed since the model folder was written", code=3)
 
 
 @pytest.mark.parametrize("command", ["explain", "export"])
@@ -210,17 +226,32 @@ save_tokenizer(load_tokenizer(sys.argv[1]), sys.argv[2])
 
 def test_saved_tokenizer_is_identical_with_or_without_hf_hub_offline(tiny_encoder_dir, tmp_path):
     """What the tokens stage saves (and model folders copy) has the same bytes whatever
-    HF_HUB_OFFLINE says: transformers records `local_files_only` unless it is left out."""
-    saved = {}
-    for offline in ("1", "0"):
-        out = tmp_path / f"offline_{offline}"
-        env = {**os.environ, "HF_HUB_OFFLINE": offline, "TRANSFORMERS_OFFLINE": offline}
-        subprocess.run(
-            [sys.executable, "-c", SAVE_TOKENIZER, str(tiny_encoder_dir), str(out)],
-            check=True,
-            env=env,
-            capture_output=True,
-        )
-        saved[offline] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    HF_HUB_OFFLINE says: transformers records `local_files_only` unless it is left out.
+    The flag is read when huggingface_hub is imported: this process's setting is saved here,
+    the other one in a process of its own."""
+    from huggingface_hub import constants
+
+    from lttw.encoder.tokenizer import load_tokenizer, save_tokenizer
+
+    here = "1" if constants.HF_HUB_OFFLINE else "0"
+    other = "0" if here == "1" else "1"
+    save_tokenizer(load_tokenizer(tiny_encoder_dir), tmp_path / f"offline_{here}")
+    env = {**os.environ, "HF_HUB_OFFLINE": other, "TRANSFORMERS_OFFLINE": other}
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            SAVE_TOKENIZER,
+            str(tiny_encoder_dir),
+            tmp_path / f"offline_{other}",
+        ],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+    saved = {
+        flag: {p.name: p.read_bytes() for p in sorted((tmp_path / f"offline_{flag}").iterdir())}
+        for flag in ("1", "0")
+    }
     assert saved["1"] == saved["0"] and "tokenizer_config.json" in saved["1"]
     assert b"local_files_only" not in saved["1"]["tokenizer_config.json"]

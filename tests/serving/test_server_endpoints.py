@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from support.live_server import BOUND_S, Gate, assert_json_error, lttw_serve, serving, until
-from support.serving_models import shared_lttw_folder
+from support.live_server import BOUND_S, Gate, assert_json_error, serving, until
 
 from lttw.serving import explaining
 from lttw.serving.limits import Limits
@@ -202,23 +199,3 @@ def test_openapi_without_token_is_open_on_a_loopback_server(tmp_path):
     with serving(create_app(Gate(tmp_path), access=Access())) as (http, _, _):
         assert http.get("/openapi.json").json()["info"]["title"] == "lttw"
         assert http.get("/ready").json() == {"status": "ready"}  # no warm-up asked
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_encoder_dir) -> Path:
-    return shared_lttw_folder(tmp_path_factory, tiny_encoder_dir)
-
-
-def test_lttw_serve_is_ready_after_its_warm_up(model_dir):
-    with lttw_serve(model_dir) as (proc, port, _):
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=BOUND_S) as http:
-            until(lambda: http.get("/ready").status_code == 200, "ready")
-            assert http.get("/live").json() == {"status": "alive"}
-            answer = http.post("/predict", json={"texts": ["stock market", "team won"]})
-            assert answer.status_code == 200 and len(answer.json()["predictions"]) == 2
-            scraped = metric_samples(http.get("/metrics").text)
-            assert http.get("/openapi.json").json()["paths"]["/predict"]
-        proc.send_signal(signal.SIGTERM)
-        rest = proc.communicate(timeout=BOUND_S)[1]
-    assert scraped[("lttw_batcher_texts_total", ())] == 2  # the warm-up pass is not counted
-    assert "Traceback" not in rest, rest

@@ -5,14 +5,9 @@ local path, and `lttw serve` refusing a non-loopback address without --allowed-h
 
 from __future__ import annotations
 
-import signal
-from pathlib import Path
-
-import httpx
 import pytest
 from support.cli_runner import assert_user_error, invoke
-from support.live_server import BOUND_S, Gate, assert_json_error, lttw_serve, serving
-from support.serving_models import shared_lttw_folder
+from support.live_server import Gate, assert_json_error, serving
 
 from lttw.serving.info import encoder_name
 from lttw.serving.security import LOOPBACK_HOSTS, Access, host_allowed
@@ -100,31 +95,6 @@ def test_encoder_is_a_name_never_a_path(tmp_path):
     assert encoder_name(str(snapshot)) == "org/tiny-bert"
     assert encoder_name(str(tmp_path / "encoders" / "bert")) == "bert"
     assert encoder_name("../models/encoders/bert") == "bert"
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tiny_encoder_dir) -> Path:
-    return shared_lttw_folder(tmp_path_factory, tiny_encoder_dir)
-
-
-def test_lttw_serve_token_from_the_environment_and_info_without_paths(model_dir):
-    with lttw_serve(model_dir, {"LTTW_API_KEY": "from-the-env"}) as (proc, port, lines):
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=BOUND_S) as http:
-            assert_json_error(http.get("/info"), 401, "API key")
-            info = http.get("/info", headers={"authorization": "Bearer from-the-env"})
-            assert_json_error(http.get("/info", headers={"host": "evil.example"}), 400, "Host")
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=BOUND_S)
-    assert info.status_code == 200, info.text
-    doc = info.json()
-    assert doc["access"] == {
-        "auth": "bearer token",
-        "allowed_hosts": list(LOOPBACK_HOSTS),
-        "cors_origins": [],
-        "cors": "off",
-    }
-    assert doc["encoder"] and "/" not in doc["encoder"] and str(Path.home()) not in info.text
-    assert str(model_dir) not in info.text and "from-the-env" not in info.text
 
 
 def test_lttw_serve_refuses_an_empty_api_key(tmp_path, monkeypatch):

@@ -19,6 +19,7 @@ from support.serving_models import CLASSES, labelled_texts, shared_lttw_folder
 from lttw.errors import UserError
 from lttw.inference.loading import backend_name, load_predictor
 from lttw.inference.predict import Predictor
+from lttw.models.folder_files import record_checksums
 from lttw.models.onnx_classifier import OnnxClassifier
 from lttw.serving import onnx_export
 
@@ -79,15 +80,15 @@ def test_an_onnx_export_holds_no_torch_weights_and_says_both_sizes(lttw_dir, fp3
 
 def test_an_onnx_part_with_an_edited_max_len_is_one_line(fp32_dir, tmp_path):
     """max_len 32 -> 64 in an ONNX folder's lttw.json: verify and predict refuse it in one
-    line (the settings' checksum; without checksums, the classifier's own max_len)."""
+    line (the settings' checksum; with the checksums recorded again after the edit, the
+    classifier's own max_len)."""
     folder = tmp_path / "edited"
     shutil.copytree(fp32_dir[0], folder)
     meta = json.loads((folder / "lttw.json").read_text())
     (folder / "lttw.json").write_text(json.dumps({**meta, "max_len": 64}))
     assert_user_error(invoke("verify", folder), "lttw.json", "settings changed", code=3)
     assert_user_error(invoke("predict", "--model", folder, "hi"), "lttw.json", code=3)
-    del meta["sha256"]
-    (folder / "lttw.json").write_text(json.dumps({**meta, "max_len": 64}))
+    record_checksums(folder)
     for args in (("verify", folder), ("predict", "--model", folder, "hi")):
         assert_user_error(invoke(*args), "lttw.json", "max_len = 64", "built for 32", code=3)
 
@@ -190,9 +191,7 @@ def test_a_damaged_onnx_file_is_one_line(fp32_dir, tmp_path):
     assert_user_error(
         invoke("predict", "--model", folder, "hello"), "model.onnx", "changed since", code=3
     )
-    meta = json.loads((folder / "lttw.json").read_text())
-    del meta["sha256"]  # as a folder written before checksums were recorded
-    (folder / "lttw.json").write_text(json.dumps(meta))
+    record_checksums(folder)  # recorded again after the damage: the ONNX check fires
     assert_user_error(
         invoke("predict", "--model", folder, "hello"),
         "model.onnx",

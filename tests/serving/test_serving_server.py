@@ -7,7 +7,6 @@ Nothing here depends on timing: waits are bounded, and assertions are on answers
 from __future__ import annotations
 
 import asyncio
-import signal
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +19,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from support.cli_runner import invoke
-from support.live_server import lttw_serve
 from support.serving_models import CLASSES, shared_lttw_folder
 
 from lttw.inference.predict import Predictor
@@ -343,16 +341,3 @@ def test_shutdown_finishes_the_request_in_flight(tmp_path):
             response = pending.result(BOUND_S)
     assert response.status_code == 200
     assert response.json() == {"predictions": [{"label": "b", "prob": 0.75}]}
-
-
-def test_lttw_serve_exits_cleanly_on_sigterm(model_dir):
-    with lttw_serve(model_dir) as (proc, port, lines):
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=BOUND_S) as http:
-            assert http.post("/predict", json={"text": "oil"}).status_code == 200
-        proc.send_signal(signal.SIGTERM)
-        rest = proc.communicate(timeout=BOUND_S)[1]
-    # uvicorn re-raises the signal once it has shut down: "terminated by SIGTERM", cleanly
-    assert proc.returncode in (0, -signal.SIGTERM), rest
-    assert "Application shutdown complete" in rest
-    assert "stopped after 1 requests, 1 texts" in rest and "Traceback" not in rest
-    assert "serving " in "".join(lines) and "lttw, torch, 4 labels" in "".join(lines)

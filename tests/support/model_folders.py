@@ -10,13 +10,14 @@ WEIGHTS = "model.safetensors"
 def build_model_folder(folder: Path, encoder_dir: Path) -> Path:
     """An `encoder` classifier folder (no factors) around the tiny random BERT, laid out as
     the train stage writes it: config.json, model.safetensors, labels.json, lttw.json,
-    tokenizer/."""
+    tokenizer/, and last the checksums."""
     import torch
 
     from lttw.encoder.tokenizer import load_tokenizer, save_tokenizer
     from lttw.models._layers import pretrained_encoder
     from lttw.models.bundle import TOKENIZER, write_model_folder
     from lttw.models.encoder_head import EncoderClassifier, EncoderHeadConfig
+    from lttw.models.folder_files import record_checksums
     from lttw.models.registry import save_model
     from lttw.settings import ModelSettings, Settings
 
@@ -33,4 +34,5 @@ def build_model_folder(folder: Path, encoder_dir: Path) -> Path:
         folder, ["neg", "pos"], settings.model, 0, counts=settings.counts, seed=settings.seed
     )
     save_tokenizer(load_tokenizer(encoder_dir), folder / TOKENIZER)
+    record_checksums(folder)
     return folder

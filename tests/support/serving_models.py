@@ -1,7 +1,8 @@
 """A tiny trained-looking LTTW model folder for the serving tests: the tiny random BERT
 (conftest's ``tiny_encoder_dir``), latent factors fitted on a few topic texts, Linformer
 attention and the head, laid out as the train stage writes it (config.json,
-model.safetensors, labels.json, lttw.json, tokenizer/, factors/). Built in about a second."""
+model.safetensors, labels.json, lttw.json, tokenizer/, factors/) and, as it does, its
+checksums recorded last. Built in about a second."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def build_lttw_folder(folder: Path, encoder_dir: Path) -> Path:
     from lttw.factors.counts import normalise_rows, save_counts, word_label_counts
     from lttw.factors.nmf import latent_factors, save_factors
     from lttw.models.bundle import TOKENIZER, write_model_folder
+    from lttw.models.folder_files import record_checksums
     from lttw.models.lttw import LTTWClassifier
     from lttw.models.registry import save_model
     from lttw.settings import CountSettings, ModelSettings, NMFSettings, Settings
@@ -81,7 +83,9 @@ def build_lttw_folder(folder: Path, encoder_dir: Path) -> Path:
         factor_dirs=[work / "counts", work / "nmf"],
     )
     save_tokenizer(load_tokenizer(encoder_dir), folder / TOKENIZER)
+    record_checksums(folder)  # as the train stage writes them; again once fitted
     _fit(folder, texts, labels)
+    record_checksums(folder)
     return folder
 
 

@@ -11,21 +11,33 @@ from lttw.cli.app import BadInputError, InputProblems, app, examples
 from lttw.errors import UserError
 
 
-@app.command(epilog=examples("lttw verify models/fold_0", "lttw verify exported/lttw-ag-news"))
+@app.command(
+    epilog=examples(
+        "lttw verify models/fold_0",
+        "lttw verify exported/lttw-ag-news",
+        "lttw verify --record my-hand-built-model",
+    )
+)
 def verify(
     folder: Annotated[Path, typer.Argument(metavar="DIR", help="a model folder")],
+    record: Annotated[
+        bool,
+        typer.Option(
+            "--record",
+            help="first record the checksums of a folder that has none (one assembled by "
+            "hand); refused where they are recorded",
+        ),
+    ] = False,
 ) -> None:
     """Check a model folder's files against the sha256 checksums recorded in its lttw.json
     when it was written (by the train stage or `lttw export`), and print its model card's
     estimate (README.md, metrics.json) where it has one. Exit 0: every file matches;
-    3: a file is missing, changed or unrecorded, or a number of the card's model-index
-    differs from metrics.json (one `error:` line each); 1: no checksums
-    recorded (a folder written before lttw recorded them; `lttw export` writes a copy that
-    has them)."""
+    3: no checksums recorded, a file is missing, changed or unrecorded, or a number of the
+    card's model-index differs from metrics.json (one `error:` line each)."""
     from lttw.models.model_folder import verify_folder
 
     try:
-        found = verify_folder(folder)
+        found = verify_folder(folder, record=record)
     except UserError as err:
         raise BadInputError(str(err)) from None
     if found.problems:
@@ -36,12 +48,6 @@ def verify(
         if found.ignored
         else ""
     )
-    if not found.recorded:
-        typer.echo(
-            f"{folder}: no checksums recorded (written before lttw recorded them); the "
-            f"files it needs are present{ignored}"
-        )
-        raise typer.Exit(1)
     typer.echo(f"{folder}: {found.checked} files match their recorded sha256{ignored}")
     _say_card(folder)
 

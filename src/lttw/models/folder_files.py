@@ -6,12 +6,12 @@ reads; its entry for ``lttw.json`` itself is the digest of the settings predicti
 (``SETTINGS_KEYS``, canonical JSON: the file gains other keys after it is recorded, e.g. the
 final model's record), and an ensemble's also holds each part's ``lttw.json`` (which records
 the part's own files). The train stage records them when it writes ``models/fold_N``,
-``lttw export`` when it writes its copy. On load (``folder_reader.read_folder``) every recorded file must be there with its recorded digest,
-and every file the loader would read must be recorded; the first that is not raises a
-one-line ``UserError`` naming it. A folder written before checksums were recorded (no
-``sha256`` key) loads as before, after the check that the files it needs are present;
-``lttw verify`` reports it as "no checksums recorded". Every file the loader reads is first
-held to the size limit of its kind (``size_limit``), whether checksums are recorded or not.
+``lttw export`` when it writes its copy; ``lttw verify --record`` records them in a folder
+assembled by hand (``record_first_checksums``: never over recorded ones). On load
+(``folder_reader.read_folder``) the checksums must be recorded, every recorded file must be
+there with its recorded digest, and every file the loader would read must be recorded; the
+first that is not raises a one-line ``UserError`` naming it. Every file the loader reads is
+first held to the size limit of its kind (``size_limit``).
 
 The limits, by the size on disk, so that the error comes first, as one line naming the file
 (a file far larger than any real one, a damaged copy or a hostile folder, would otherwise
@@ -196,6 +196,22 @@ def record_checksums(folder: str | Path) -> dict[str, str]:
     return sums
 
 
+def record_first_checksums(folder: str | Path) -> None:
+    """``record_checksums`` for a folder assembled by hand: refused (one line naming the
+    lttw.json) where it or an ensemble's part already records checksums, whose files would
+    then be taken as they are now, changed or not."""
+    folder = Path(folder)
+    for where in [folder, *(folder / part for part in ensemble_parts(folder))]:
+        check_size(where / META)
+        meta = read_json(where / META)
+        if isinstance(meta, dict) and CHECKSUMS in meta:
+            raise UserError(
+                f"{where / META}: checksums already recorded; --record only writes them where "
+                "there are none (`lttw verify` checks the files against them)"
+            )
+    record_checksums(folder)
+
+
 def required_files(folder: Path, meta: dict) -> dict[str, str]:
     """What loading ``folder`` cannot do without, whatever is recorded, and what each file
     is: labels, config and weights (and tfidf's vocabulary), the tokenizer's tokenizer.json
@@ -235,16 +251,13 @@ def unread_files(folder: str | Path, read: set[str] | None = None) -> list[str]:
 
 def copy_loader_files(source: str | Path, dest: str | Path) -> list[str]:
     """Copy the files loading ``source`` reads into ``dest`` (links followed, nothing else
-    copied; an ensemble's part folders each copied the same way), without recorded
-    checksums (``record_checksums`` writes the copy's); returns the files left out
+    copied; an ensemble's part folders each copied the same way), its recorded checksums
+    with them (a load of the copy checks it against them); returns the files left out
     (``unread_files``), as paths relative to ``source``."""
     source, dest = Path(source), Path(dest)
     for name in loader_files(source):
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source / name, dest / name)
-    meta = read_json(dest / META)
-    if isinstance(meta, dict) and meta.pop(CHECKSUMS, None) is not None:
-        write_json(dest / META, meta)
     parts = ensemble_parts(source)
     left_out = [
         name for name in unread_files(source) if not name.startswith(tuple(f"{p}/" for p in parts))

@@ -31,13 +31,12 @@ from lttw.models.folder_files import (
 
 @dataclass
 class FolderCheck:
-    """What ``verify`` found: ``recorded`` (checksums present), files checked, problems
-    (each one line naming a file), files present that the loader does not read
-    (``ignored``), and those of them inside an ensemble's part folder (``stray``: a part
-    holds what its loader reads, nothing else; loading skips them, ``lttw verify`` fails)."""
+    """What ``verify`` found: files checked, problems (each one line naming a file), files
+    present that the loader does not read (``ignored``), and those of them inside an
+    ensemble's part folder (``stray``: a part holds what its loader reads, nothing else;
+    loading skips them, ``lttw verify`` fails)."""
 
     folder: Path
-    recorded: bool
     checked: int = 0
     problems: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
@@ -137,15 +136,21 @@ def _check(
     """The checks of ``verify``; where ``keep`` is a dict, each file read is kept in it
     (under ``prefix``: an ensemble's part), hashed in memory."""
     sums = meta.get(CHECKSUMS)
-    check = FolderCheck(folder, recorded=sums is not None)
+    check = FolderCheck(folder)
     meta_path = folder / META
-    if sums is not None and not (
+    if sums is None:
+        check.problems.append(
+            f"{meta_path}: no checksums recorded (no {CHECKSUMS!r} key), so the folder cannot "
+            "be verified; not loaded: retrain, or export the model again from the folder lttw "
+            "wrote (a folder assembled by hand: `lttw verify --record DIR` records them)"
+        )
+        return check
+    if not (
         isinstance(sums, dict)
         and all(isinstance(k, str) and isinstance(v, str) for k, v in sums.items())
     ):
         check.problems.append(f"{meta_path}: {CHECKSUMS!r} is not a map of file to digest")
         return check
-    sums = sums or {}
     names = loader_files(folder)
     for name in names:  # by size on disk, before any is read or hashed
         too_large = size_problem(folder / name, name)
@@ -203,15 +208,14 @@ def _check(
         check.checked += 1
         if first_only and check.problems:
             return check
-    if check.recorded:
-        for name in names:
-            if name != META and name not in sums:
-                check.problems.append(
-                    f"{folder / name}: not among the checksums recorded in {meta_path}; "
-                    "added after the folder was written (remove it, or re-export the folder)"
-                )
-                if first_only:
-                    return check
+    for name in names:
+        if name != META and name not in sums:
+            check.problems.append(
+                f"{folder / name}: not among the checksums recorded in {meta_path}; "
+                "added after the folder was written (remove it, or re-export the folder)"
+            )
+            if first_only:
+                return check
     read = set(names) | set(sums)
     parts = ENSEMBLE_PARTS.get(str(meta.get("variant")), ())
     for part in parts:
@@ -251,7 +255,6 @@ def _check_part(
     found = _check(sub, part_meta, first_only, keep, f"{prefix}{part}/")
     check.problems += found.problems
     check.checked += found.checked
-    check.recorded = check.recorded and found.recorded
     sums = part_meta.get(CHECKSUMS)
     part_read = set(loader_files(sub)) | set(sums if isinstance(sums, dict) else {})
     return {f"{part}/{name}" for name in part_read | {META}}

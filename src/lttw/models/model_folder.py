@@ -49,6 +49,7 @@ from lttw.models.files import (
     TOKENIZER,
     WORDS,
 )
+from lttw.models.folder_files import record_first_checksums
 from lttw.models.folder_reader import FolderCheck, FolderFiles, read_folder, verify
 from lttw.models.hub_snapshot import resolve_model_location
 from lttw.models.trained import TOKENS, variant_reads
@@ -163,13 +164,17 @@ def _rule(files: FolderFiles, sub: str):
     return WordSplitter.from_record(files.json(name), str(files.where(name)))
 
 
-def verify_folder(folder: str | Path) -> FolderCheck:
+def verify_folder(folder: str | Path, record: bool = False) -> FolderCheck:
     """``lttw verify`` and ``lttw push``'s check of a local folder: every file against its
     recorded checksum (problems listed, one line each, a stray file in an ensemble's part
-    among them); where they all match, its settings against its weights (a UserError)."""
+    among them); where they all match, its settings against its weights (a UserError).
+    ``record``: the checksums of a folder that has none recorded first
+    (``folder_files.record_first_checksums``)."""
     folder = Path(folder)
     if not (folder / META).is_file():
         raise UserError(f"{folder}: not a trained model folder (no {META})")
+    if record:
+        record_first_checksums(folder)
     found = verify(folder)
     found.problems += [
         f"{folder / name}: not a file of the ensemble's part (its loader does not read it); "

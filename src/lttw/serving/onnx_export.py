@@ -31,6 +31,7 @@ from lttw.errors import UserError
 from lttw.inference.loading import load_predictor
 from lttw.inference.predict import Predictor
 from lttw.models.files import ONNX_FILE, ONNX_RECORD, WEIGHTS_NAME
+from lttw.models.folder_files import record_checksums
 from lttw.serving.check_sample import read_labelled
 
 OPSET = 17
@@ -232,6 +233,7 @@ def add_onnx(
         f"opset {OPSET})"
     )
     export_onnx(torch_predictor, folder / ONNX_FILE, int8)
+    record_checksums(folder)  # the copy as it is now, model.onnx in it (recorded again last)
     exported = load_predictor(folder, backend="onnx")
     assert isinstance(exported, Predictor)  # one model folder's export: its OnnxClassifier
     if check_file is not None:
