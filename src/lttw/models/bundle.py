@@ -100,7 +100,7 @@ def write_model_folder(
 
 
 #: lttw.json keys prediction reads: always, for a tokenised (neural) model, with factors
-_META_KEYS = {"variant": str}
+_META_KEYS = {"variant": str, "precision": str}
 _TOKEN_KEYS = {"max_len": int}
 _FACTOR_KEYS = {"k": int, "s": int, "ranking": str, "counts": dict}
 
@@ -179,9 +179,8 @@ def read_classes(labels: object, labels_path: Path) -> list[str]:
 
 
 def inference_precision(folder: str | Path, meta: dict) -> str:
-    """The precision lttw.json states (a folder written before it was recorded: fp32, as
-    ``lttw predict`` always ran it); any other value than ``PRECISION`` raises a UserError."""
-    precision = meta.get("precision", PRECISION)
+    """The precision lttw.json states; any other value than ``PRECISION`` raises a UserError."""
+    precision = meta["precision"]
     if precision != PRECISION:
         raise UserError(
             f"{Path(folder) / META}: precision {precision!r} is not one this lttw runs "

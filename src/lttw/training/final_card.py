@@ -81,9 +81,7 @@ def record_card_checksums(folder: Path) -> None:
     """Add the card's files to the sha256 checksums that the folder's ``lttw.json`` records
     (``models.folder_files``)."""
     meta = read_json(folder / META)
-    sums = meta.get(CHECKSUMS)
-    if not isinstance(sums, dict):  # a folder without checksums: none to add to
-        return
+    sums = meta[CHECKSUMS]  # recorded by the train stage (``folder_files.record_checksums``)
     for name in (CARD, METRICS):
         sums[name] = file_sha256(folder / name)
     write_json(folder / META, meta)
