@@ -1,7 +1,7 @@
-"""The direct grid runner (no dvc): a tiny grid, two cells at a time, a time limit that stops
-it mid-grid, then resumes (on the same machine, and on a fresh one) that complete it; no cell is
-ever half-written, no fold is trained twice, the shared inputs are built once, and `lttw
-report` renders the cells."""
+"""The direct grid runner (no dvc) on a project of ``lttw init``: a tiny grid, two cells at a
+time, a time limit that stops it mid-grid, then resumes (on the same machine, and on a fresh
+one) that complete it; no cell is ever half-written, no fold is trained twice, the shared
+inputs are built once, and `lttw report` renders the cells."""
 
 from __future__ import annotations
 
@@ -31,24 +31,6 @@ CELLS = ["tiny-lttw", "tiny-tfidf"]
 CELL_FILES = {"summary.json", "cell.json", "params.yaml", "test_predictions.parquet", "folds"}
 
 
-class StageCount(Clock):
-    """A budget of ``n`` stage starts: the n-th stage is stopped as soon as it starts (the
-    budget runs out while it runs), and nothing starts after it."""
-
-    def __init__(self, n: int):
-        super().__init__(deadline=None)
-        self.n, self.started = n, 0
-
-    def starting(self) -> None:
-        self.started += 1
-
-    def up(self) -> bool:
-        return self.started >= self.n
-
-    def left(self) -> float | None:
-        return 0.0 if self.started >= self.n else None
-
-
 class AfterFold(Clock):
     """No limit until ``mark`` exists (a fold saved), then no time left: the run stops at
     the next stage's start."""
@@ -73,19 +55,39 @@ def written_cells(runs: Path) -> list[str]:
     return names
 
 
-@pytest.fixture(scope="module")
-def two_runs(tmp_path_factory, tiny_encoder_dir):
-    """The tiny project, its grid run twice: the first, one cell at a time, stopped
-    once the second cell's first fold is saved (the first cell written whole), the second,
-    two cells at a time on a "fresh machine" (the work folder removed), resumed to the end.
-    Every train stage started is counted (the cell and fold it trains)."""
-    from unittest import mock
-
+def user_project(root: Path, encoder_dir: Path) -> Path:
+    """The tiny profile as a project of ``lttw init``: no stages/ or src/ folder (lttw is
+    installed), its dvc.yaml runs the installed lttw's stages (``python -m
+    lttw.stages.NAME``), which check the project's lttw-version.json."""
     from support.tiny_project import make_tiny_project
 
-    from lttw.experiments import direct_runner
+    from lttw.project.create import write_pipeline
 
-    project = make_tiny_project(tmp_path_factory.mktemp("grid") / "p", tiny_encoder_dir)
+    project = make_tiny_project(root, encoder_dir)
+    for folder in ("stages", "src"):  # a user's project has neither: lttw is installed
+        shutil.rmtree(project / folder, ignore_errors=True)
+    write_pipeline(project)
+    assert "python -m lttw.stages.sample" in (project / "dvc.yaml").read_text()
+    return project
+
+
+def is_train(argv: list[str]) -> bool:
+    return any(a.endswith(("stages/train.py", "lttw.stages.train")) for a in argv)
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory, tiny_encoder_dir):
+    """The tiny profile as a user's project (``user_project``), its grid run twice: the
+    first, one cell at a time, stopped once the second cell's first fold is saved (the first
+    cell written whole), the second, two cells at a time on a "fresh machine" (the work
+    folder removed), resumed to the end. Every train stage started is counted (the cell and
+    fold it trains)."""
+    from unittest import mock
+
+    from lttw.experiments import direct_runner
+    from lttw.project.stamp import STAMP
+
+    project = user_project(tmp_path_factory.mktemp("grid") / "p", tiny_encoder_dir)
     (project / "experiments").mkdir()
     (project / "experiments" / "tiny.yaml").write_text(GRID)
     runs = project / "evidence" / "runs"
@@ -93,7 +95,7 @@ def two_runs(tmp_path_factory, tiny_encoder_dir):
     run_stage = direct_runner.run_stage
 
     def counted(argv, cwd, *args, **kwargs):
-        if any(a.endswith("train.py") for a in argv):
+        if is_train(argv):
             trains.append((Path(cwd).name, argv[argv.index("--fold") + 1]))
         return run_stage(argv, cwd, *args, **kwargs)
 
@@ -103,6 +105,12 @@ def two_runs(tmp_path_factory, tiny_encoder_dir):
         state = {
             "written": written_cells(runs) if runs.is_dir() else [],
             "shared": sorted(p.name for p in (project / WORK_DIR / "shared").iterdir()),
+            # the work folders carry the project's stamp, which the stages check
+            "stamped": sorted(
+                p.parent.name
+                for p in (project / WORK_DIR / "shared").glob(f"*/{STAMP}")
+                if p.is_symlink()
+            ),
             "trains": list(trains),
         }
         shutil.rmtree(project / WORK_DIR)
@@ -127,6 +135,7 @@ def test_a_budget_stops_mid_grid_and_a_resume_completes_it(two_runs):
     bases = [name.split("-")[0] for name in state["shared"]]
     assert bases.count("sample") == bases.count("tokens") == 1  # built once for both cells
     assert not [name for name in state["shared"] if name.startswith(".")]
+    assert state["stamped"] == state["shared"]
 
     assert sorted(second.done + second.skipped) == CELLS and not second.left
     assert sorted(second.skipped) == sorted(first.done) and not second.failed
@@ -217,30 +226,6 @@ def test_the_report_renders_the_cells_the_runner_wrote(two_runs, monkeypatch):
     assert "### AG News" in grid
     assert "| LTTW | 1 |" in grid and "| tfidf_linear | 2 |" in grid
     assert "| tfidf_linear | 1 | n/a (needs >= 2 common folds) |" in grid  # the paired test
-
-
-@pytest.mark.slow
-def test_the_direct_runner_runs_a_project_made_by_lttw_init(tmp_path, tiny_encoder_dir):
-    """A project of ``lttw init`` has no stages/ folder: its dvc.yaml runs the installed
-    lttw's stages (``python -m lttw.stages.NAME``), which check the project's
-    lttw-version.json, so the runner's work folders carry that stamp too. The shared sample
-    stage runs; the time limit stops the run at the next stage."""
-    from support.tiny_project import make_tiny_project
-
-    from lttw.project.create import write_pipeline
-    from lttw.project.stamp import STAMP
-
-    project = make_tiny_project(tmp_path / "p", tiny_encoder_dir)
-    for folder in ("stages", "src"):  # a user's project has neither: lttw is installed
-        shutil.rmtree(project / folder, ignore_errors=True)
-    write_pipeline(project)
-    assert "python -m lttw.stages.sample" in (project / "dvc.yaml").read_text()
-    (project / "experiments").mkdir()
-    (project / "experiments" / "tiny.yaml").write_text(GRID)
-    outcome = run_window("tiny", repo=project, clock=StageCount(2), log=lambda s: None)
-    assert outcome.failed == [] and outcome.left == CELLS
-    (sample,) = (project / WORK_DIR / "shared").glob("sample-*")
-    assert (sample / STAMP).is_symlink() and (sample / "data").is_dir()
 
 
 def test_a_bad_parameter_is_refused_even_where_every_cell_is_written(tmp_path):

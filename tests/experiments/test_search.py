@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.tiny_project import env, lttw
+from support.tiny_project import env, lttw, make_tiny_project
 
 optuna = pytest.importorskip("optuna")
 
@@ -27,8 +27,10 @@ WORKER_TIMEOUT_S = 420
 
 
 @pytest.fixture
-def project(tiny_repro, tmp_path) -> Path:
-    root = tiny_repro.copy(tmp_path / "project")
+def project(tiny_encoder_dir, tmp_path) -> Path:
+    """The tiny profile's project, not run: a trial runs the stages in its own work folder
+    (the direct runner's), never the project's DVC outputs."""
+    root = make_tiny_project(tmp_path / "project", tiny_encoder_dir)
     (root / "experiments").mkdir(exist_ok=True)
     (root / "experiments" / "search-tiny.yaml").write_text(yaml.safe_dump(SPACE))
     return root
