@@ -20,7 +20,10 @@ def _log() -> None:
         f"{usage.ru_utime + usage.ru_stime:.2f}\t{test}\t{argv}\n"
     )
     try:
-        with open(os.environ["SUITE_CPU_LOG"], "a", encoding="utf-8") as out:
+        # an argument that is not UTF-8 (lone surrogates in sys.argv) is written escaped
+        with open(
+            os.environ["SUITE_CPU_LOG"], "a", encoding="utf-8", errors="backslashreplace"
+        ) as out:
             out.write(line)  # one short write in append mode: lines of processes never mix
     except OSError:
         pass
