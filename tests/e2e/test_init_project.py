@@ -25,8 +25,7 @@ import yaml
 from support.tiny_project import DATASETS, git_commit, ran, tiny_params
 
 REPO = Path(__file__).resolve().parents[2]
-#: the model folder the Python API loads. TODO(integrator): once the `final` stage is merged,
-#: set MODEL = "models/final" (`lttw predict` without --model already prefers it).
+#: the model folder the Python API loads
 MODEL = "models/final"  # the final stage: every labelled row (final.enabled in init projects)
 #: what the sdist / wheel is built from, besides src/
 BUILD_FILES = ["pyproject.toml", "README.md", "LICENSE"]
