@@ -139,45 +139,21 @@ def run_pipeline(
 
 @contextlib.contextmanager
 def traced(module: ModuleType, record: Path | None) -> Iterator[None]:
-    """While the stage ``module`` runs: every settings field its ``main`` reads (``settings.
-    nmf.rank``, also inside the settings' properties and the library code handed a group),
-    written to ``record`` as sorted dotted names. Nothing without ``record``."""
+    """While the stage ``module`` runs: every settings field its ``main`` reads
+    (``param_trace.settings_reads.recording``), written to ``record`` as sorted dotted
+    names. Nothing without ``record``."""
     if record is None:
         yield
         return
-    from pydantic import BaseModel
+    from support.param_trace.settings_reads import recording
 
-    from lttw.settings.group import Group
-
-    plain = Group.__getattribute__
-    prefixes: dict[int, str] = {}
     reads: set[str] = set()
-
-    def register(group: BaseModel, prefix: str) -> None:
-        prefixes[id(group)] = prefix
-        for field in type(group).model_fields:
-            value = plain(group, field)
-            if isinstance(value, BaseModel):
-                register(value, f"{prefix}{field}.")
-
-    def reading(self, attribute: str):
-        value = plain(self, attribute)
-        prefix = prefixes.get(id(self))
-        if prefix is not None and attribute in type(self).model_fields:
-            if not isinstance(value, BaseModel):
-                reads.add(prefix + attribute)
-        return value
-
     run_stage = module.run_stage
 
     def run_traced(main, description, per_fold=False, argv=None):
         def traced_main(settings, *fold):
-            register(settings, "")
-            Group.__getattribute__ = reading  # type: ignore[method-assign]
-            try:
+            with recording(settings, reads):
                 main(settings, *fold)
-            finally:
-                Group.__getattribute__ = plain  # type: ignore[method-assign]
 
         return run_stage(traced_main, description, per_fold, argv)
 

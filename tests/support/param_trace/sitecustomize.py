@@ -2,11 +2,10 @@
 
 Python imports this module at start-up when this folder is on PYTHONPATH. When
 LTTW_PARAM_TRACE names a folder and the program is a stage (``stages/*.py``, or
-``python -m lttw.stages.NAME``), every read of
-a settings field inside the stage's ``main`` (``settings.nmf.rank``, including reads inside
-the settings' own properties and in library code handed a settings group) is recorded, and
-the sorted dotted names are written to ``<LTTW_PARAM_TRACE>/<stage>[@fold].json``.
-``tests/project/test_stage_params.py`` compares them with each stage's ``params:`` in dvc.yaml.
+``python -m lttw.stages.NAME``), every read of a settings field inside the stage's ``main``
+(``settings_reads.recording``) is recorded, and the sorted dotted names are written to
+``<LTTW_PARAM_TRACE>/<stage>[@fold].json``. ``tests/project/test_stage_params.py`` compares
+them with each stage's ``params:`` in dvc.yaml.
 """
 
 import json
@@ -18,46 +17,22 @@ _OUT = os.environ.get("LTTW_PARAM_TRACE")
 _SCRIPT = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
 
 if _OUT and _SCRIPT is not None and _SCRIPT.parent.name == "stages":
-    from pydantic import BaseModel
+    from settings_reads import recording
 
     import lttw.stages as _stage
-    from lttw import settings as _settings
-
-    _paths: dict[int, str] = {}
-    _reads: set[str] = set()
-    _original_getattribute = _settings.Group.__getattribute__
-
-    def _traced(self, name):
-        prefix = _paths.get(id(self))
-        value = _original_getattribute(self, name)
-        if (
-            prefix is not None
-            and name in type(self).model_fields
-            and not isinstance(value, BaseModel)
-        ):
-            _reads.add(prefix + name)
-        return value
-
-    def _walk(group, prefix: str) -> None:
-        _paths[id(group)] = prefix
-        for name in type(group).model_fields:
-            value = _original_getattribute(group, name)
-            if isinstance(value, BaseModel):
-                _walk(value, f"{prefix}{name}.")
 
     _original_run_stage = _stage.run_stage
 
     def run_stage(main, description, per_fold=False, argv=None):
         def traced_main(settings, *fold):
-            _walk(settings, "")
-            _settings.Group.__getattribute__ = _traced
+            reads: set[str] = set()
             try:
-                main(settings, *fold)
+                with recording(settings, reads):
+                    main(settings, *fold)
             finally:
-                _settings.Group.__getattribute__ = _original_getattribute
                 name = _SCRIPT.stem + "".join(f"@{f}" for f in fold)
                 Path(_OUT).mkdir(parents=True, exist_ok=True)
-                (Path(_OUT) / f"{name}.json").write_text(json.dumps(sorted(_reads)))
+                (Path(_OUT) / f"{name}.json").write_text(json.dumps(sorted(reads)))
 
         return _original_run_stage(traced_main, description, per_fold, argv)
 
