@@ -1,8 +1,9 @@
 """Test-only start-up hook: records which parameters a pipeline stage reads.
 
 Python imports this module at start-up when this folder is on PYTHONPATH. When
-LTTW_PARAM_TRACE names a folder and the program is a stage (``stages/*.py``, or
-``python -m lttw.stages.NAME``), every read of a settings field inside the stage's ``main``
+LTTW_PARAM_TRACE names a folder and the program is a stage script (``stages/*.py``; a
+``python -m lttw.stages.NAME`` run is not recognised: ``-m`` puts the module's path in
+``sys.argv`` only after start-up), every read of a settings field inside the stage's ``main``
 (``settings_reads.recording``) is recorded, and the sorted dotted names are written to
 ``<LTTW_PARAM_TRACE>/<stage>[@fold].json``. ``tests/project/test_stage_params.py`` compares
 them with each stage's ``params:`` in dvc.yaml.
