@@ -93,6 +93,20 @@ def test_an_onnx_part_with_an_edited_max_len_is_one_line(fp32_dir, tmp_path):
         assert_user_error(invoke(*args), "lttw.json", "max_len = 64", "built for 32", code=3)
 
 
+def test_an_onnx_record_without_its_precision_is_one_line(fp32_dir, tmp_path):
+    """onnx.json without "precision" (checksums recorded again after the edit): predict
+    refuses the folder in one line naming onnx.json, never guessing fp32."""
+    folder = tmp_path / "no-precision"
+    shutil.copytree(fp32_dir[0], folder)
+    record = json.loads((folder / "onnx.json").read_text())
+    del record["precision"]
+    (folder / "onnx.json").write_text(json.dumps(record))
+    record_checksums(folder)
+    assert_user_error(
+        invoke("predict", "--model", folder, "hi"), "onnx.json", "no precision", code=3
+    )
+
+
 def test_predict_runs_the_onnx_folder(lttw_dir, fp32_dir, tmp_path):
     out, _ = fp32_dir
     frames = []

@@ -23,6 +23,9 @@ from lttw.errors import UserError
 from lttw.models.files import CONFIG_NAME, ONNX_FILE, ONNX_RECORD
 from lttw.models.trained import ARRAYS
 
+#: the precisions ``lttw export`` writes into onnx.json (``--onnx``: fp32, ``--int8``)
+PRECISIONS = ("fp32", "int8")
+
 if TYPE_CHECKING:
     from lttw.models.model_folder import ModelFolder
 
@@ -61,7 +64,7 @@ class OnnxClassifier:
 
     reads = ARRAYS
 
-    def __init__(self, sess, n_labels: int, precision: str = "fp32"):
+    def __init__(self, sess, n_labels: int, precision: str):
         self.session, self.precision = sess, precision
         self.config = SimpleNamespace(n_labels=n_labels)
         self.inputs = [i.name for i in sess.get_inputs()]
@@ -114,8 +117,13 @@ def onnx_loader(threads: int | None = None):
         if not isinstance(n_labels, int):
             raise UserError(f"{folder.path / CONFIG_NAME}: no n_labels; the file is damaged")
         files = folder.files
-        record = files.json(ONNX_RECORD) if files.has(ONNX_RECORD) else {}
-        precision = str(record.get("precision", "fp32") if isinstance(record, dict) else "fp32")
+        record = files.json(ONNX_RECORD) if files.has(ONNX_RECORD) else None
+        precision = record.get("precision") if isinstance(record, dict) else None
+        if precision not in PRECISIONS:
+            raise UserError(
+                f"{folder.path / ONNX_RECORD}: no precision ({' or '.join(PRECISIONS)}) recorded "
+                "for model.onnx; export the folder again (lttw export --onnx)"
+            )
         graph = files.take(ONNX_FILE)
         return OnnxClassifier(session(graph, folder.path / ONNX_FILE, threads), n_labels, precision)
 

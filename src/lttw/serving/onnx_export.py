@@ -233,6 +233,8 @@ def add_onnx(
         f"opset {OPSET})"
     )
     export_onnx(torch_predictor, folder / ONNX_FILE, int8)
+    # what loading it reads (the check's record joins it below)
+    write_json(folder / ONNX_RECORD, {"precision": precision, "opset": OPSET})
     record_checksums(folder)  # the copy as it is now, model.onnx in it (recorded again last)
     exported = load_predictor(folder, backend="onnx")
     assert isinstance(exported, Predictor)  # one model folder's export: its OnnxClassifier
