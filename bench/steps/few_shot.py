@@ -20,7 +20,8 @@ The data come from ``--data-root`` (``lttw data fetch sst2 ag_news --to DIR``; t
 ``datasets/ag_news`` sample holds 2,500 of AG News' 7,600 test rows). ``PUBLISHED`` holds the
 SetFit paper's own figures as a yardstick (its body is MPNet, not MiniLM). Writes
 ``bench/results/few_shot.json`` (``--out``) after every run, whole (``complete``: false
-until the last run of the settings): a stopped run keeps what it measured.
+until the last run of the settings): a stopped run keeps what it measured, and ``--resume``
+runs only what that file does not hold yet.
 """
 
 from __future__ import annotations
@@ -143,9 +144,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--data-root", type=Path, default=ROOT / "datasets")
     parser.add_argument("--out", type=Path, default=RESULTS / "few_shot.json")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the runs --out already holds (same test rows and data) and run the rest",
+    )
     args = parser.parse_args(argv)
-    runs: list[dict] = []
     machine = describe(packages=("torch", "transformers", "setfit", "scikit-learn"))
+    runs = kept_runs(args.out, args) if args.resume else []
+    done = {run_key(run) for run in runs}
     for name in args.datasets:
         train_split, classes = load_split(args.data_root, name, "train")
         test, _ = load_split(args.data_root, name, "test")
@@ -155,6 +162,8 @@ def main(argv: list[str] | None = None) -> dict:
             for seed in range(args.seeds):
                 train = draw(train_split, n, seed)
                 for method in args.methods:
+                    if (name, n, seed, method) in done:
+                        continue
                     start = time.perf_counter()
                     with tempfile.TemporaryDirectory() as work:
                         if method == "lttw":
@@ -178,6 +187,25 @@ def main(argv: list[str] | None = None) -> dict:
     for row in out["table"]:
         print(row)
     return out
+
+
+def run_key(run: dict) -> tuple[str, int, int, str]:
+    return (run["dataset"], int(run["per_class"]), int(run["seed"]), run["method"])
+
+
+def kept_runs(out: Path, args: argparse.Namespace) -> list[dict]:
+    """The runs of an earlier ``--out`` that ``--resume`` keeps: none where there is no file,
+    or where it was measured on other test rows or data (a SystemExit naming the setting)."""
+    if not out.is_file():
+        return []
+    earlier = json.loads(out.read_text())
+    for key in ("test_rows", "data_root"):
+        if earlier["settings"][key] != (str(v) if isinstance(v := vars(args)[key], Path) else v):
+            raise SystemExit(
+                f"--resume: {out} was measured with --{key.replace('_', '-')} "
+                f"{earlier['settings'][key]}, not {vars(args)[key]}; pass another --out"
+            )
+    return list(earlier["runs"])
 
 
 def write(args: argparse.Namespace, machine: dict, runs: list[dict], complete: bool) -> dict:
