@@ -47,7 +47,8 @@ def test_a_grid_runs_one_cell_per_submitit_job(tmp_path, tiny_encoder_dir, monke
     assert listed == ["0\tjobs-svm\tnot run", "1\tjobs-logistic\tnot run"]
 
     # the held job (support.held_jobs) is imported in its own process
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ["PYTHONPATH"]]))
+    path = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
+    monkeypatch.setenv("PYTHONPATH", path)
     executor = make_executor("local", tmp_path / "logs", 10, {})
     mark = tmp_path / "final-started"
     (first,) = submit_cells(
