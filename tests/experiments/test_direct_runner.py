@@ -1,7 +1,7 @@
 """The direct grid runner (no dvc) on a project of ``lttw init``: a tiny grid, two cells at a
-time, a time limit that stops it mid-grid, then resumes (on the same machine, and on a fresh
-one) that complete it; no cell is ever half-written, no fold is trained twice, the shared
-inputs are built once, and `lttw report` renders the cells."""
+time, a time limit that stops it mid-grid, then a resume on another machine (the cells' work
+folders gone) that completes it; no cell is ever half-written, no fold is trained twice, the
+shared inputs are built once, and `lttw report` renders the cells."""
 
 from __future__ import annotations
 
@@ -79,9 +79,10 @@ def is_train(argv: list[str]) -> bool:
 def two_runs(tmp_path_factory, tiny_encoder_dir):
     """The tiny profile as a user's project (``user_project``), its grid run twice: the
     first, one cell at a time, stopped once the second cell's first fold is saved (the first
-    cell written whole), the second, two cells at a time on a "fresh machine" (the work
-    folder removed), resumed to the end. Every train stage started is counted (the cell and
-    fold it trains)."""
+    cell written whole), the second, two cells at a time on "another machine" (the cells'
+    work folders removed; the shared stages' outputs, keyed by what they read, as a job on
+    another machine finds them in a shared work folder), resumed to the end. Every train
+    stage started is counted (the cell and fold it trains)."""
     from unittest import mock
 
     from lttw.experiments import direct_runner
@@ -113,10 +114,11 @@ def two_runs(tmp_path_factory, tiny_encoder_dir):
             ),
             "trains": list(trains),
         }
-        shutil.rmtree(project / WORK_DIR)
+        shutil.rmtree(project / WORK_DIR / "cells")
         lines: list[str] = []
         second = run_window("tiny", jobs=2, repo=project, log=lines.append)
     state["trains_after"] = trains[len(state["trains"]) :]
+    state["built_after"] = [line for line in lines if line.startswith("shared ")]
     return project, first, state, second
 
 
@@ -136,6 +138,8 @@ def test_a_budget_stops_mid_grid_and_a_resume_completes_it(two_runs):
     assert bases.count("sample") == bases.count("tokens") == 1  # built once for both cells
     assert not [name for name in state["shared"] if name.startswith(".")]
     assert state["stamped"] == state["shared"]
+    assert not state["built_after"]  # the resume found them
+    assert sorted(p.name for p in (project / WORK_DIR / "shared").iterdir()) == state["shared"]
 
     assert sorted(second.done + second.skipped) == CELLS and not second.left
     assert sorted(second.skipped) == sorted(first.done) and not second.failed

@@ -1,13 +1,17 @@
 """One cell per job: `lttw exp cells` lists a grid's cells by index, and `lttw exp submit
---executor local` runs them as submitit jobs into one runs folder: two jobs at once (sharing
-the work folder's shared stages), one killed while its cell runs and submitted again, no
-half-written cell, then `lttw report` over the folder."""
+--executor local` runs them as submitit jobs into one runs folder: two jobs at once, the
+second using the shared stages the first built; the first killed while its cell's final
+stage runs (its finished fold kept, no half-written cell) and submitted again, which resumes
+it; then `lttw report` over the folder."""
 
 from __future__ import annotations
 
+import json
+import os
 import time
 
 import pytest
+from support.held_jobs import TESTS, HeldCellJob
 from support.tiny_project import lttw, make_tiny_project
 
 GRID = """\
@@ -30,32 +34,51 @@ def _until(check, seconds: float) -> None:
 
 
 @pytest.mark.slow
-def test_a_grid_runs_one_cell_per_submitit_job(tmp_path, tiny_encoder_dir):
+def test_a_grid_runs_one_cell_per_submitit_job(tmp_path, tiny_encoder_dir, monkeypatch):
+    from submitit.core.utils import UncompletedJobError
+
     from lttw.experiments.submit import CellJob, make_executor, submit_cells
 
     project = make_tiny_project(tmp_path / "p", tiny_encoder_dir)
     (project / "experiments").mkdir()
     (project / "experiments" / "jobs.yaml").write_text(GRID)
-    runs = project / "evidence" / "runs"
+    runs, work = project / "evidence" / "runs", project / "data" / "grid"
     listed = lttw(["exp", "cells", "jobs"], project).stdout.splitlines()
     assert listed == ["0\tjobs-svm\tnot run", "1\tjobs-logistic\tnot run"]
 
+    # the held job (support.held_jobs) is imported in its own process
+    path = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
+    monkeypatch.setenv("PYTHONPATH", path)
     executor = make_executor("local", tmp_path / "logs", 10, {})
-    jobs = [CellJob(str(project), "jobs", cell, runs_dir=str(runs)) for cell in CELLS]
-    first, second = submit_cells(executor, jobs)
-    # the first job is killed once its cell's own stages run (the shared ones are built)
-    _until(lambda: (project / "data/grid/cells/jobs-svm/log.txt").is_file(), 240)
+    mark = tmp_path / "final-started"
+    (first,) = submit_cells(
+        executor, [HeldCellJob(str(project), "jobs", CELLS[0], runs_dir=str(runs), mark=str(mark))]
+    )
+    _until((work / "cells" / CELLS[0]).is_dir, 240)  # the shared stages are built
+    (second,) = submit_cells(
+        executor, [CellJob(str(project), "jobs", CELLS[1], runs_dir=str(runs))]
+    )
+    # the first job is killed while its cell's final stage runs: its fold is evaluated and
+    # saved, and the job goes no further than that stage (HeldCellJob) until the kill
+    _until(mark.is_file, 240)
     first.cancel()
     assert second.result()["state"] == "done"
     _until(first.done, 60)
+    with pytest.raises(UncompletedJobError):  # killed: no result
+        first.result()
     written = [p.name for p in runs.iterdir() if not p.name.startswith(".")]
     assert written == ["jobs-logistic"]  # the killed job's cell: not half-written
+    assert (runs / ".partial" / CELLS[0] / "fold_0" / "complete").is_file()  # its fold kept
+    # the second job built no shared stage: it used the first one's
+    assert "shared " not in second.stdout() and "shared sample" in first.stdout()
 
     out = lttw(
         ["exp", "submit", "jobs", "--executor", "local", "--logs", tmp_path / "logs", "--wait"],
         project,
     ).stdout
     assert "submitted 1 job(s); 1 cell(s) written already" in out and "jobs-svm: done" in out
+    last = json.loads((work / "last_run.json").read_text())  # the resubmitted job's run
+    assert last["done"] == [CELLS[0]] and last["folds_trained"] == 0  # resumed, not retrained
     for cell in CELLS:
         assert {p.name for p in (runs / cell).iterdir()} == {
             "summary.json",
@@ -65,6 +88,7 @@ def test_a_grid_runs_one_cell_per_submitit_job(tmp_path, tiny_encoder_dir):
             "folds",
         }
     assert not [p for p in runs.rglob("*") if p.name.endswith(".tmp")]
+    assert not (runs / ".partial" / CELLS[0]).exists()
 
     again = lttw(["exp", "run", "jobs", "--index", "0"], project).stdout  # written: at once
     assert "0 cell(s) written; 1 written before" in again

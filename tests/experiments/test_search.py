@@ -1,7 +1,8 @@
 """`lttw tune` on the tiny profile: two worker processes share one study in one SQLite file
 (each trial a direct-runner cell up to fold 0's training, objective its validation macro
-F1); a rerun continues the study, a pruned trial's training is stopped, and the best trial's
-parameters go into params.yaml with one command."""
+F1); a rerun continues the study up to --trials, counting the trials other workers run, a
+pruned trial's training is stopped, and the best trial's parameters go into params.yaml
+with one command."""
 
 from __future__ import annotations
 
@@ -68,12 +69,15 @@ def test_two_workers_share_a_study_that_resumes_prunes_and_applies(project):
 
     from lttw.experiments.search import tune
 
+    # a rerun continues the study, counting a trial another worker runs now (one asked for
+    # here and left running): one trial takes it to --trials; pruned, its training stopped
+    elsewhere = study.ask()
     always = optuna.pruners.ThresholdPruner(lower=2.0)  # no F1 reaches it: pruned at epoch 0
-    again = tune("tiny", len(numbers) + 1, repo=project, pruner=always, log=lambda _: None)
+    again = tune("tiny", len(numbers) + 2, repo=project, pruner=always, log=lambda _: None)
     last = again.trials[-1]
     assert (len(again.trials), last.number, last.state.name) == (
-        len(numbers) + 1,
-        len(numbers),
+        len(numbers) + 2,
+        elsewhere.number + 1,
         "PRUNED",
     )
     assert 0 in last.intermediate_values

@@ -1,12 +1,15 @@
 """`lttw exp submit` through the command, its jobs stood in for (no cell runs): it counts the
 cells written among those it was given, says how to cancel what it submitted, and SIGTERM
-while it waits cancels its jobs rather than leaving them running unwatched."""
+while it waits cancels its jobs rather than leaving them running unwatched; a job of the
+local executor is cancelled even where the command started with SIGINT ignored."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -69,3 +72,34 @@ def test_sigterm_while_waiting_cancels_the_jobs(project):
     result = lttw(["exp", "submit", "two", "--wait"], root, check=False)
     assert result.exit_code == 130, result.output
     assert sorted(stopped) == ["1000", "1001"]
+
+
+def test_a_local_job_is_cancelled_where_sigint_was_ignored(tmp_path):
+    """A command run with ``&`` from a script starts with SIGINT ignored, which its children
+    inherit; the local executor's cancel is SIGINT to the job's controller: a real job (a
+    sleep) submitted from here still ends at its cancel."""
+    from lttw.experiments.submit import make_executor, submit_cells
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals are set in the main thread only")
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        executor = make_executor("local", tmp_path / "logs", 1, {})
+        (job,) = submit_cells(executor, [functools.partial(time.sleep, 60)])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert signal.getsignal(signal.SIGINT) is previous
+
+    def until(check) -> bool:
+        end = time.monotonic() + 20
+        while not check() and time.monotonic() < end:
+            time.sleep(0.2)
+        return check()
+
+    log = job.paths.stdout  # the job's own process has started (its log says so)
+    assert until(lambda: log.is_file() and "Starting with" in log.read_text())
+    job.cancel()
+    until(job.done)
+    if not job.done():
+        job._process.kill()  # the controller, where the cancel did not reach it
+    assert job.done(), "the job ignored its cancel"

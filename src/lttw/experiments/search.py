@@ -243,7 +243,8 @@ def tune(
     check_cell_name(study_name or space.name, "--study")
     study = open_study(space, storage or default_storage(repo), study_name, pruner)
     runner = DirectRunner(repo, repo / TUNE_DIR / "runs", repo / TUNE_DIR / "work", 1, log)
-    finished = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+    # the study's trials, those other workers run now included
+    held = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)
 
     def report(study, trial) -> None:
         if trial.state == TrialState.COMPLETE:
@@ -269,7 +270,7 @@ def tune(
                 n_trials=trials,
                 timeout=timeout,
                 catch=(UserError,),
-                callbacks=[MaxTrialsCallback(trials, states=finished), report],
+                callbacks=[MaxTrialsCallback(trials, states=held), report],
             )
     except KeyboardInterrupt:
         runner.stop_stages()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,11 +124,29 @@ def grid_jobs(
     return jobs, len(chosen) - len(todo)
 
 
+@contextlib.contextmanager
+def _sigint_for_children() -> Iterator[None]:
+    """Meanwhile SIGINT is not ignored here, so that the processes started meanwhile (the
+    local executor's job controllers) do not inherit it as ignored: a job is cancelled with
+    SIGINT (``kill -INT JOB_ID``, submitit's ``cancel``), and a command started with SIGINT
+    ignored (``lttw exp submit ... &`` in a script) would leave jobs that nothing cancels.
+    Only in the main thread (signals are set there)."""
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the children: the default
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def submit_cells(executor, jobs: list[CellJob]) -> list:
     """One submitit job per cell (Slurm: one array), in the order given."""
     if not jobs:
         return []
-    with executor.batch():
+    with _sigint_for_children(), executor.batch():
         futures = [executor.submit(job) for job in jobs]
     return futures
 
