@@ -12,7 +12,8 @@ leaving no model.
 Engines: what the stages compute (the jieba run, the regex warnings, bilstm, the malformed
 vectors) runs in this process (``in_process_pipeline``); what DVC reruns on a rule change and
 restores from its run cache is the real ``dvc repro`` (the char rule's test, on the lock that
-``dvc commit`` writes of the in-process run)."""
+``dvc commit`` writes of the in-process run; its stages in processes of their own, the
+``dvc commit``, which runs none, in this process: ``support.dvc_runner``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from support.chinese_data import COMMON, TOPICS, chinese_titles, write_dataset  # noqa: F401
+from support.dvc_runner import dvc
 from support.in_process_pipeline import PipelineRun, StageFailed, run_pipeline
 from support.tiny_project import (
     dvc_status,
@@ -103,7 +105,7 @@ def test_auto_resolves_to_jieba_and_predicts_chinese(project):
 def test_char_rule_reruns_counts_and_after_only(project):
     # DVC's record of the in-process run (dvc.lock, its cache and run cache), as `dvc repro`
     # would have left it
-    run(["dvc", "commit", "-f", "--with-deps", "train@0"], project)
+    dvc(["commit", "-f", "--with-deps", "train@0"], project)  # in this process: runs no stage
     set_params(project, words={"splitter": "char"})
     # up to features@0: what a rule change reruns; train@0 and after are stale (`dvc status`),
     # training them again would check nothing more about the rule
@@ -118,6 +120,7 @@ def test_char_rule_reruns_counts_and_after_only(project):
     set_params(project, words={"splitter": "auto"})
     out = run(["dvc", "repro", "train@0"], project)
     assert ran(out) == set() and words_json(project)["splitter"] == "jieba", out
+    assert "Stage 'counts@0' is cached - skipping run, checking out outputs" in out
 
 
 def test_regex_rule_on_chinese_is_loud(project):

@@ -7,7 +7,9 @@ rerunning only what reads model.k and back again restoring from the run-cache, a
 the CSV showing in ``dvc status``, the model folder answering ``lttw predict --json`` on
 stdin, and the Python API on that folder.
 
-Three DVC runs in all (repro, two experiments); everything else reads what they wrote."""
+Three DVC runs in all (repro, two experiments), processes of the venv's ``dvc`` running the
+wheel's stages; everything else reads what they wrote (``dvc status``, ``metrics diff``,
+``exp show``: DVC in this process, ``support.dvc_runner``, the same DVC the venv sees)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from support.dvc_runner import dvc as dvc_here
 from support.tiny_project import DATASETS, git_commit, ran, tiny_params
 
 REPO = Path(__file__).resolve().parents[2]
@@ -191,8 +194,8 @@ def test_a_project_of_ones_own(venv, tmp_path, tiny_encoder_dir):
     assert ran(exp) == {"features@0", "train@0", "evaluate@0", "summary"} | (
         {"final"} & ran(first)
     ), exp
-    assert "metrics/summary.json" in _run(venv, [*dvc, "metrics", "diff"], project).stdout
-    shown = json.loads(_run(venv, [*dvc, "exp", "show", "--json"], project).stdout)
+    assert "metrics/summary.json" in dvc_here(["metrics", "diff"], project)
+    shown = json.loads(dvc_here(["exp", "show", "--json"], project))
     assert f'"k": {k}' in json.dumps(shown)  # the experiment, with its parameter
     # back to the committed k: the fold's model and metrics come from DVC's run-cache (which
     # holds every stage, train included: its checkpoints are no output), nothing retrains
@@ -202,7 +205,7 @@ def test_a_project_of_ones_own(venv, tmp_path, tiny_encoder_dir):
 
     with (project / "data/raw/reviews.csv").open("a") as f:  # the user edits their data
         f.write('"one more row about the stock market",Business\n')
-    status = json.loads(_run(venv, [*dvc, "status", "--json"], project).stdout)
+    status = json.loads(dvc_here(["status", "--json"], project))
     assert "sample" in status and "data/raw/reviews.csv.dvc" in status, status
 
     texts = "Stocks rally as oil prices fall\nLate goal wins the cup final\n"

@@ -4,19 +4,22 @@ Every fenced code block whose info string is exactly ``bash runnable`` is run li
 (a line ending in ``\\`` continues on the next; blank lines and lines starting with ``#`` are
 skipped), in order, from the root of a tiny project (a copy of ``tiny_repro``: the repository's
 pipeline and README with the tiny profile, run once), with the venv's bin first on PATH. Each command
-must exit 0. An ``lttw`` line without shell syntax runs in the test's process with the same
-arguments (``tiny_project.lttw``: no interpreter and torch start-up per line); every other line
-runs in a shell. Blocks with any other info string (``bash``, ``console``...) are documentation
+must exit 0. An ``lttw`` or ``dvc`` line without shell syntax runs in the test's process with
+the same arguments, through the command's own entry point (``tiny_project.lttw``,
+``dvc_runner.dvc``: no interpreter and import start-up per line); every other line runs in a
+shell. Blocks with any other info string (``bash``, ``console``...) are documentation
 only. A README without a runnable block fails: the examples would go untested. The README's
 blocks run first, then each docs page's, pages in path order.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
 import pytest
+from support.dvc_runner import dvc
 from support.tiny_project import REPO, lttw, run
 
 INFO = "bash runnable"
@@ -91,29 +94,40 @@ def test_readme_has_runnable_examples():
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:_NoneStep.value:DeprecationWarning")  # dvc's, in process
 def test_readme_commands_run(tmp_path, tiny_repro):
     """In a copy of the session's tiny pipeline run (its first ``dvc repro`` is
     ``tiny_repro``'s; here ``dvc repro`` finds it up to date)."""
     commands = readme_commands()
     project = tiny_repro.copy(tmp_path / "project")
     for command in commands:
-        args = in_process_lttw(command)
-        if args is None:
-            run(command, project)  # asserts exit code 0, showing the command and its output
+        program, args = in_process(command)
+        if program == "lttw":
+            lttw(args, project)  # asserts exit code 0, showing the command and its output
+        elif program == "dvc":
+            dvc(args, project)  # the same
         else:
-            lttw(args, project)  # the same
+            run(command, project)  # the same
 
 
-def in_process_lttw(command: str) -> list[str] | None:
-    """The arguments after ``lttw`` of a plain ``lttw`` command line; None for any other line,
-    or one with shell syntax (pipes, redirections, variables, several commands)."""
-    if any(char in command for char in "|&;<>$`(){}*?~"):
-        return None
+#: the commands whose plain lines run in the test's process
+IN_PROCESS = ("lttw", "dvc")
+
+
+def in_process(command: str) -> tuple[str | None, list[str]]:
+    """The program (``lttw``, ``dvc``) and the arguments after it of a plain command line of
+    one of them; (None, []) for any other line, or one with shell syntax (pipes,
+    redirections, variables, several commands)."""
+    unquoted = re.sub(r"'[^']*'", "", command)  # nothing in single quotes is shell syntax
+    if any(char in unquoted for char in "|&;<>$`(){}*?~"):
+        return None, []
     words = shlex.split(command)
-    return words[1:] if words[:1] == ["lttw"] else None
+    return (words[0], words[1:]) if words[:1] and words[0] in IN_PROCESS else (None, [])
 
 
-def test_plain_lttw_lines_run_in_process_and_the_rest_in_a_shell():
-    assert in_process_lttw('lttw predict "a b" c') == ["predict", "a b", "c"]
-    assert in_process_lttw("lttw predict --file texts.txt > out.txt") is None
-    assert in_process_lttw("dvc repro") is None and in_process_lttw("lttwx report") is None
+def test_plain_lttw_and_dvc_lines_run_in_process_and_the_rest_in_a_shell():
+    assert in_process('lttw predict "a b" c') == ("lttw", ["predict", "a b", "c"])
+    assert in_process("dvc exp show --keep '^a$'") == ("dvc", ["exp", "show", "--keep", "^a$"])
+    assert in_process("lttw predict --file texts.txt > out.txt") == (None, [])
+    assert in_process('dvc exp show --keep "^a$"') == (None, [])  # the shell expands "$"
+    assert in_process("lttwx report") == (None, []) and in_process("printf x") == (None, [])

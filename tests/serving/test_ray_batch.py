@@ -15,7 +15,12 @@ from support.serving_models import labelled_texts, shared_lttw_folder
 ray = pytest.importorskip("ray", reason="Ray Data is an optional extra: pip install 'lttw[ray]'")
 
 from lttw.errors import DataError, UserError  # noqa: E402
-from lttw.serving.ray_batch import RayBatchSettings, predict_shards, shard_paths  # noqa: E402
+from lttw.serving.ray_batch import (  # noqa: E402
+    RayBatchSettings,
+    predict_shards,
+    read_shard,
+    shard_paths,
+)
 
 
 @pytest.fixture(scope="module")
@@ -75,15 +80,25 @@ def test_ray_output_equals_predict_file_row_by_row(local_ray, model_dir, shards,
     assert not list(tmp_path.glob(".out.*"))
 
 
-def test_a_text_over_the_cap_is_refused_naming_its_row(local_ray, model_dir, tmp_path):
+def test_a_text_over_the_cap_is_refused_naming_its_row(tmp_path):
+    """A shard read as a Ray read task reads it (``read_shard``, here in this process: how a
+    read task's error reaches the user, one line and nothing written, is the damaged page's
+    test through Ray)."""
+    shard = tmp_path / "c.csv"
+    pd.DataFrame({"body": ["short", "x" * 50, "tiny"]}).to_csv(shard, index=False)
+    with pytest.raises(DataError, match=r"c\.csv row 2: longer than --max-chars 20"):
+        list(read_shard(shard, RayBatchSettings(max_chars=20)))
+    (rows,) = read_shard(shard, RayBatchSettings(max_chars=20, truncate=True))
+    assert rows["row"].tolist() == [1, 2, 3] and rows["body"].str.len().tolist() == [5, 20, 4]
+
+
+def test_a_truncated_text_is_kept_cut(local_ray, model_dir, tmp_path):
+    """CSV shards, the text column kept (the default), texts over the cap cut."""
     folder = tmp_path / "csv"
     folder.mkdir()
     pd.DataFrame({"body": ["short", "x" * 50]}).to_csv(folder / "c.csv", index=False)
     pd.DataFrame({"body": ["tiny"]}).to_csv(folder / "d.csv", index=False)
     out = tmp_path / "out"
-    with pytest.raises(DataError, match=r"c\.csv row 2: longer than --max-chars 20"):
-        predict_shards(model_dir, folder, out, RayBatchSettings(max_chars=20))
-    assert not out.exists() and not list(tmp_path.glob(".out.*"))
     settings = RayBatchSettings(max_chars=20, truncate=True)
     assert predict_shards(model_dir, folder, out, settings) == 3
     assert pd.read_parquet(out)["body"].str.len().max() == 20  # the text kept, cut
