@@ -346,7 +346,8 @@ def test_collect_keeps_the_newest_run_of_a_cell_and_skips_what_it_has(tmp_path, 
 
 @pytest.mark.slow
 def test_cells_run_through_the_queue_are_collected_and_reported(queued_grids, tiny_repro):
-    """The study's two cells (``support.queued_grids``): queued, run by the queue, collected."""
+    """The study's two cells (``support.queued_grids``): queued, run by the queue (with the
+    sweep's cell), collected."""
     project = queued_grids.root
     assert "queued 2 cell(s)" in queued_grids.study_queued
     again = queued_grids.study_queued_again
@@ -354,15 +355,18 @@ def test_cells_run_through_the_queue_are_collected_and_reported(queued_grids, ti
     assert "queued 0 cell(s)" in again  # not twice
     status = queued_grids.study_status_queued
     assert status.count("queued or finished (lttw exp collect)") == 2
-    # every stage of both cells is DVC's cached one: the commit's, and for `frozen` (Table 7's
-    # k10s10 frozen setting) the run-cache's of the sweep's experiment, encoder states included
-    from support.queued_grids import experiment_logs
+    # one run of the queue: the study's two cells and the sweep's (test_sweeps). Every stage
+    # of `lttw` is the commit's, cached; `frozen` is Table 7's k10s10 frozen setting, and of
+    # it and the sweep's cell one has every stage restored from the run cache of the other's
+    # experiment, encoder states included
+    from support.queued_grids import experiment_logs, ran_and_restored
     from support.tiny_project import ran
 
-    logs = experiment_logs(queued_grids.study_run)
-    assert set(logs) == {"ev-ag_news-lttw", "ev-ag_news-frozen"}
-    assert not ran(queued_grids.study_run), queued_grids.study_run[-3000:]
-    assert "Stage 'encode' is cached - skipping run" in logs["ev-ag_news-frozen"]
+    logs = experiment_logs(queued_grids.queue_run)
+    assert set(logs) == {"ev-ag_news-lttw", "ev-ag_news-frozen", "table7-k10s10-frozen"}
+    assert not ran(logs["ev-ag_news-lttw"]), logs["ev-ag_news-lttw"][-3000:]
+    _, restored = ran_and_restored(logs, "table7-k10s10-frozen", "ev-ag_news-frozen")
+    assert "Stage 'encode' is cached - skipping run" in logs[restored]
     out = queued_grids.study_collected
     assert "collected 2 cell(s): ev-ag_news-frozen, ev-ag_news-lttw" in out
     assert queued_grids.study_status_collected.count("collected") == 2

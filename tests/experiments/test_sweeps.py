@@ -134,17 +134,20 @@ def test_one_fold_uses_mcnemar_on_the_test_texts():
 @pytest.mark.slow
 def test_a_grid_setting_runs_through_the_queue_and_renders(queued_grids):
     """Table 7's reference setting on a frozen encoder, run by ``lttw exp run``
-    (``support.queued_grids``); the study's ``frozen`` cell, the same setting, is then restored
-    from DVC's run-cache (test_study)."""
-    from support.queued_grids import experiment_logs
+    (``support.queued_grids``: one run of the queue, the study's ``frozen`` cell, the same
+    setting, beside it: one of the two computes it, the other is restored from DVC's run cache,
+    test_study)."""
+    from support.queued_grids import experiment_logs, ran_and_restored
     from support.tiny_project import ran
 
-    out = experiment_logs(queued_grids.sweep_run)["table7-k10s10-frozen"]
+    logs = experiment_logs(queued_grids.queue_run)
+    computed, _ = ran_and_restored(logs, "table7-k10s10-frozen", "ev-ag_news-frozen")
+    out = logs[computed]
     # a k / s change: the factor tensors and what reads them rerun, and the encoder's states
     # (a frozen encoder); the samples, folds, tokens, counts and NMF are the commit's cached ones
     assert {"features@0", "encode", "train@0", "evaluate@0"} <= ran(out)
     assert not {"sample", "folds", "tokens", "counts@0", "nmf@0"} & ran(out)
-    assert "collected table7-k10s10-frozen" in queued_grids.sweep_run
+    assert "collected table7-k10s10-frozen" in queued_grids.queue_run
     text = queued_grids.cells_report.read_text()  # lttw report --no-experiments: the cells
     table = text.split("### Table 7: top k + bottom s latent factors: frozen encoder")[1]
     rows = {line.split(" | ")[0][2:]: line for line in table.splitlines() if line.startswith("| ")}
