@@ -86,15 +86,15 @@ def _worker(rank: int, port: int, encoder_dir: str, out_dir: str, n_train: int) 
 
 @pytest.mark.parametrize("n_train", [45, 41])
 def test_two_gloo_processes_match_one_process(tiny_encoder_dir, tmp_path, n_train):
-    # fork, not spawn: the children inherit the imported torch / transformers / lttw instead of
-    # importing them again (~10 s on 2 cores). They run 1 intra-op thread (train.num_threads),
-    # so no OpenMP pool is used after the fork.
+    # spawn, not fork: a fork of this process (its OpenMP and other threads started by earlier
+    # tests) can leave a child waiting on a lock no thread will release (two forked ranks hung
+    # at start-up, 0.1 CPU-s each, under tools/other_kernels.py)
     mp.start_processes(
         _worker,
         args=(free_port(), str(tiny_encoder_dir), str(tmp_path), n_train),
         nprocs=WORLD,
         join=True,
-        start_method="fork",
+        start_method="spawn",
     )
     ddp = json.loads((tmp_path / "result.json").read_text())
     ddp_model = build_model(tiny_encoder_dir)

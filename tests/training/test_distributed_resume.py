@@ -1,5 +1,5 @@
 """A two-process (gloo) run killed mid-epoch and restarted resumes on every rank alike, in
-this process's forked children (``test_torchrun.py`` runs the same through torchrun and the
+spawned child processes (``test_torchrun.py`` runs the same through torchrun and the
 real stage): each rank checkpoints into its own node's folder (only rank 0 writes), both end
 after the checkpoint of step ``CRASH_STEP`` (``LTTW_CRASH_AT_STEP``), and the restart puts
 the ranks on the other folders, so rank 0 has no checkpoint of its own: the weights equal an
@@ -49,7 +49,9 @@ def _worker(rank: int, port: int, encoder_dir: str, out: str, tag: str, swap: bo
 
 def _run(tmp_path: Path, encoder_dir, tag: str, swap: bool = False, crash: bool = False):
     args = (free_port(), str(encoder_dir), str(tmp_path), tag, swap, crash)
-    mp.start_processes(_worker, args=args, nprocs=WORLD, join=True, start_method="fork")
+    # spawn, not fork: a fork of this process (threads started by earlier tests) can hang a
+    # rank at start-up on a lock no thread will release (tests/training/test_distributed.py)
+    mp.start_processes(_worker, args=args, nprocs=WORLD, join=True, start_method="spawn")
 
 
 def test_a_killed_two_process_run_resumes_on_every_rank(tiny_encoder_dir, tmp_path):
