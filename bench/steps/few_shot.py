@@ -189,6 +189,11 @@ def main(argv: list[str] | None = None) -> dict:
     return out
 
 
+def settings(args: argparse.Namespace) -> dict:
+    """The command line's settings as the JSON records them (paths as strings)."""
+    return {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+
+
 def run_key(run: dict) -> tuple[str, int, int, str]:
     return (run["dataset"], int(run["per_class"]), int(run["seed"]), run["method"])
 
@@ -198,9 +203,9 @@ def kept_runs(out: Path, args: argparse.Namespace) -> list[dict]:
     or where it was measured on other test rows or data (a SystemExit naming the setting)."""
     if not out.is_file():
         return []
-    earlier = json.loads(out.read_text())
+    earlier, now = json.loads(out.read_text()), settings(args)
     for key in ("test_rows", "data_root"):
-        if earlier["settings"][key] != (str(v) if isinstance(v := vars(args)[key], Path) else v):
+        if earlier["settings"][key] != now[key]:
             raise SystemExit(
                 f"--resume: {out} was measured with --{key.replace('_', '-')} "
                 f"{earlier['settings'][key]}, not {vars(args)[key]}; pass another --out"
@@ -213,7 +218,7 @@ def write(args: argparse.Namespace, machine: dict, runs: list[dict], complete: b
     dataset, N, seed and method of the settings ran."""
     out = {
         "machine": machine,
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "settings": settings(args),
         "complete": complete,
         "runs": runs,
         "table": summarise(runs),
