@@ -48,13 +48,14 @@ def test_a_few_texts_a_class_at_defaults(tmp_path, tiny_encoder_dir, monkeypatch
     params = yaml.safe_load((project / "params.yaml").read_text())
     assert params["folds"] == {"n_folds": PER_CLASS, "run": list(range(PER_CLASS))}
     assert params["model"]["variant"] == "encoder" and params["data"]["test_size"] == 0
+    assert params["train"]["freeze_encoder"] and params["train"]["keep"] == "last"
     assert params["model"]["encoder"] == str(tiny_encoder_dir)  # -S
     text = (project / "params.yaml").read_text()
     assert "# fitted: every fold" in text and "# lttw init -S / --params" in text
 
     ran = run_pipeline(project).ran
     last = PER_CLASS - 1
-    assert {f"train@{last}", f"evaluate@{last}", "final", "summary"} <= set(ran), ran
+    assert {"encode", f"train@{last}", f"evaluate@{last}", "final", "summary"} <= set(ran), ran
     final = json.loads((project / "metrics/summary.json").read_text())["final"]
     estimate = final["estimate"]
     assert estimate["from_folds"] and estimate["n"] == 2 * PER_CLASS, estimate

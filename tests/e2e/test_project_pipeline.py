@@ -164,6 +164,9 @@ def test_a_small_dataset_gets_parameters_fitted_to_it(tmp_path):
     plan = {key: value for key, value, _ in fit_to_data([8, 8], test_split=False)}
     assert plan["folds.n_folds"] == 8 and plan["folds.run"] == list(range(8))
     assert plan["data.test_size"] == 0 and plan["model.variant"] == "encoder"
+    assert plan["train.keep"] == "last"  # no epoch chosen by a validation row or two a class
+    assert plan["train.freeze_encoder"] is True and plan["model.pooling"] == "mean"
+    assert plan["train.min_steps"] <= plan["train.max_epochs"]  # an epoch takes a step at least
     assert 1 <= plan["train.batch_size"] <= 16 * 6 // 8  # within every fold's train part
     assert "data.test_size" not in dict((k, v) for k, v, _ in fit_to_data([8, 8], test_split=True))
     (tmp_path / "d.csv").write_text("text,label\n" + "a b,x\nc d,y\n" * 8)

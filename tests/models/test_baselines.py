@@ -103,7 +103,8 @@ def test_save_load_identical_logits(variant, tiny_encoder_dir, batch, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "variant,pooling", [(v, "cls") for v in NEURAL] + [("transformer", "mean")]
+    "variant,pooling",
+    [(v, "cls") for v in NEURAL] + [("transformer", "mean"), ("encoder", "mean")],
 )
 def test_padding_is_masked(variant, pooling, tiny_encoder_dir, batch):
     """A padded sample's logits equal those of the same sample alone, unpadded."""
@@ -115,6 +116,21 @@ def test_padding_is_masked(variant, pooling, tiny_encoder_dir, batch):
             n = int(mask[i].sum())
             alone = model(ids[i : i + 1, :n], mask[i : i + 1, :n])
             torch.testing.assert_close(padded[i : i + 1], alone, atol=1e-5, rtol=1e-4)
+
+
+def test_encoder_mean_pooling_is_the_mean_of_the_real_token_states(tiny_encoder_dir, batch):
+    """model.pooling mean on the encoder variant: the head reads the masked mean of the
+    encoder's states (a sentence-transformers encoder's own text vector), saved and loaded."""
+    from lttw.models._layers import masked_mean
+
+    model = _build("encoder", tiny_encoder_dir, pooling="mean").eval()
+    assert model.config.pooling == "mean"
+    ids, mask = batch
+    with torch.no_grad():
+        states = model.encoder(input_ids=ids, attention_mask=mask).last_hidden_state
+        want = model.head(masked_mean(states, mask))
+        torch.testing.assert_close(model(ids, mask), want)
+        assert not torch.allclose(model(ids, mask), model.head(states[:, 0]))
 
 
 @pytest.mark.parametrize("variant", ["bilstm_attention", "leam"])

@@ -343,6 +343,25 @@ def test_training_continues_while_rising_and_keeps_the_best_epoch(
     assert lrs[12] == pytest.approx(peak * 5 / 17) and lrs[18] == pytest.approx(peak * 5 / 23)
 
 
+def test_keep_last_keeps_the_last_epoch_without_early_stop_or_extension(
+    tiny_encoder_dir, tmp_path, monkeypatch
+):
+    """train.keep last (a small dataset's): the last epoch's weights whatever validation
+    says, no early stop though F1 falls for longer than patience, no epoch added though the
+    last one rose; the planned epochs are the best_epoch the final stage counts."""
+    snapshots = []
+    _scripted(monkeypatch, [0.9, 0.1, 0.1, 0.5], snapshots)
+    model = build_model(tiny_encoder_dir)
+    settings = train_settings(epochs=4, max_epochs=10, patience=1, min_gain=0.01, keep="last")
+    result = train_classifier(
+        model, TRAIN, VAL, settings, seed=7, rt=CPU, checkpoint_dir=tmp_path
+    )  # fmt: skip
+    assert result.epochs_run == result.epochs_planned == 4
+    assert result.best_epoch == 3 and result.best_val_f1 == 0.5
+    assert all(torch.equal(v, snapshots[3][k]) for k, v in model.state_dict().items())
+    assert not all(torch.equal(v, snapshots[0][k]) for k, v in model.state_dict().items())
+
+
 def test_a_gain_below_min_gain_ends_at_the_plan(tiny_encoder_dir, tmp_path, monkeypatch):
     _scripted(monkeypatch, [0.4, 0.405])
     result = train_classifier(

@@ -1,4 +1,5 @@
-"""``model.variant: encoder`` -- fine-tune the pretrained encoder: [CLS] -> dropout -> linear.
+"""``model.variant: encoder`` -- fine-tune the pretrained encoder: [CLS] (or the mean of the
+token states, ``model.pooling``) -> dropout -> linear.
 
 The paper's "BERT" row (and its "ERNIE" row with ``model.encoder`` set to an ERNIE checkpoint):
 any Hugging Face encoder ``AutoModel`` loads, since only ``last_hidden_state`` is used.
@@ -15,6 +16,7 @@ from lttw.models._layers import (
     ClassifierHead,
     build_encoder,
     hidden_size,
+    pool,
     pretrained_encoder,
     require_encoder_path,
 )
@@ -26,6 +28,7 @@ class EncoderHeadConfig:
     n_labels: int
     encoder_config: dict = field(default_factory=dict)  # rebuilds the encoder without the hub
     dropout: float = 0.1
+    pooling: str = "cls"  # cls (position 0) | mean (a sentence-transformers encoder's own)
 
 
 @register("encoder")
@@ -41,10 +44,15 @@ class EncoderClassifier(Classifier):
     def from_settings(cls, model, n_labels, factor_shape, encoder_path):
         encoder, enc_cfg = pretrained_encoder(require_encoder_path(encoder_path, model))
         return cls(
-            EncoderHeadConfig(n_labels=n_labels, encoder_config=enc_cfg, dropout=model.dropout),
+            EncoderHeadConfig(
+                n_labels=n_labels,
+                encoder_config=enc_cfg,
+                dropout=model.dropout,
+                pooling=model.pooling,
+            ),
             encoder=encoder,
         )
 
     def forward(self, input_ids, attention_mask, factors=None, encoder_states=None) -> torch.Tensor:
         h = self.hidden_states(input_ids, attention_mask, encoder_states)  # (batch, seq, d)
-        return self.head(h[:, 0])  # (batch, hidden) -> (batch, n_labels)
+        return self.head(pool(h, attention_mask, self.config.pooling))  # (batch, n_labels)

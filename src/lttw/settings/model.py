@@ -96,8 +96,9 @@ class ModelSettings(Group):
     )
     pooling: Literal["cls", "mean"] = Field(
         default="cls",
-        description="`transformer`: the text vector is position 0 (`cls`) or the mean of the "
-        "token states (`mean`).",
+        description="`transformer` and `encoder`: the text vector is position 0 (`cls`) or the "
+        "mean of the token states (`mean`: how sentence-transformers encoders such as MiniLM "
+        "were trained).",
     )
     hidden: int = Field(
         default=256,

@@ -87,6 +87,14 @@ class TrainSettings(Group):
     grad_clip: float = Field(
         default=1.0, ge=0, description="Clip the gradients' norm to this; 0 disables clipping."
     )
+    keep: Literal["best", "last"] = Field(
+        default="best",
+        description="Which epoch's weights a fold's model keeps: `best`, the epoch of the best "
+        "validation macro-F1 (as Hugging Face's `load_best_model_at_end`); `last`, the last "
+        "epoch's, for a validation part too small to choose an epoch by (`lttw init` sets it "
+        "for a small dataset): no early stop, no extension by `train.min_gain`, and the final "
+        "model trains as many epochs as the folds ran.",
+    )
     patience: int = Field(
         default=2,
         ge=0,

@@ -12,7 +12,9 @@ stop). The budget adapts to the data (``plan_epochs``): at least
 Where validation F1 is still rising at the planned end (the last epoch gained at least
 ``train.min_gain`` over the best before it), training goes on one epoch at a time
 (``_extend``), up to ``train.max_epochs``, and the best epoch's weights are kept, as Hugging
-Face's early stopping with ``load_best_model_at_end`` does.
+Face's early stopping with ``load_best_model_at_end`` does; ``train.keep: last`` keeps the last
+epoch's instead, with neither early stop nor extension (a validation part too small to choose
+by).
 """
 
 from __future__ import annotations
@@ -142,6 +144,7 @@ def _extend(run: Session, bar) -> bool:
     rising = len(f1) >= 2 and f1[-1] - max(f1[:-1]) >= cfg.min_gain
     if (
         not rising
+        or cfg.keep == "last"
         or run.epochs >= cfg.max_epochs
         or state["step"] < run.total
         or (cfg.max_steps and state["step"] >= cfg.max_steps)
@@ -272,7 +275,8 @@ def _end_epoch(run: Session, val: Batchable, epoch: int, elapsed: float, seen: i
         elapsed,
         sps,
     )
-    if f1 > state["best"]["f1"] or not len(val):  # no validation rows: the last epoch's
+    if f1 > state["best"]["f1"] or not len(val) or cfg.keep == "last":
+        # (no validation rows, or train.keep last: the last epoch's)
         state["best"] = {"f1": f1, "epoch": epoch}
         run.ckpt.save_best(run.model)
     state.update(epoch=epoch + 1, step_in_epoch=0, epoch_elapsed_s=0.0, epoch_seen=0)
