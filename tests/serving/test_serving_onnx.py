@@ -183,9 +183,10 @@ def test_compare_fails_int8_below_the_f1_tolerance():
     assert not better.passed and better.f1_onnx > better.f1_torch
 
 
-def test_encoder_variant_without_factors(tmp_path, tiny_encoder_dir, monkeypatch):
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_encoder_variant_without_factors(tmp_path, tiny_encoder_dir, monkeypatch, pooling):
     monkeypatch.chdir(tmp_path)  # no data/sample/test.parquet here, whatever the checkout holds
-    folder = build_model_folder(tmp_path / "encoder", tiny_encoder_dir)
+    folder = build_model_folder(tmp_path / "encoder", tiny_encoder_dir, pooling)
     result = invoke("export", "--model", folder, "--out", tmp_path / "onnx", "--onnx")
     assert result.exit_code == 0, result.output
     assert "on 4 probe texts" in result.stderr  # no labelled sample: label parity only

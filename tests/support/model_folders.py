@@ -7,10 +7,10 @@ from pathlib import Path
 WEIGHTS = "model.safetensors"
 
 
-def build_model_folder(folder: Path, encoder_dir: Path) -> Path:
+def build_model_folder(folder: Path, encoder_dir: Path, pooling: str = "cls") -> Path:
     """An `encoder` classifier folder (no factors) around the tiny random BERT, laid out as
     the train stage writes it: config.json, model.safetensors, labels.json, lttw.json,
-    tokenizer/, and last the checksums."""
+    tokenizer/, and last the checksums. ``pooling``: ``model.pooling`` (cls or mean)."""
     import torch
 
     from lttw.encoder.tokenizer import load_tokenizer, save_tokenizer
@@ -24,11 +24,15 @@ def build_model_folder(folder: Path, encoder_dir: Path) -> Path:
     torch.manual_seed(0)
     encoder, config = pretrained_encoder(str(encoder_dir))
     save_model(
-        EncoderClassifier(EncoderHeadConfig(n_labels=2, encoder_config=config), encoder=encoder),
+        EncoderClassifier(
+            EncoderHeadConfig(n_labels=2, encoder_config=config, pooling=pooling), encoder=encoder
+        ),
         folder,
     )
     settings = Settings(
-        model=ModelSettings(variant="encoder", encoder=str(encoder_dir), max_len=32)
+        model=ModelSettings(
+            variant="encoder", encoder=str(encoder_dir), max_len=32, pooling=pooling
+        )
     )
     write_model_folder(
         folder, ["neg", "pos"], settings.model, 0, counts=settings.counts, seed=settings.seed

@@ -14,17 +14,17 @@ from lttw.training.run_settings import RunSettings
 @pytest.mark.parametrize(
     "raw, run, expected",
     [
-        ({}, 0, "db01e8bb3a20a007"),
-        ({"train": {"class_weight": "balanced", "log_every": 7}}, 3, "25629eebcc45249c"),
+        ({}, 0, "9cb543954c6cc168"),
+        ({"train": {"class_weight": "balanced", "log_every": 7}}, 3, "532d21743c28baeb"),
         (
             {"model": {"variant": "bilstm_attention", "vocab": "words"}, "seed": 7},
             "final",
-            "10b84f7f7d200c26",
+            "0531040ea2876689",
         ),
         (
             {"model": {"variant": "tfidf_linear"}, "nmf": {"rank": 9}, "data": {"train_size": 900}},
             1,
-            "aab4227767aded65",
+            "3c9dd2f54f6bd69e",
         ),
     ],
 )
