@@ -8,8 +8,9 @@ same N texts a class and the same test rows, for several seeds.
 For each dataset, N and seed: N rows of each class drawn (seeded) from the train split, then
 
 * ``lttw``: ``lttw init`` on them as one CSV (no parameter set: the values it fits to a small
-  dataset), ``dvc repro``, then ``models/final`` predicts the test rows; its own out-of-fold
-  estimate (``metrics/summary.json``) is kept beside the test figure;
+  dataset; ``--lttw-set KEY=VALUE`` passes ``-S`` to it, to measure another setting), ``dvc
+  repro``, then ``models/final`` predicts the test rows; its own out-of-fold estimate
+  (``metrics/summary.json``) is kept beside the test figure;
 * ``frozen_lr``: the encoder's mean-pooled embeddings (``sentence-transformers``), scikit-learn's
   logistic regression;
 * ``setfit``: ``SetFitModel`` on the same body, ``setfit.Trainer`` at its defaults (one epoch of
@@ -80,14 +81,16 @@ def scores(truth, predicted) -> dict:
     }
 
 
-def run_lttw(train: pd.DataFrame, test: pd.DataFrame, classes: list[str], work: Path) -> dict:
+def run_lttw(
+    train: pd.DataFrame, test: pd.DataFrame, classes: list[str], work: Path, sets: list[str]
+) -> dict:
     csv = work / "few.csv"
     train.assign(label=[classes[int(i)] for i in train["label"]]).to_csv(csv, index=False)
     env = {**os.environ, "DVC_NO_ANALYTICS": "1", "HF_HUB_OFFLINE": "1"}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
     project = work / "project"
     for args, cwd in (
-        (["lttw", "init", str(project), "--data", str(csv)], work),
+        (["lttw", "init", str(project), "--data", str(csv)] + _set_args(sets), work),
         (["dvc", "repro"], project),
     ):
         done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
@@ -101,6 +104,10 @@ def run_lttw(train: pd.DataFrame, test: pd.DataFrame, classes: list[str], work: 
     summary = json.loads((project / "metrics" / "summary.json").read_text())
     result["estimate"] = summary["final"]["estimate"]  # out-of-fold, with its interval
     return result
+
+
+def _set_args(sets: list[str]) -> list[str]:
+    return [arg for assignment in sets for arg in ("-S", assignment)]
 
 
 def run_frozen_lr(train: pd.DataFrame, test: pd.DataFrame, seed: int) -> dict:
@@ -142,6 +149,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--test-rows", type=int, default=0, help="per class; 0: the whole split")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument(
+        "--lttw-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a parameter for lttw's `lttw init -S` (over the values it fits to the data): "
+        "lttw at another setting; repeatable",
+    )
     parser.add_argument("--data-root", type=Path, default=ROOT / "datasets")
     parser.add_argument("--out", type=Path, default=RESULTS / "few_shot.json")
     parser.add_argument(
@@ -167,7 +182,7 @@ def main(argv: list[str] | None = None) -> dict:
                     start = time.perf_counter()
                     with tempfile.TemporaryDirectory() as work:
                         if method == "lttw":
-                            result = run_lttw(train, test, classes, Path(work))
+                            result = run_lttw(train, test, classes, Path(work), args.lttw_set)
                         elif method == "frozen_lr":
                             result = run_frozen_lr(train, test, seed)
                         else:
@@ -200,15 +215,16 @@ def run_key(run: dict) -> tuple[str, int, int, str]:
 
 def kept_runs(out: Path, args: argparse.Namespace) -> list[dict]:
     """The runs of an earlier ``--out`` that ``--resume`` keeps: none where there is no file,
-    or where it was measured on other test rows or data (a SystemExit naming the setting)."""
+    or where it was measured on other test rows, data or lttw settings (a SystemExit naming
+    the option)."""
     if not out.is_file():
         return []
     earlier, now = json.loads(out.read_text()), settings(args)
-    for key in ("test_rows", "data_root"):
-        if earlier["settings"][key] != now[key]:
+    for key in ("test_rows", "data_root", "lttw_set"):
+        if earlier["settings"].get(key, []) != now[key]:
             raise SystemExit(
                 f"--resume: {out} was measured with --{key.replace('_', '-')} "
-                f"{earlier['settings'][key]}, not {vars(args)[key]}; pass another --out"
+                f"{earlier['settings'].get(key, [])}, not {vars(args)[key]}; pass another --out"
             )
     return list(earlier["runs"])
 

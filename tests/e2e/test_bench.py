@@ -273,6 +273,24 @@ def test_suite_cpu_logs_each_python_process_and_sums_by_test_and_program(tmp_pat
     assert json.loads(out.read_text())["summary"] == result["summary"] == summary
 
 
+def test_few_shot_resume_keeps_only_runs_of_the_same_settings(tmp_path):
+    """--resume keeps an earlier file's runs only where its test rows, data and lttw settings
+    (--lttw-set) are the command's; else one line naming the option."""
+    import argparse
+
+    from steps.few_shot import kept_runs
+
+    out = tmp_path / "few_shot.json"
+    now = argparse.Namespace(test_rows=0, data_root=tmp_path, lttw_set=[], out=out)
+    assert kept_runs(out, now) == []  # no file yet
+    earlier = {"test_rows": 0, "data_root": str(tmp_path), "lttw_set": []}
+    out.write_text(json.dumps({"settings": earlier, "runs": [{"method": "setfit"}]}))
+    assert kept_runs(out, now) == [{"method": "setfit"}]
+    frozen = argparse.Namespace(**{**vars(now), "lttw_set": ["train.freeze_encoder=false"]})
+    with pytest.raises(SystemExit, match="--lttw-set"):
+        kept_runs(out, frozen)
+
+
 @pytest.mark.skip(
     reason="bench/small_data.py few-shot at its smallest (one seed, 8 a class, 50 test rows a class) "
     "runs lttw init + dvc repro of eight folds and SetFit's contrastive epoch: minutes on a "

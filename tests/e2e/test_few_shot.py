@@ -44,7 +44,7 @@ def test_a_few_texts_a_class_at_defaults(tmp_path, tiny_encoder_dir, monkeypatch
         tmp_path,
     ).output
     assert f"a small dataset ({2 * PER_CLASS} rows)" in out, out
-    assert f"folds.n_folds={PER_CLASS}" in out, out
+    assert f"folds.n_folds={PER_CLASS}" in out and "train.freeze_encoder=true:" in out, out
     params = yaml.safe_load((project / "params.yaml").read_text())
     assert params["folds"] == {"n_folds": PER_CLASS, "run": list(range(PER_CLASS))}
     assert params["model"]["variant"] == "encoder" and params["data"]["test_size"] == 0

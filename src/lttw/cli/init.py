@@ -3,6 +3,7 @@ data's size (``lttw.profiles.fit_to_data``) and set by ``-S`` / ``--params``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -148,7 +149,8 @@ def init(
         rows = len(check.dataset.texts)
         typer.echo(f"a small dataset ({rows} rows): params.yaml fitted to it")
         for key, value, why in fitted:
-            typer.echo(f"  {key}={value}: {why}")
+            shown = json.dumps(value) if isinstance(value, bool) else value  # as -S takes it
+            typer.echo(f"  {key}={shown}: {why}")
     typer.echo(
         f"created {directory}: {project.data} (dvc add), dvc.yaml, params.yaml ({profile} "
         "profile)"
