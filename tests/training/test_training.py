@@ -106,6 +106,33 @@ def test_interrupted_run_resumes(tiny_encoder_dir, tmp_path, reference):
     assert all(0 <= row["startup_s"] <= row["epoch_time_s"] for row in result.history)
 
 
+def test_a_frozen_encoders_checkpoint_holds_only_what_training_changes(tiny_encoder_dir, tmp_path):
+    """With the encoder frozen (train.freeze_encoder), checkpoints and best weights leave its
+    parameters out (the model is built with them); a killed run still resumes to the
+    uninterrupted run's weights."""
+    from safetensors import safe_open
+
+    def frozen_run(folder, live):
+        model = build_model(tiny_encoder_dir)
+        model.encoder.requires_grad_(False)
+        settings = train_settings(min_gain=0.0, max_epochs=3)  # val F1 may fall: best on disk
+        result = train_classifier(
+            model, TRAIN, VAL, settings, seed=7, rt=CPU, checkpoint_dir=folder, live=live,
+            fingerprint="frozen", checkpoint_every_s=0,
+        )  # fmt: skip
+        return model, result
+
+    reference, _ = frozen_run(tmp_path / "ref", None)
+    with pytest.raises(KeyboardInterrupt):
+        frozen_run(tmp_path / "run", StepCounter(interrupt_at=9))
+    with safe_open(str(tmp_path / "run" / "last.safetensors"), framework="pt") as f:
+        names = list(f.keys())
+    assert any(n.startswith("model.") for n in names)
+    assert not any(n.startswith("model.encoder.") for n in names), names
+    model, _ = frozen_run(tmp_path / "run", StepCounter())
+    assert_same_weights(model, reference, atol=1e-6)
+
+
 def test_checkpoint_of_another_run_is_ignored(tiny_encoder_dir, tmp_path, reference):
     ref_model, ref_result, ref_steps = reference
     with pytest.raises(KeyboardInterrupt):

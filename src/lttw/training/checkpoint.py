@@ -1,7 +1,8 @@
 """Resumable training checkpoints in safe formats (safetensors + JSON, no pickle).
 
-A checkpoint holds the model and optimiser tensors, the scheduler and loop position, and the
-torch RNG state, so a run killed mid-epoch and restarted continues the same trajectory. It is
+A checkpoint holds the model's tensors (but the frozen parameters, which the model is built
+with: a frozen encoder's), the optimiser's, the scheduler and loop position, and the torch RNG
+state, so a run killed mid-epoch and restarted continues the same trajectory. It is
 tagged with a fingerprint of the run's settings and inputs; a checkpoint of another run is
 ignored, never resumed by mistake.
 """
@@ -29,11 +30,34 @@ TENSORS = "last.safetensors"
 BEST = "best.safetensors"
 
 
+def _frozen(model: nn.Module) -> set[str]:
+    """The names of the parameters training leaves as they are (``requires_grad`` off: a
+    frozen encoder's): the model is built with them, so no checkpoint holds them."""
+    return {name for name, p in model.named_parameters() if not p.requires_grad}
+
+
 def _model_tensors(model: nn.Module) -> dict[str, torch.Tensor]:
     # clone: safetensors refuses tensors that share storage (tied weights)
+    frozen = _frozen(model)
     return {
-        f"model.{k}": v.detach().cpu().clone().contiguous() for k, v in model.state_dict().items()
+        f"model.{k}": v.detach().cpu().clone().contiguous()
+        for k, v in model.state_dict().items()
+        if k not in frozen
     }
+
+
+def _load_model_tensors(model: nn.Module, tensors: dict[str, torch.Tensor]) -> None:
+    """Put a checkpoint's model tensors (``model.``-prefixed) back: every one but the frozen
+    parameters, which the model holds from its build."""
+    missing, unexpected = model.load_state_dict(
+        {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}, strict=False
+    )
+    absent = set(missing) - _frozen(model)
+    if absent or unexpected:
+        raise RuntimeError(
+            f"checkpoint does not fit the model: missing {sorted(absent)[:5]}, "
+            f"unexpected {sorted(unexpected)[:5]}"
+        )
 
 
 def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
@@ -109,7 +133,7 @@ class Checkpointer:
             return {}
         else:
             tensors = load_file(str(self.folder / TENSORS))
-        model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+        _load_model_tensors(model, tensors)
         _restore_optimizer(optimizer, tensors, meta["optimizer"])
         scheduler.load_state_dict(meta["scheduler"])
         rank = rt.rank if rt is not None else 0  # this rank's own state where it was saved
@@ -169,8 +193,7 @@ class Checkpointer:
         checkpoint is removed (a later run with the same settings starts afresh)."""
         path = self.folder / BEST
         if self.enabled and path.is_file():
-            tensors = load_file(str(path))
-            model.load_state_dict({k[6:]: v for k, v in tensors.items()})
+            _load_model_tensors(model, load_file(str(path)))
         self.mark_complete()
 
     def discard(self) -> None:

@@ -276,9 +276,10 @@ def _end_epoch(run: Session, val: Batchable, epoch: int, elapsed: float, seen: i
         sps,
     )
     if f1 > state["best"]["f1"] or not len(val) or cfg.keep == "last":
-        # (no validation rows, or train.keep last: the last epoch's)
         state["best"] = {"f1": f1, "epoch": epoch}
-        run.ckpt.save_best(run.model)
+        if len(val) and cfg.keep == "best":  # a later epoch may be worse: kept on disk
+            run.ckpt.save_best(run.model)
+        # (no validation rows, or train.keep last: the last epoch's, which the model holds)
     state.update(epoch=epoch + 1, step_in_epoch=0, epoch_elapsed_s=0.0, epoch_seen=0)
     run.save()
     if cfg.patience and epoch - state["best"]["epoch"] >= cfg.patience:
