@@ -57,9 +57,9 @@ MAX_FOLDS = 10
 MIN_FOLDS = 3
 #: the largest train batch (the shipped ``train.batch_size``)
 MAX_BATCH = 32
-#: the optimiser steps of a small dataset's training: its head on the frozen encoder's states
-#: costs a few milliseconds a step, and 60 (the shipped ``train.min_steps``) leave a linear head
-#: short of where a logistic regression on the same vectors ends (``bench/small_data.py``)
+#: the optimiser steps of a small dataset's training: a step of its linear head on the frozen
+#: encoder's states costs milliseconds, and the shipped ``train.min_steps`` (60) at the head's
+#: learning rate leave it short of convergence on a few texts a class
 SMALL_STEPS = 300
 
 
