@@ -160,6 +160,10 @@ def test_a_small_dataset_gets_parameters_fitted_to_it(tmp_path):
     from lttw.profiles import fit_to_data
 
     assert fit_to_data([500, 400], test_split=False) == []
+    assert fit_to_data([100, 100], test_split=False) == []  # SMALL_PER_CLASS: not small
+    assert (
+        dict((k, v) for k, v, _ in fit_to_data([64, 99], test_split=False))["folds.n_folds"] == 10
+    )
     assert fit_to_data([2, 40], test_split=False) == []  # refused by init: too few to fold
     plan = {key: value for key, value, _ in fit_to_data([8, 8], test_split=False)}
     assert plan["folds.n_folds"] == 8 and plan["folds.run"] == list(range(8))
