@@ -48,9 +48,8 @@ DESCRIPTIONS = {
 }
 
 #: below this many rows in its rarest class a single-label dataset is *small*: ``lttw init``
-#: fits the folds, the training and the variant to it (``fit_to_data``): at 8 and at 64 texts
-#: a class the fitted frozen encoder and linear head do better than fine-tuning
-#: (docs/evidence/results.md, "Few labelled texts")
+#: fits the folds, the training and the variant to it (``fit_to_data``), measured at 8 and 64
+#: texts a class (docs/evidence/results.md, "Few labelled texts")
 SMALL_PER_CLASS = 100
 #: the most folds (the shipped ``folds.n_folds``); a small dataset gets fewer where a class
 #: has fewer rows
