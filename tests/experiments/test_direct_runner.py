@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from lttw.experiments.direct_runner import WORK_DIR, run_window
+from lttw.experiments.run_account import Outcome, account
 from lttw.experiments.stage_process import Clock
 
 GRID = """\
@@ -162,6 +163,7 @@ def test_a_budget_stops_mid_grid_and_a_resume_completes_it(two_runs):
     last = json.loads((project / WORK_DIR / "last_run.json").read_text())  # the second run's
     assert last["jobs"] == 2 and last["card"] is None and last["utilisation"] is None
     assert last["done"] == ["tiny-tfidf"] and last["folds_trained"] == 1
+    assert last["folds_per_gpu_minute"] is None  # no card
     assert last["cells"]["tiny-tfidf"]["trained"] == [1]
     assert last["cells"]["tiny-tfidf"]["epochs"]["1"]["first_epoch_s"] > 0
 
@@ -317,3 +319,11 @@ def test_the_stage_plan_is_dvc_yaml_in_its_order_with_the_folds_expanded():
     own = fold_major([s for s in stages if s.base not in ("sample", "folds", "tokens", "encode")])
     assert [s.name for s in own][:5] == [f"{name}@1" for name in per_fold]
     assert [s.name for s in own][-2:] == ["final", "summary"]
+
+
+def test_account_counts_folds_per_gpu_minute_of_the_cells_time():
+    """The figure that compares --jobs: folds trained per minute the cells ran on a card."""
+    outcome = Outcome(done=["a"], trained={"a": [0, 1, 2], "b": [4]})
+    record = account("paper", outcome, 4, "NVIDIA H200", None, wall_s=150.0, cells_s=120.0)
+    assert record["folds_trained"] == 4 and record["folds_per_gpu_minute"] == 2.0
+    assert account("paper", outcome, 4, None, None, 150.0, 120.0)["folds_per_gpu_minute"] is None

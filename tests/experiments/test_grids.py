@@ -82,6 +82,8 @@ def test_every_grid_loads_and_its_cells_are_valid_settings():
         ("description: d\npaper: [1]\ncells: {a: {}}\n", "paper must map datasets"),
         ("description: d\nreference: b\ncells: {a: {}}\n", "reference 'b' is not one"),
         ("description: d\ncolumn: x\ncells: {a: {}}\n", "needs a reference cell"),
+        ("description: d\npairs: [[a, b]]\ncells: {a: {}}\n", "pairs must be a list of"),
+        ("description: d\npairs: [a]\ncells: {a: {}}\n", "pairs must be a list of"),
         ("description: d\nfolds: [-1]\ncells: {a: {}}\n", "folds must be"),
         ("description: d\ncells: {a: {name: x}, b: {name: x}}\n", "two cells share a name"),
     ],
@@ -210,6 +212,27 @@ def test_a_plain_grid_tests_against_its_reference_cell_with_mcnemar(tmp_path):
     assert "| tfidf_linear | 3 | paired t-test | +6.00 |" in section
     assert "| 0.12 (4 / 0) |" in section
     assert "LTTW vs" not in section
+
+
+def test_a_grids_pairs_are_tested_against_each_other(tmp_path):
+    """``pairs``: two cells other than the reference are also tested against each other
+    (experiments/paper.yaml: the tuned LTTW against the tuned encoder)."""
+    grids = tmp_path / "experiments"
+    grids.mkdir()
+    (grids / "g.yaml").write_text(
+        "description: Three rows.\nreference: ref\npairs: [[a, b]]\nfolds: [0, 1, 2]\n"
+        "cells:\n  ref: {set: {model.variant: tfidf_linear}}\n"
+        "  a: {}\n  b: {set: {model.variant: encoder}}\n"
+    )
+    runs = tmp_path / "runs"
+    write_cell(runs, "g-ref", "tfidf_linear", [0.8, 0.81, 0.82], {})
+    write_cell(runs, "g-a", "lttw", [0.9, 0.92, 0.91], {})
+    write_cell(runs, "g-b", "encoder", [0.89, 0.90, 0.88], {})
+    section = "\n".join(grid_sections([load_grid(grids / "g.yaml")], runs))
+    assert "| tfidf_linear vs |" in section  # the reference's own tests stay
+    pair = section.split("Between `a` and `b`:")[1]
+    assert "| LTTW vs | common folds |" in pair
+    assert "| encoder | 3 | paired t-test | +2.00 |" in pair
 
 
 @pytest.mark.parametrize("name", ["../../../victim", "../..", "/tmp/x", ".hidden", "a/b", "-rf"])

@@ -8,6 +8,7 @@ each with its own ``set`` and, where the paper reports one, its P / R / F1 in % 
     title: "Table 7: top k + bottom s latent factors"   # a sweep: rendered as the paper's table
     column: "k + s"                                      # ... its first column
     reference: k10s10                                    # paired tests against this cell
+    pairs: [[k5s5, k15s15]]                              # and between these cells
     cells:
       k15s15: {set: {model.k: 15, model.s: 15}, label: "15 + 15", paper: [93.08, 93.06, 93.03]}
 
@@ -38,7 +39,7 @@ from lttw.io import load_yaml, read_yaml_or_fail
 GRIDS_DIR = Path("experiments")
 FROZEN_SUFFIX = "-frozen"
 _GRID_KEYS = {
-    *("description", "prefix", "reference", "folds", "set", "cells", "title", "column"),
+    *("description", "prefix", "reference", "pairs", "folds", "set", "cells", "title", "column"),
     "paper",  # the paper's numbers per dataset and model (``paper_numbers``)
 }
 _CELL_KEYS = {"set", "label", "paper", "name"}
@@ -83,6 +84,7 @@ class Grid:
     study: Study | None = None  # the paired study's own form
     #: the paper's reported rows per dataset and model (Tables 4, 5; ``paper_numbers``)
     paper: PaperTables = field(default_factory=dict)
+    pairs: tuple[tuple[str, str], ...] = ()  # cell keys tested against each other
 
     @property
     def is_sweep(self) -> bool:
@@ -206,6 +208,11 @@ def load_grid(path: str | Path, n_folds: int = 10) -> Grid:
     reference = raw.get("reference")
     if reference is not None and reference not in specs:
         raise UserError(f"{path}: reference {reference!r} is not one of its cells")
+    pairs = raw.get("pairs") or []
+    if not isinstance(pairs, list) or not all(
+        isinstance(p, list) and len(p) == 2 and set(p) <= set(specs) for p in pairs
+    ):
+        raise UserError(f"{path}: pairs must be a list of [cell, cell] of its cells' keys")
     title, column = raw.get("title"), raw.get("column")
     if column is not None and reference is None:
         raise UserError(f"{path}: a sweep (column) needs a reference cell")
@@ -218,6 +225,7 @@ def load_grid(path: str | Path, n_folds: int = 10) -> Grid:
         str(title) if title else None,
         str(column) if column is not None else None,
         paper=paper_tables(raw.get("paper"), f"{path}: paper"),
+        pairs=tuple((str(a), str(b)) for a, b in pairs),
     )
 
 

@@ -2,7 +2,8 @@
 ``<work>/last_run.json``: the cells written, skipped, failed and left; its ``jobs`` (cells at a
 time), the card (``gpu_watch``: None on a CPU) and its utilisation; per cell, the folds it
 trained and those it restored from an earlier run, with each trained fold's epoch times; its
-wall time and the time its cells ran (the shared stages' time left out).
+wall time and the time its cells ran (the shared stages' time left out), and from it the folds
+trained per GPU-minute.
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ def account(
     wall_s: float,
     cells_s: float,
 ) -> dict:
-    """A run's account (see the module docstring)."""
+    """A run's account (see the module docstring). ``folds_per_gpu_minute``: folds trained per
+    minute of the cells' time on a card (None on a CPU), the figure that compares ``--jobs``."""
+    folds = sum(len(f) for f in outcome.trained.values())
+    per_minute = round(60 * folds / cells_s, 2) if card and cells_s > 0 else None
     return {
         "grid": grid,
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -69,9 +73,10 @@ def account(
         "skipped": outcome.skipped,
         "failed": outcome.failed,
         "left": outcome.left,
-        "folds_trained": sum(len(f) for f in outcome.trained.values()),
+        "folds_trained": folds,
         "wall_s": round(wall_s, 1),
         "cells_s": round(cells_s, 1),
+        "folds_per_gpu_minute": per_minute,
         "cells": {
             cell: {
                 "trained": outcome.trained.get(cell, []),

@@ -20,7 +20,7 @@ from lttw.experiments.cell_folder import REFERENCE, Run
 from lttw.experiments.cells import RUNS_DIR, read_grid_cell
 from lttw.experiments.grids import GRIDS_DIR, Grid, grid_paths, load_grid
 from lttw.experiments.paper_numbers import PaperTables, merge_tables
-from lttw.reporting.report import PAPER_TABLES, dataset_tables, render
+from lttw.reporting.report import PAPER_TABLES, dataset_tables, paired_tests, render
 from lttw.reporting.runs import collect_runs
 from lttw.reporting.sweep_report import sweep_sections
 
@@ -57,6 +57,21 @@ def cell_runs(grid: Grid, runs_dir: Path, partial: bool = False) -> list[Run]:
         run.planned = len(folds) if isinstance(folds, list) else None
         runs.append(run)
     return runs
+
+
+def _pairs(grid: Grid, runs: list[Run]) -> list[str]:
+    """The paired tests between the cells of each of the grid's ``pairs``, on every dataset
+    both ran."""
+    lines: list[str] = []
+    for a, b in grid.pairs:
+        names = (grid.cell(a).name, grid.cell(b).name)
+        first, second = ([r for r in runs if r.name == n] for n in names)
+        for ra in first:
+            for rb in (r for r in second if r.dataset == ra.dataset):
+                pair = {(ra.dataset, ra.variant): ra, (rb.dataset, rb.variant): rb}
+                lines += ["", f"Between `{a}` and `{b}`:"]
+                lines += paired_tests(pair, ra.dataset, ra.variant)
+    return lines
 
 
 def grid_sections(grids: list[Grid], runs_dir: Path, paper: PaperTables | None = None) -> list[str]:
@@ -96,6 +111,7 @@ def grid_sections(grids: list[Grid], runs_dir: Path, paper: PaperTables | None =
             reference=reference or REFERENCE,
             tables=PAPER_TABLES if grid.paper else None,
         )
+        lines += _pairs(grid, runs)
     return lines
 
 

@@ -109,7 +109,10 @@ def _row(dataset: str, variant: str, run: Run | None, paper: PaperTables) -> str
     return f"| {name} | " + " | ".join(cells) + " |"
 
 
-def _tests(merged: dict[tuple[str, str], Run], dataset: str, ref: str = REFERENCE) -> list[str]:
+def paired_tests(
+    merged: dict[tuple[str, str], Run], dataset: str, ref: str = REFERENCE
+) -> list[str]:
+    """The paired tests of ``ref`` against every other variant of ``dataset``, as markdown."""
     reference = merged.get((dataset, ref))
     others = [v for (d, v) in merged if d == dataset and v != ref]
     if not others:
@@ -264,6 +267,6 @@ def dataset_tables(
             ]
             for variant in sorted({v for v in VARIANTS if keep(v)} | set(rows), key=_order):
                 lines.append(_row(dataset, variant, rows.get(variant), paper))
-            lines += _tests(shown, dataset, reference)
+            lines += paired_tests(shown, dataset, reference)
         lines += _samples_and_final(present)
     return lines
