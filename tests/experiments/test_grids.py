@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from lttw.cli import app
 from lttw.errors import UserError
 from lttw.experiments import dvc_queue
-from lttw.experiments.grids import apply_assignment, full_params, load_grid, validate_grid
+from lttw.experiments.assignments import apply_assignment
+from lttw.experiments.grids import full_params, load_grid, validate_grid
 from lttw.reporting.grid_report import cell_runs, grid_sections, load_grids
 
 REPO = Path(__file__).resolve().parents[2]
@@ -345,7 +346,7 @@ def test_every_form_of_grid_is_bounded_and_checked_before_anything_runs(tmp_path
 def test_a_string_value_reads_back_as_the_same_string(value):
     """A cell's string value goes to -S as YAML: one that YAML reads as a boolean, number or
     null is quoted, so that the stage reads the string back."""
-    from lttw.experiments.grids import param_value
+    from lttw.experiments.assignments import param_value
 
     params: dict = {"model": {"encoder": None}}
     apply_assignment(params, f"model.encoder={param_value(value)}")

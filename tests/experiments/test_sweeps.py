@@ -12,9 +12,10 @@ from support.tiny_project import REPO
 
 from lttw.errors import UserError
 from lttw.experiments import dvc_queue
+from lttw.experiments.assignments import param_value
 from lttw.experiments.cell_folder import Run
 from lttw.experiments.dvc_queue import plan_queue, queue_command
-from lttw.experiments.grids import find_grid, param_value, validate_grid
+from lttw.experiments.grids import find_grid, validate_grid
 from lttw.reporting.grid_report import load_grids
 from lttw.reporting.stats import mcnemar
 from lttw.reporting.sweep_report import sweep_sections

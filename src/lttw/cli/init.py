@@ -168,7 +168,7 @@ def init(
 def _given_values(assignments: list[str], params_file: Path | None) -> list[tuple[str, object]]:
     """The parameters of ``--params FILE`` then ``-S key=value``, as (dotted name, value);
     an unknown parameter or a value that is not YAML is a one-line error."""
-    from lttw.experiments.grids import apply_assignment
+    from lttw.experiments.assignments import apply_assignment
     from lttw.io import read_yaml
     from lttw.settings import Settings
 
@@ -205,7 +205,7 @@ def _check_new_data(
     """``lttw data check`` of ``data`` with the parameters the new project gets (every row
     used, the profile's, then ``values``); an invalid value is a one-line error."""
     from lttw.checks.dataset import check_dataset
-    from lttw.experiments.grids import set_param
+    from lttw.experiments.assignments import set_param
     from lttw.profiles import PROFILES
     from lttw.settings import Settings
     from lttw.settings.reading import settings_from_dict

@@ -35,6 +35,7 @@ from pathlib import Path
 import yaml
 
 from lttw.errors import UserError
+from lttw.experiments.assignments import apply_assignment
 from lttw.experiments.cells import (
     RUNS_DIR,
     fold_record,
@@ -43,7 +44,7 @@ from lttw.experiments.cells import (
     write_cell_from_work,
 )
 from lttw.experiments.gpu_watch import Utilisation, card_name
-from lttw.experiments.grids import GRIDS_DIR, GridCell, apply_assignment, cell_params, find_grid
+from lttw.experiments.grids import GRIDS_DIR, GridCell, cell_params, find_grid
 from lttw.experiments.run_account import Outcome, account, epoch_times, write_account
 from lttw.experiments.run_account import describe as describe  # run_window's callers print it
 from lttw.experiments.stage_plan import (

@@ -18,8 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lttw.errors import UserError
+from lttw.experiments.assignments import param_value
 from lttw.experiments.cells import progress
-from lttw.experiments.grids import Grid, GridCell, param_value
+from lttw.experiments.grids import Grid, GridCell
 from lttw.experiments.study import collected
 
 DVC = [sys.executable, "-m", "dvc"]

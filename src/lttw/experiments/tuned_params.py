@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lttw.errors import DataError, UserError, one_line
-from lttw.experiments.grids import param_value, set_param
+from lttw.experiments.assignments import param_value, set_param
 from lttw.experiments.search_space import SearchSpace
 from lttw.io import atomic_path, load_yaml
 
