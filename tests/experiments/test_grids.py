@@ -113,6 +113,13 @@ def test_an_invalid_parameter_names_the_grid_cell_and_parameter(tmp_path, cells,
     assert str(err.value).startswith(str(path)) and "\n" not in str(err.value)
 
 
+def grid_file(tmp_path: Path, text: str):
+    """``text`` as the grid file experiments/g.yaml under ``tmp_path``, loaded."""
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "g.yaml").write_text(text)
+    return load_grid(tmp_path / "experiments" / "g.yaml")
+
+
 def write_cell(runs: Path, name: str, variant: str, f1: list[float], model: dict) -> None:
     folder = runs / name
     (folder / "folds").mkdir(parents=True)
@@ -193,21 +200,23 @@ def test_a_plain_grid_tests_against_its_reference_cell_with_mcnemar(tmp_path):
     McNemar's test on the pooled held-out texts where the cells keep their predictions."""
     import pandas as pd
 
-    grids = tmp_path / "experiments"
-    grids.mkdir()
-    (grids / "g.yaml").write_text(
+    grid = grid_file(
+        tmp_path,
         "description: An ensemble and a part.\nreference: ens\nfolds: [0, 1, 2]\n"
         "cells:\n  ens: {set: {model.variant: lttw_tfidf}}\n"
-        "  tfidf: {set: {model.variant: tfidf_linear}}\n"
+        "  tfidf: {set: {model.variant: tfidf_linear}}\n",
     )
     runs = tmp_path / "runs"
-    write_cell(runs, "g-ens", "lttw_tfidf", [0.9, 0.92, 0.91], {})
-    write_cell(runs, "g-tfidf", "tfidf_linear", [0.85, 0.86, 0.84], {})
+    for name, variant, f1 in (
+        ("g-ens", "lttw_tfidf", [0.9, 0.92, 0.91]),
+        ("g-tfidf", "tfidf_linear", [0.85, 0.86, 0.84]),
+    ):
+        write_cell(runs, name, variant, f1, {})
     y = [0, 1, 0, 1, 1, 0]
     for name, pred in (("g-ens", [0, 1, 0, 1, 1, 1]), ("g-tfidf", [1, 0, 1, 0, 1, 1])):
         frame = pd.DataFrame({"fold": 0, "row": range(6), "label": y, "pred": pred})
         frame.to_parquet(runs / name / "test_predictions.parquet")
-    section = "\n".join(grid_sections([load_grid(grids / "g.yaml")], runs))
+    section = "\n".join(grid_sections([grid], runs))
     assert "| lttw_tfidf vs | common folds | test | mean ΔF1 (points) | p-value |" in section
     # right only with the ensemble: rows 0-3; only with the part: none
     assert "| tfidf_linear | 3 | paired t-test | +6.00 |" in section
@@ -218,21 +227,20 @@ def test_a_plain_grid_tests_against_its_reference_cell_with_mcnemar(tmp_path):
 def test_a_grids_pairs_are_tested_against_each_other(tmp_path):
     """``pairs``: two cells other than the reference are also tested against each other
     (experiments/paper.yaml: the tuned LTTW against the tuned encoder)."""
-    grids = tmp_path / "experiments"
-    grids.mkdir()
-    (grids / "g.yaml").write_text(
+    grid = grid_file(
+        tmp_path,
         "description: Three rows.\nreference: ref\npairs: [[a, b]]\nfolds: [0, 1, 2]\n"
-        "cells:\n  ref: {set: {model.variant: tfidf_linear}}\n"
-        "  a: {}\n  b: {set: {model.variant: encoder}}\n"
+        "cells: {ref: {set: {model.variant: tfidf_linear}}, a: {}, b: {set: {model.variant: encoder}}}\n",
     )
     runs = tmp_path / "runs"
-    write_cell(runs, "g-ref", "tfidf_linear", [0.8, 0.81, 0.82], {})
-    write_cell(runs, "g-a", "lttw", [0.9, 0.92, 0.91], {})
-    write_cell(runs, "g-b", "encoder", [0.89, 0.90, 0.88], {})
-    section = "\n".join(grid_sections([load_grid(grids / "g.yaml")], runs))
+    cells = {"ref": ("tfidf_linear", 0.8), "a": ("lttw", 0.9), "b": ("encoder", 0.88)}
+    for key, (variant, low) in cells.items():
+        write_cell(runs, f"g-{key}", variant, [low, low + 0.02, low + 0.01], {})
+    section = "\n".join(grid_sections([grid], runs))
     assert "| tfidf_linear vs |" in section  # the reference's own tests stay
     pair = section.split("Between `a` and `b`:")[1]
     assert "| LTTW vs | common folds |" in pair
+    # LTTW 0.90 / 0.92 / 0.91 against the encoder's 0.88 / 0.90 / 0.89
     assert "| encoder | 3 | paired t-test | +2.00 |" in pair
 
 
