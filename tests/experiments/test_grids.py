@@ -114,7 +114,7 @@ def test_an_invalid_parameter_names_the_grid_cell_and_parameter(tmp_path, cells,
 
 
 def grid_file(tmp_path: Path, text: str):
-    """``text`` as the grid file experiments/g.yaml under ``tmp_path``, loaded."""
+    """``text`` as grid file ``g.yaml`` in an ``experiments`` folder of ``tmp_path``, loaded."""
     (tmp_path / "experiments").mkdir()
     (tmp_path / "experiments" / "g.yaml").write_text(text)
     return load_grid(tmp_path / "experiments" / "g.yaml")
