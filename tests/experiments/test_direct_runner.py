@@ -326,4 +326,5 @@ def test_account_counts_folds_per_gpu_minute_of_the_cells_time():
     outcome = Outcome(done=["a"], trained={"a": [0, 1, 2], "b": [4]})
     record = account("paper", outcome, 4, "NVIDIA H200", None, wall_s=150.0, cells_s=120.0)
     assert record["folds_trained"] == 4 and record["folds_per_gpu_minute"] == 2.0
+    assert record["versions"]["torch"] and record["versions"]["python"].count(".") == 2
     assert account("paper", outcome, 4, None, None, 150.0, 120.0)["folds_per_gpu_minute"] is None

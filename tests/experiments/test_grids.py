@@ -85,6 +85,7 @@ def test_every_grid_loads_and_its_cells_are_valid_settings():
         ("description: d\ncolumn: x\ncells: {a: {}}\n", "needs a reference cell"),
         ("description: d\npairs: [[a, b]]\ncells: {a: {}}\n", "pairs must be a list of"),
         ("description: d\npairs: [a]\ncells: {a: {}}\n", "pairs must be a list of"),
+        ("description: d\npairs: [[a, [b]]]\ncells: {a: {}}\n", "pairs must be a list of"),
         ("description: d\nfolds: [-1]\ncells: {a: {}}\n", "folds must be"),
         ("description: d\ncells: {a: {name: x}, b: {name: x}}\n", "two cells share a name"),
     ],

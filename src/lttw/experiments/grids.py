@@ -207,7 +207,7 @@ def load_grid(path: str | Path, n_folds: int = 10) -> Grid:
         raise UserError(f"{path}: reference {reference!r} is not one of its cells")
     pairs = raw.get("pairs") or []
     if not isinstance(pairs, list) or not all(
-        isinstance(p, list) and len(p) == 2 and set(p) <= set(specs) for p in pairs
+        isinstance(p, list) and len(p) == 2 and all(str(c) in specs for c in p) for p in pairs
     ):
         raise UserError(f"{path}: pairs must be a list of [cell, cell] of its cells' keys")
     title, column = raw.get("title"), raw.get("column")

@@ -3,11 +3,12 @@
 time), the card (``gpu_watch``: None on a CPU) and its utilisation; per cell, the folds it
 trained and those it restored from an earlier run, with each trained fold's epoch times; its
 wall time and the time its cells ran (the shared stages' time left out), and from it the folds
-trained per GPU-minute.
+trained per GPU-minute; the versions of Python, torch and transformers it ran with.
 """
 
 from __future__ import annotations
 
+import platform
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,7 @@ def account(
         "wall_s": round(wall_s, 1),
         "cells_s": round(cells_s, 1),
         "folds_per_gpu_minute": per_minute,
+        "versions": _versions(),
         "cells": {
             cell: {
                 "trained": outcome.trained.get(cell, []),
@@ -86,6 +88,18 @@ def account(
             for cell in sorted(set(outcome.trained) | set(outcome.restored))
         },
     }
+
+
+def _versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for package in ("torch", "transformers"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = None
+    return found
 
 
 def write_account(work_dir: Path, record: dict) -> Path:
