@@ -6,10 +6,14 @@
 #   bench/gpu.sh grid NAME [lttw exp run's options: --jobs N --budget SECONDS --cell C -S k=v ...]
 #                                # a grid of experiments/ (e.g. paper) without dvc: `lttw exp
 #                                # run NAME --runner direct`, cells to evidence/runs/; rerun to resume
+#   bench/gpu.sh few-shot [small_data.py few-shot's options]
+#                                # the few-shot baselines on the card (--device cuda): e.g. SetFit
+#                                # on AG News at 64 a class, --methods setfit (no dvc: no lttw here)
 #   bench/gpu.sh --pack DIR      # on a machine with the embedded MiniLM: write a light copy
 #                                # (config.json + tokenizer files, ~0.7 MB) to DIR, to carry over
-#   bench/gpu.sh --pack-fp16 DIR # the same plus its weights in fp16 (~44 MB; loaded as fp32),
-#                                # for runs that need the pretrained encoder (the pipeline)
+#   bench/gpu.sh --pack-fp16 DIR # the same plus its weights in fp16 (~44 MB; loaded as fp32) and
+#                                # its sentence-transformers modules, for runs that need the
+#                                # pretrained encoder (the pipeline, the few-shot baselines)
 #
 # --encoder DIR  MiniLM folder: config.json (the train benchmark needs only that) and the
 #                tokenizer files (the predict benchmark); its model.safetensors is used when
@@ -27,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ENCODER="" MODEL="" PEAK=() PARTS=() PACK="" PACK_WEIGHTS=0 GRID=0 GRID_ARGS=()
+ENCODER="" MODEL="" PEAK=() PARTS=() PACK="" PACK_WEIGHTS=0 GRID=0 GRID_ARGS=() FEW_SHOT=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --encoder) ENCODER="$2"; shift 2 ;;
@@ -35,8 +39,9 @@ while [ $# -gt 0 ]; do
     --peak-tflops) PEAK=(--peak-tflops "$2"); shift 2 ;;
     --pack) PACK="$2"; shift 2 ;;
     --pack-fp16) PACK="$2"; PACK_WEIGHTS=1; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     grid) GRID=1; shift; GRID_ARGS=("$@"); break ;;
+    few-shot) FEW_SHOT=1; shift; GRID_ARGS=("$@"); break ;;
     train|train-eager|train-compile|attention|predict|profile) PARTS+=("$1"); shift ;;
     *) echo "gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -72,6 +77,13 @@ for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.tx
     if (src / name).is_file():
         shutil.copy2(src / name, dst / name)
 if sys.argv[2] == "1":  # weights in fp16: half the size; lttw loads encoders as fp32
+    # and the sentence-transformers modules (mean pooling, normalising), for the few-shot
+    # baselines (bench/steps/few_shot.py reads the folder as a sentence-transformers body)
+    for name in ("modules.json", "sentence_bert_config.json",
+                 "config_sentence_transformers.json", "1_Pooling/config.json"):
+        if (src / name).is_file():
+            (dst / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src / name, dst / name)
     from safetensors.numpy import load_file, save_file
     import numpy as np
     tensors = load_file(str(src / "model.safetensors"))
@@ -85,6 +97,17 @@ EOF
   exit 0
 fi
 
+if [ "$FEW_SHOT" = 1 ]; then
+  # the baselines of bench/steps/few_shot.py only: setfit, sentence-transformers, datasets and
+  # their wheels (bench/README.md) besides torch, transformers and scikit-learn; no lttw
+  "$PY" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in ('setfit', 'sentence_transformers', 'datasets', 'sklearn', 'pandas')))" || { echo "gpu.sh: few-shot needs setfit and its wheels in .whl/ (see bench/README.md)" >&2; exit 3; }
+  DEVICE=(--device cuda)
+  if [ "${LTTW_BENCH_QUICK:-0}" = 1 ]; then DEVICE=(--device cpu); fi  # a CPU dry run
+  rc=0
+  "$PY" bench/small_data.py few-shot "${DEVICE[@]}" ${GRID_ARGS[@]+"${GRID_ARGS[@]}"} || rc=$?
+  if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then cp bench/results/*.json "$OUT"/ 2>/dev/null || true; fi
+  exit $rc
+fi
 missing=$("$PY" - <<'EOF'
 import importlib.util
 need = ["torch", "transformers", "numpy", "safetensors", "tokenizers", "pydantic", "yaml",

@@ -169,6 +169,55 @@ def test_gpu_sh_packs_minilm_in_fp16_that_loads_as_fp32(tmp_path):
         with torch.no_grad():
             outputs.append(model(input_ids=ids).last_hidden_state)
     torch.testing.assert_close(outputs[1], outputs[0], atol=5e-3, rtol=5e-3)
+    # and as the few-shot baselines read it: a sentence-transformers body (mean pooling,
+    # normalised), in fp32, the original's sentence vectors to fp16 precision
+    from steps.few_shot import sentence_body
+
+    texts = ["Stocks rally as oil prices fall", "A late goal wins the cup final"]
+    vectors = []
+    for folder in (original, packed):
+        body = sentence_body(folder, "cpu")
+        assert next(body.parameters()).dtype == torch.float32
+        assert [type(m).__name__ for m in body] == ["Transformer", "Pooling", "Normalize"]
+        vectors.append(torch.as_tensor(body.encode(texts)))
+    torch.testing.assert_close(vectors[1], vectors[0], atol=5e-3, rtol=5e-3)
+
+
+def test_gpu_sh_few_shot_runs_the_baselines_on_its_device(tmp_path, tiny_encoder_dir):
+    """`bench/gpu.sh few-shot ...` is `small_data.py few-shot --device cuda ...` (here its CPU
+    dry run, `--device cpu`), with the body from `--encoder`; each run records its device."""
+    import os
+    import subprocess
+
+    import pandas as pd
+
+    data = tmp_path / "data" / "tiny"
+    data.mkdir(parents=True)
+    words = {0: "stocks market bank oil price", 1: "goal match team cup season"}
+    rows = [(f"{words[label]} {i}", label) for label in (0, 1) for i in range(6)]
+    frame = pd.DataFrame(rows, columns=["body", "y"])
+    frame.to_parquet(data / "train.parquet")
+    frame.to_parquet(data / "test.parquet")
+    manifest = {
+        "text_column": "body",
+        "label_column": "y",
+        "classes": ["business", "sport"],
+        "splits": {"train": "train.parquet", "test": "test.parquet"},
+    }
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    out = tmp_path / "few_shot.json"
+    args = ["--datasets", "tiny", "--per-class", "2", "--seeds", "1", "--methods", "frozen_lr"]
+    args += ["--encoder", str(tiny_encoder_dir), "--data-root", str(data.parent)]
+    proc = subprocess.run(
+        ["bash", str(BENCH / "gpu.sh"), "few-shot", *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable, "LTTW_BENCH_QUICK": "1", "OUT": ""},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = json.loads(out.read_text())["runs"]
+    assert (run["method"], run["device"], run["test_rows"]) == ("frozen_lr", "cpu", 12)
+    assert 0 <= run["accuracy"] <= 1
 
 
 def test_serve_bench_reports_the_median_run_and_sums_failures():
