@@ -31,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ENCODER="" MODEL="" PEAK=() PARTS=() PACK="" PACK_WEIGHTS=0 GRID=0 GRID_ARGS=() FEW_SHOT=0
+ENCODER="" MODEL="" PEAK=() PARTS=() PACK="" PACK_WEIGHTS=0 GRID=0 MODE_ARGS=() FEW_SHOT=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --encoder) ENCODER="$2"; shift 2 ;;
@@ -40,8 +40,8 @@ while [ $# -gt 0 ]; do
     --pack) PACK="$2"; shift 2 ;;
     --pack-fp16) PACK="$2"; PACK_WEIGHTS=1; shift 2 ;;
     -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
-    grid) GRID=1; shift; GRID_ARGS=("$@"); break ;;
-    few-shot) FEW_SHOT=1; shift; GRID_ARGS=("$@"); break ;;
+    grid) GRID=1; shift; MODE_ARGS=("$@"); break ;;
+    few-shot) FEW_SHOT=1; shift; MODE_ARGS=("$@"); break ;;
     train|train-eager|train-compile|attention|predict|profile) PARTS+=("$1"); shift ;;
     *) echo "gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -104,7 +104,7 @@ if [ "$FEW_SHOT" = 1 ]; then
   DEVICE=(--device cuda)
   if [ "${LTTW_BENCH_QUICK:-0}" = 1 ]; then DEVICE=(--device cpu); fi  # a CPU dry run
   rc=0
-  "$PY" bench/small_data.py few-shot "${DEVICE[@]}" ${GRID_ARGS[@]+"${GRID_ARGS[@]}"} || rc=$?
+  "$PY" bench/small_data.py few-shot "${DEVICE[@]}" ${MODE_ARGS[@]+"${MODE_ARGS[@]}"} || rc=$?
   if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then cp bench/results/*.json "$OUT"/ 2>/dev/null || true; fi
   exit $rc
 fi
@@ -125,7 +125,7 @@ if [ "$GRID" = 1 ]; then
   # rich besides the modules above (bench/README.md lists the wheels to put in .whl/)
   "$PY" -c "import typer, rich" 2>/dev/null || { echo "gpu.sh: grid needs typer and rich (wheels in .whl/: see bench/README.md)" >&2; exit 3; }
   rc=0
-  "$PY" -m lttw.cli exp run ${GRID_ARGS[@]+"${GRID_ARGS[@]}"} --runner direct || rc=$?
+  "$PY" -m lttw.cli exp run ${MODE_ARGS[@]+"${MODE_ARGS[@]}"} --runner direct || rc=$?
   # a runner that brings back only the folder $OUT (and few files): the cells (with the
   # stopped cells' folds, evidence/runs/.partial/) as one archive, and the run's account
   if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -d evidence/runs ]; then
