@@ -53,13 +53,13 @@ class HeldCellJob(CellJob):
 
         run_stage = direct_runner.run_stage
 
-        def held(argv, cwd, env, clock, output=None, running=None):
+        def held(argv, cwd, env, clock, output=None, running=None, hosts=None):
             if not any(
                 arg.endswith((f"stages/{self.hold}.py", f"stages.{self.hold}")) for arg in argv
             ):
-                return run_stage(argv, cwd, env, clock, output, running)
+                return run_stage(argv, cwd, env, clock, output, running, hosts)
             clock = _MarkWhenStarted(clock, Path(self.mark))
-            run_stage(argv, cwd, env, clock, output, running)
+            run_stage(argv, cwd, env, clock, output, running, hosts)
             time.sleep(HOLD_S)  # killed here
             return 1
 

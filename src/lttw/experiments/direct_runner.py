@@ -57,6 +57,8 @@ from lttw.experiments.stage_plan import (
 )
 from lttw.experiments.stage_process import (
     Clock,
+    StageHosts,
+    WarmStage,
     run_stage,
     sigterm_stops,
     stage_argv,
@@ -88,7 +90,8 @@ class DirectRunner:
         self.dvc_yaml = read_checkout_yaml(self.repo / "dvc.yaml")
         self.env = stage_env(self.repo, self.jobs)
         self.rev = checkout_rev(self.repo)
-        self._running: set[subprocess.Popen] = set()
+        self._running: set[subprocess.Popen | WarmStage] = set()
+        self.hosts = StageHosts(self.env, self.repo)  # the stages' warm processes
         self._interrupted = False  # Ctrl-C: stop what runs, start nothing
         self.card = card_name()
         self.outcome = Outcome()
@@ -107,6 +110,10 @@ class DirectRunner:
 
     # --- running one stage -------------------------------------------------------------
 
+    def close(self) -> None:
+        """End the stages' warm processes (``stage_process.StageHosts``)."""
+        self.hosts.close()
+
     def stop_stages(self) -> None:
         """Stop the stages running now (each in its own process group: Ctrl-C and SIGTERM
         reach only this process; a pruned trial of ``lttw tune``)."""
@@ -121,7 +128,7 @@ class DirectRunner:
             log.write(f"# {stage.name}: {stage.cmd}\n".encode())
             log.flush()
             argv = stage_argv(stage.cmd, params_file)
-            rc = run_stage(argv, cwd, self.env, clock, log, self._running)
+            rc = run_stage(argv, cwd, self.env, clock, log, self._running, hosts=self.hosts)
             if rc is None:
                 log.write(f"# {stage.name}: stopped at the budget\n".encode())
                 return "stopped"
@@ -315,6 +322,7 @@ def run_window(
             outcome = runner.run(cells, list(extra), clock)
     finally:
         utilisation = watch.stop()
+        runner.close()
     end = time.monotonic()
     cells_s = end - runner.cells_started if runner.cells_started is not None else 0.0
     record = account(grid.name, outcome, jobs, runner.card, utilisation, end - start, cells_s)

@@ -275,6 +275,8 @@ def tune(
     except KeyboardInterrupt:
         runner.stop_stages()
         raise
+    finally:
+        runner.close()
     return study
 
 

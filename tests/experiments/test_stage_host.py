@@ -1,0 +1,124 @@
+"""The direct runner's warm stages (``lttw.experiments.stage_host``): a stage of the package runs
+in a child of a host that imported its module once, and writes what a process of its own
+writes, byte for byte; its exit code and output are the stage's; any other command is a
+process of its own."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from lttw.experiments.stage_process import (
+    Clock,
+    StageHosts,
+    WarmStage,
+    run_stage,
+    stage_argv,
+    stage_env,
+    stage_module,
+)
+
+OUTPUTS = ("models/fold_0", "metrics/train/fold_0.json", "dvclive/train/fold_0")
+#: what differs between two runs of the same training: the measured times
+TIMED = ("metrics/train/fold_0.json", "dvclive/train/fold_0", "fold_0/meta.json")
+
+
+class Seen(set):
+    """A ``running`` set that remembers what was added to it."""
+
+    def __init__(self):
+        super().__init__()
+        self.added: list = []
+
+    def add(self, item) -> None:
+        self.added.append(item)
+        super().add(item)
+
+
+def digests(project: Path) -> dict[str, str]:
+    out = {}
+    for name in OUTPUTS:
+        root = project / name
+        for path in [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file()):
+            rel = str(path.relative_to(project))
+            if not any(part in rel for part in TIMED):
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def train(project: Path, hosts: StageHosts | None) -> tuple[int | None, list, str]:
+    for name in OUTPUTS:
+        path = project / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+    argv = stage_argv("python stages/train.py --fold 0", project / "params.yaml")
+    seen = Seen()
+    log = project / "log.txt"
+    with open(log, "wb") as output:
+        code = run_stage(argv, project, stage_env(project), Clock(None), output, seen, hosts)
+    return code, seen.added, log.read_text()
+
+
+def test_a_warm_stage_writes_what_a_process_of_its_own_writes(tiny_repro, tmp_path):
+    project = tiny_repro.copy(tmp_path / "p")
+    code, started, _ = train(project, None)
+    assert code == 0 and not isinstance(started[0], WarmStage)
+    fresh = digests(project)
+    assert any(name.endswith("model.safetensors") for name in fresh), fresh
+    hosts = StageHosts(stage_env(project), project)
+    try:
+        code, started, log = train(project, hosts)
+        assert code == 0 and isinstance(started[0], WarmStage), log
+        assert "fold 0 trained" in log  # the stage's own log lines, in its log file
+        assert digests(project) == fresh
+    finally:
+        hosts.close()
+
+
+def test_a_warm_stages_error_is_its_exit_code_and_its_output(tmp_path):
+    hosts = StageHosts(stage_env(tmp_path), tmp_path)
+    argv = [sys.executable, "-m", "lttw.stages.summary", "--params", "missing.yaml"]
+    seen = Seen()
+    try:
+        with open(tmp_path / "log.txt", "wb") as output:
+            code = run_stage(argv, tmp_path, os.environ.copy(), Clock(None), output, seen, hosts)
+    finally:
+        hosts.close()
+    assert code == 2 and isinstance(seen.added[0], WarmStage)
+    log = (tmp_path / "log.txt").read_text()
+    assert "error: " in log and "missing.yaml" in log
+
+
+def test_only_the_packages_stages_run_warm():
+    python = sys.executable
+    assert stage_module([python, "stages/train.py", "--fold", "1"]) == (
+        "lttw.stages.train",
+        ["--fold", "1"],
+    )
+    assert stage_module([python, "-m", "lttw.stages.nmf", "--fold", "0"]) == (
+        "lttw.stages.nmf",
+        ["--fold", "0"],
+    )
+    for argv in (
+        ["torchrun", "--nproc-per-node", "2", "stages/train.py"],  # a launcher: its own
+        [python, "scripts/mine.py"],
+        [python, "-m", "mypackage.stages.train"],
+        ["/other/python", "stages/train.py"],
+        [python, "-c", "print(1)"],
+    ):
+        assert stage_module(argv) is None, argv
+
+
+def test_another_command_with_hosts_is_a_process_of_its_own(tmp_path):
+    hosts = StageHosts(os.environ.copy(), tmp_path)
+    seen = Seen()
+    argv = [sys.executable, "-c", "import os; print(os.getpid())"]
+    try:
+        with open(tmp_path / "log.txt", "wb") as output:
+            code = run_stage(argv, tmp_path, os.environ.copy(), Clock(None), output, seen, hosts)
+    finally:
+        hosts.close()
+    assert code == 0 and not isinstance(seen.added[0], WarmStage)
+    assert (tmp_path / "log.txt").read_text().strip() == str(seen.added[0].pid)
