@@ -12,7 +12,8 @@ The processes log through ``bench/suite_cpu_site/sitecustomize.py``, put first o
 Every stage script and ``dvc`` that a test's DVC run starts is a process of its own (a fresh
 interpreter) and logs its CPU; a stage script that a test runs in its own process
 (``tests/support/stage_scripts.py``) counts in that test's xdist worker. Not logged: programs
-that are not Python (git), processes that end without running atexit (killed, ``os._exit``),
+that are not Python (git), processes that end without running atexit (killed, ``os._exit``;
+the direct runner's stages, children of its warm ``stage_host``, count in the host's line),
 those started with another ``sitecustomize`` first on PYTHONPATH (the param-traced stages of
 the ``tiny_repro`` build and of ``test_ensemble_pipeline`` / ``test_final_stage``) or without
 PYTHONPATH (``test_init_project``'s virtual environment and the stages it runs). The total
