@@ -8,18 +8,24 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import sys
+import time
 from pathlib import Path
 
 from lttw.experiments.stage_process import (
     Clock,
+    StageHost,
     StageHosts,
     WarmStage,
     run_stage,
     stage_argv,
     stage_env,
     stage_module,
+    stop_stage,
 )
+
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
 
 OUTPUTS = ("models/fold_0", "metrics/train/fold_0.json", "dvclive/train/fold_0")
 #: what differs between two runs of the same training: the measured times
@@ -122,3 +128,49 @@ def test_another_command_with_hosts_is_a_process_of_its_own(tmp_path):
         hosts.close()
     assert code == 0 and not isinstance(seen.added[0], WarmStage)
     assert (tmp_path / "log.txt").read_text().strip() == str(seen.added[0].pid)
+
+
+def _sleeping(tmp_path: Path) -> tuple[StageHosts, StageHost, WarmStage]:
+    """A host (``support`` on its path) running ``support.sleeping_stage``, once it runs."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SUPPORT.parent), *sys.path])}
+    hosts = StageHosts(env, tmp_path)
+    host = hosts.acquire()
+    stage = host.start("support.sleeping_stage", [], tmp_path, str(tmp_path / "log.txt"))
+    assert stage is not None
+    end = time.monotonic() + 30
+    while not (tmp_path / "stage.pid").is_file():
+        assert time.monotonic() < end, (tmp_path / "log.txt").read_text()
+        time.sleep(0.05)
+    assert int((tmp_path / "stage.pid").read_text()) == stage.pid
+    return hosts, host, stage
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or only its zombie (reaped by whoever adopted it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "State:\tZ" in status
+
+
+def test_a_warm_stage_stops_as_a_process_does(tmp_path):
+    hosts, _, stage = _sleeping(tmp_path)
+    try:
+        stop_stage(stage)  # the runner's stop at the budget: SIGTERM to its process group
+        assert stage.returncode == -signal.SIGTERM and _gone(stage.pid)
+    finally:
+        hosts.close()
+
+
+def test_a_stage_of_a_host_that_died_is_stopped_and_failed(tmp_path):
+    hosts, host, stage = _sleeping(tmp_path)
+    try:
+        os.kill(host.proc.pid, signal.SIGKILL)  # the host itself, as the OOM killer would
+        assert stage.wait(timeout=30) == -signal.SIGKILL
+        end = time.monotonic() + 10
+        while not _gone(stage.pid):
+            assert time.monotonic() < end, "the stage ran on without its host"
+            time.sleep(0.05)
+    finally:
+        hosts.close()

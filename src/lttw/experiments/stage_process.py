@@ -157,9 +157,11 @@ class StageHost:
             elif "pid" in message:
                 self._stage = None if message["pid"] is None else WarmStage(message["pid"])
                 self._started.put(self._stage)
-        self.alive = False  # the host ended: a stage it ran counts as failed
+        self.alive = False  # the host ended: a stage it ran is stopped, and failed
         if self._stage is not None:
-            self._stage.finish(1)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._stage.pid, signal.SIGKILL)  # nothing runs on unseen
+            self._stage.finish(-signal.SIGKILL)
         self._started.put(None)
 
     def start(self, module: str, argv: list[str], cwd: Path, log: str) -> WarmStage | None:
