@@ -21,10 +21,7 @@ def _log() -> None:
         cpu += forked.ru_utime + forked.ru_stime
     test = os.environ.get("PYTEST_CURRENT_TEST", "").replace("\t", " ")
     argv = " ".join(sys.argv).replace("\t", " ").replace("\n", " ")[:300]
-    line = (
-        f"{os.getpid()}\t{_START:.2f}\t{time.time() - _START:.2f}\t"
-        f"{cpu:.2f}\t{test}\t{argv}\n"
-    )
+    line = f"{os.getpid()}\t{_START:.2f}\t{time.time() - _START:.2f}\t{cpu:.2f}\t{test}\t{argv}\n"
     try:
         # an argument that is not UTF-8 (lone surrogates in sys.argv) is written escaped
         with open(
