@@ -174,3 +174,16 @@ def test_a_stage_of_a_host_that_died_is_stopped_and_failed(tmp_path):
             time.sleep(0.05)
     finally:
         hosts.close()
+
+
+def test_a_stopped_clock_stops_a_stage_that_starts_after_it(tmp_path):
+    """Ctrl-C or SIGTERM stops the runner's clock: a stage whose host was still importing
+    its module then runs for no time (``run_stage`` waits ``clock.left()``: 0)."""
+    clock = Clock(None)
+    assert not clock.up() and clock.left() is None
+    clock.stop()
+    assert clock.up() and clock.left() == 0.0
+    argv = [sys.executable, "-c", "import time; time.sleep(60)"]
+    start = time.monotonic()
+    assert run_stage(argv, tmp_path, os.environ.copy(), clock) is None  # stopped
+    assert time.monotonic() - start < 20

@@ -276,6 +276,7 @@ class DirectRunner:
                 {"done": out.done, "failed": out.failed}.get(state, out.left).append(name)
         except KeyboardInterrupt:  # stop the running stages too, not only the main thread
             self._interrupted = True
+            clock.stop()
             self.stop_stages()
             raise
         finally:

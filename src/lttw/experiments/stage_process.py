@@ -42,6 +42,11 @@ class Clock:
     def starting(self) -> None:
         """A stage is about to start (a test's clock counts them)."""
 
+    def stop(self) -> None:
+        """The time is up now (Ctrl-C, SIGTERM): a stage that starts meanwhile (a warm host
+        may still be importing its module) is stopped as soon as it runs."""
+        self.deadline = time.monotonic()
+
 
 @contextlib.contextmanager
 def sigterm_stops() -> Iterator[None]:
