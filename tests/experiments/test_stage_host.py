@@ -187,3 +187,13 @@ def test_a_stopped_clock_stops_a_stage_that_starts_after_it(tmp_path):
     start = time.monotonic()
     assert run_stage(argv, tmp_path, os.environ.copy(), clock) is None  # stopped
     assert time.monotonic() - start < 20
+
+
+def test_closing_the_hosts_stops_a_stage_still_running(tmp_path):
+    """A stage that started as the runner was interrupted (after its stages were stopped)
+    does not outlive the runner: closing the hosts stops it."""
+    hosts, _, stage = _sleeping(tmp_path)
+    start = time.monotonic()
+    hosts.close()
+    assert stage.returncode == -signal.SIGTERM and _gone(stage.pid)
+    assert time.monotonic() - start < 10

@@ -182,12 +182,18 @@ class StageHost:
         return self._started.get()
 
     def close(self) -> None:
+        """End the host. A stage it still runs (one that started while the runner was being
+        interrupted, the host still importing its module) is stopped first."""
         with contextlib.suppress(OSError):
             assert self.proc.stdin is not None
             self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
+        deadline = time.monotonic() + STOP_GRACE_S
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            stage = self._stage
+            if stage is not None and stage.returncode is None:
+                stop_stage(stage)
+            time.sleep(0.05)
+        if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         self._reader.join(STOP_GRACE_S)
