@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import queue
-import re
 import shlex
 import signal
 import subprocess
@@ -23,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from lttw.project.files import STAGE_PACKAGE, STAGE_SCRIPT
 
 STOP_GRACE_S = 20
 
@@ -106,10 +107,12 @@ def stage_module(argv: list[str]) -> tuple[str, list[str]] | None:
     ``lttw.stages.NAME``) or ``python -m lttw.stages.NAME`` (a project's); else None."""
     if len(argv) < 2 or argv[0] != sys.executable:
         return None
-    if match := re.fullmatch(r"stages/(\w+)\.py", argv[1]):
-        return f"lttw.stages.{match[1]}", argv[2:]
-    if argv[1] == "-m" and len(argv) > 2 and re.fullmatch(r"lttw\.stages\.\w+", argv[2]):
-        return argv[2], argv[3:]
+    if match := STAGE_SCRIPT.fullmatch(argv[1]):  # the rule ``lttw init`` applies
+        return f"{STAGE_PACKAGE}.{match[1]}", argv[2:]
+    if argv[1] == "-m" and len(argv) > 2:
+        package, _, name = argv[2].rpartition(".")
+        if package == STAGE_PACKAGE and name.isidentifier():
+            return argv[2], argv[3:]
     return None
 
 

@@ -25,8 +25,12 @@ from lttw.project.stamp import STAMP
 SEARCH_SPACES = "experiments/search-*.yaml"
 #: where ``lttw init`` puts the user's data (``data.root`` of the project)
 DATA_ROOT = "data/raw"
+#: the package that holds each stage's module (``lttw.stages.NAME``)
+STAGE_PACKAGE = "lttw.stages"
+#: the repository's entry point of stage NAME (``stages/NAME.py``), which only calls its module
+STAGE_SCRIPT = re.compile(r"stages/(\w+)\.py")
 #: the project's command for the repository's ``python stages/NAME.py``: NAME follows
-STAGE_COMMAND = "python -m lttw.stages."
+STAGE_COMMAND = f"python -m {STAGE_PACKAGE}."
 #: DVC's top-level ``plots:`` of this repository that belong to its paper study only
 REPO_ONLY_PREFIXES = ("evidence/",)
 
@@ -63,7 +67,7 @@ def _dump(doc, header: str) -> str:
 def _rewrite_stage(stage: dict) -> None:
     """A stage (or a foreach's ``do``) of this repository as it runs in a user project."""
     stage["cmd"] = re.sub(  # python or the train stage's launcher (torchrun takes -m too)
-        r"(python|\$\{train\.launcher\}) stages/(\w+)\.py",
+        rf"(python|\$\{{train\.launcher\}}) {STAGE_SCRIPT.pattern}",
         lambda m: f"{STAGE_COMMAND.replace('python', m[1], 1)}{m[2]}",
         stage["cmd"],
     )
