@@ -43,62 +43,78 @@ def head(data: Batchable, n: int) -> Batchable:
     return Batchable(data.input_ids[:n], data.attention_mask[:n], data.factors[:n], data.labels[:n])
 
 
-def _worker(rank: int, port: int, encoder_dir: str, out_dir: str, n_train: int) -> None:
-    """One DDP process: the env torchrun would set, then the pipeline's own runtime + loop."""
-    os.environ.update(
-        {**rank_env(rank, port, WORLD), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    )
+#: the train rows of each case; both run in the same two processes, one after the other
+CASES = (45, 41)
+
+
+def _worker(rank: int, ports: list[int], encoder_dir: str, out_dir: str) -> None:
+    """One DDP process: the env torchrun would set, then the pipeline's own runtime + loop, for
+    each case of ``CASES`` in turn (a process group of its own each, on its own port)."""
     from lttw.device import make_runtime
 
-    cfg = train_settings(distributed="auto", num_threads=1)
-    rt = make_runtime(cfg)
-    assert rt.ddp and rt.world_size == WORLD and rt.rank == rank
-    assert dist.get_backend() == "gloo"
-    model = build_model(encoder_dir)
-    result = train_classifier(
-        model,
-        head(TRAIN, n_train),
-        VAL,
-        cfg,
-        seed=7,
-        rt=rt,
-        checkpoint_dir=Path(out_dir) / "ckpt",
-        fingerprint="ddp",
-    )
-    if rt.is_main:
-        save_file(
-            {k: v.contiguous() for k, v in model.state_dict().items()},
-            str(Path(out_dir) / "weights.safetensors"),
+    for n_train, port in zip(CASES, ports, strict=True):
+        os.environ.update(
+            {**rank_env(rank, port, WORLD), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         )
-        (Path(out_dir) / "result.json").write_text(
-            json.dumps(
-                {
-                    "f1": result.best_val_f1,
-                    "best_epoch": result.best_epoch,
-                    "steps": result.steps,
-                    "world_size": rt.world_size,
-                }
+        out = Path(out_dir) / str(n_train)
+        cfg = train_settings(distributed="auto", num_threads=1)
+        rt = make_runtime(cfg)
+        assert rt.ddp and rt.world_size == WORLD and rt.rank == rank
+        assert dist.get_backend() == "gloo"
+        model = build_model(encoder_dir)
+        result = train_classifier(
+            model,
+            head(TRAIN, n_train),
+            VAL,
+            cfg,
+            seed=7,
+            rt=rt,
+            checkpoint_dir=out / "ckpt",
+            fingerprint="ddp",
+        )
+        if rt.is_main:
+            out.mkdir(parents=True, exist_ok=True)
+            save_file(
+                {k: v.contiguous() for k, v in model.state_dict().items()},
+                str(out / "weights.safetensors"),
             )
-        )
-    rt.barrier()
-    rt.close()
+            (out / "result.json").write_text(
+                json.dumps(
+                    {
+                        "f1": result.best_val_f1,
+                        "best_epoch": result.best_epoch,
+                        "steps": result.steps,
+                        "world_size": rt.world_size,
+                    }
+                )
+            )
+        rt.barrier()
+        rt.close()
 
 
-@pytest.mark.parametrize("n_train", [45, 41])
-def test_two_gloo_processes_match_one_process(tiny_encoder_dir, tmp_path, n_train):
+@pytest.fixture(scope="module")
+def ddp_runs(tiny_encoder_dir, tmp_path_factory) -> Path:
+    """The two-process runs of every case, in one spawn (the processes' start-up, torch's
+    import above all, paid once): ``<folder>/<n_train>/`` holds each run's weights and result."""
+    folder = tmp_path_factory.mktemp("ddp")
     # spawn, not fork: a fork of this process (its OpenMP and other threads started by earlier
     # tests) can leave a child waiting on a lock no thread will release (two forked ranks hung
     # at start-up, 0.1 CPU-s each, under tools/other_kernels.py)
     mp.start_processes(
         _worker,
-        args=(free_port(), str(tiny_encoder_dir), str(tmp_path), n_train),
+        args=([free_port() for _ in CASES], str(tiny_encoder_dir), str(folder)),
         nprocs=WORLD,
         join=True,
         start_method="spawn",
     )
-    ddp = json.loads((tmp_path / "result.json").read_text())
+    return folder
+
+
+@pytest.mark.parametrize("n_train", CASES)
+def test_two_gloo_processes_match_one_process(ddp_runs, tiny_encoder_dir, tmp_path, n_train):
+    ddp = json.loads((ddp_runs / str(n_train) / "result.json").read_text())
     ddp_model = build_model(tiny_encoder_dir)
-    ddp_model.load_state_dict(load_file(str(tmp_path / "weights.safetensors")))
+    ddp_model.load_state_dict(load_file(str(ddp_runs / str(n_train) / "weights.safetensors")))
 
     single = build_model(tiny_encoder_dir)
     result = train_classifier(
