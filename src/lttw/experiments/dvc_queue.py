@@ -50,23 +50,21 @@ def absolute_root(root: str) -> str:
     return root if os.path.isabs(root) else os.path.abspath(root)
 
 
-def existing_experiments(cwd: str | Path = ".") -> set[str]:
-    """Names of the current commit's experiments (none where dvc cannot tell)."""
-    proc = subprocess.run(
-        [*DVC, "exp", "list", "--name-only"], cwd=cwd, capture_output=True, text=True
-    )
-    return set(proc.stdout.split()) if proc.returncode == 0 else set()
-
-
 def queued_or_done(cwd: str | Path = ".") -> set[str]:
-    """Names of this commit's experiments and of the queue's queued or running tasks."""
-    names = existing_experiments(cwd)
-    proc = subprocess.run([*DVC, "queue", "status"], cwd=cwd, capture_output=True, text=True)
-    for line in proc.stdout.splitlines()[1:]:
-        fields = line.split()
-        if len(fields) >= 3 and fields[-1] in ("Queued", "Running"):
-            names.add(fields[1])
-    return names
+    """Names of the current commit's experiments that are finished, queued or running (a
+    failed one is left out: it is queued again); none where dvc cannot tell (no DVC
+    repository, no Git commit). DVC's Python API, in this process: ``dvc exp show``'s rows."""
+    import dvc.api
+
+    try:
+        rows = dvc.api.exp_show(repo=str(cwd))
+    except Exception:  # noqa: BLE001  (dvc raises many kinds; nothing is known then)
+        return set()
+    return {
+        str(row["Experiment"])
+        for row in rows
+        if row.get("Experiment") and row.get("State") in (None, "Queued", "Running")
+    }
 
 
 def run_commands(commands: list[list[str]], cwd: str | Path = ".") -> None:
