@@ -58,3 +58,24 @@ def test_run_grid_only_queues_with_queue_only(tmp_path, monkeypatch):
     dvc_queue.run_grid(grid, ["k5s5"], [], tmp_path / "runs", "data", True, said.append)
     assert len(commands) == 1 and "--queue" in commands[0] and not collected
     assert said == ["queued 1 cell(s); run them with `dvc queue start`"]
+
+
+def test_known_experiments_are_the_finished_queued_and_running_ones(tmp_path, monkeypatch):
+    """``queued_or_done`` reads ``dvc exp show``'s rows (DVC's Python API): a failed
+    experiment is queued again; outside a DVC repository nothing is known."""
+    import dvc.api
+
+    rows = [
+        {"Experiment": None, "rev": "workspace", "State": None},
+        {"Experiment": None, "rev": "main", "State": None},
+        {"Experiment": "done", "rev": "a1", "State": None},  # finished: dvc leaves it blank
+        {"Experiment": "waiting", "rev": "b2", "State": "Queued"},
+        {"Experiment": "busy", "rev": "c3", "State": "Running"},
+        {"Experiment": "broken", "rev": "d4", "State": "Failed"},
+    ]
+    asked = []
+    monkeypatch.setattr(dvc.api, "exp_show", lambda repo: asked.append(repo) or rows)
+    assert dvc_queue.queued_or_done(tmp_path) == {"done", "waiting", "busy"}
+    assert asked == [str(tmp_path)]
+    monkeypatch.undo()
+    assert dvc_queue.queued_or_done(tmp_path) == set()  # no DVC repository here
