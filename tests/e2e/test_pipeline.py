@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.dvc_runner import dvc
 from support.stage_graph import undeclared_reads
 from support.tiny_project import dvc_status, ran, run, set_params
 
@@ -80,7 +81,7 @@ def _leaves(doc, path=""):
 def test_metrics_files_hold_numbers_only(tiny_repro):
     """Every value `dvc metrics show` reads is a number (no words, no true / false): the
     dataset and variant are parameters, the training device the model folder's."""
-    shown = json.loads(run(["dvc", "metrics", "show", "--json"], tiny_repro.root))
+    shown = json.loads(dvc(["metrics", "show", "--json"], tiny_repro.root))
     (workspace,) = shown.values()  # one revision: the workspace
     files = workspace["data"]
     assert {"metrics/summary.json", "metrics/final.json", "metrics/folds/fold_0.json"} <= set(files)

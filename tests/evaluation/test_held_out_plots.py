@@ -11,8 +11,9 @@ import re
 import shutil
 
 import pytest
+from support.dvc_runner import dvc
 from support.screenshots import page_dom, screenshot, share_near
-from support.tiny_project import REPO, run
+from support.tiny_project import REPO
 
 from lttw import layout
 
@@ -65,7 +66,7 @@ def test_dvc_plots_show_draws_every_chart_offline(tiny_repro, tmp_path):
     shutil.copyfile(REPO / "evidence" / "learning_curve.png", study / "learning_curve.png")
     out = tmp_path / "dvc_plots"
     try:
-        run(["dvc", "plots", "show", "--out", str(out)], root)
+        dvc(["plots", "show", "--out", str(out)], root)
     finally:
         shutil.rmtree(study)
     shown = (out / "index.html").read_text()

@@ -94,7 +94,6 @@ def test_readme_has_runnable_examples():
 
 
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore:_NoneStep.value:DeprecationWarning")  # dvc's, in process
 def test_readme_commands_run(tmp_path, tiny_repro):
     """In a copy of the session's tiny pipeline run (its first ``dvc repro`` is
     ``tiny_repro``'s; here ``dvc repro`` finds it up to date)."""

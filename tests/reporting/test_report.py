@@ -273,6 +273,7 @@ json.dump({"fold": 0, "test": {"f1_macro": f1, "precision_macro": f1, "recall_ma
 def test_report_reads_real_dvc_experiments(tmp_path):
     """A real `dvc exp run` in a two-file DVC project whose one stage writes the metrics
     files: `lttw report` lists the baseline and the experiment."""
+    from support.dvc_runner import dvc
     from support.tiny_project import git_commit, lttw, run
 
     (tmp_path / "stage.py").write_text(STAGE)
@@ -293,10 +294,10 @@ def test_report_reads_real_dvc_experiments(tmp_path):
         )
     )
     run(["git", "init", "-q"], tmp_path)
-    run(["dvc", "init", "-q"], tmp_path)
-    run(["dvc", "repro", "-q"], tmp_path)
+    dvc(["init", "-q"], tmp_path)  # DVC in this process: its stage is a process anyway
+    dvc(["repro", "-q"], tmp_path)
     git_commit(tmp_path, "baseline")
-    run(["dvc", "exp", "run", "-q", "-n", "enc", "-S", "model.variant=encoder"], tmp_path)
+    dvc(["exp", "run", "-q", "-n", "enc", "-S", "model.variant=encoder"], tmp_path)
     out = lttw(["report", "--out", "report.md"], tmp_path).output
     text = (tmp_path / "report.md").read_text()
     assert "wrote report.md" in out
