@@ -1,6 +1,7 @@
 """`lttw init` through the real command on inputs it used to take silently: a CSV header
 naming a column twice (pandas renamed the second ``text.1``), and a project folder inside
-an existing git checkout (a nested .git). One line each, nothing written."""
+an existing git checkout (a nested .git), and no dvc installed. One line each, nothing
+written."""
 
 from __future__ import annotations
 
@@ -26,3 +27,18 @@ def test_a_project_inside_a_git_checkout_is_refused(tmp_path):
     result = invoke("init", outer / "project", "--data", data)
     assert_user_error(result, "inside the git checkout", str(outer.resolve()))
     assert not (outer / "project").exists()
+
+
+def test_without_dvc_init_is_one_line_naming_the_extra(tmp_path, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "dvc" else find_spec(name, *a)
+    )
+    data = tmp_path / "texts.csv"
+    rows = "".join(f"text number {i},{'xy'[i % 2]}\n" for i in range(60))
+    data.write_text("text,label\n" + rows, encoding="utf-8")
+    result = invoke("init", tmp_path / "project", "--data", data)
+    assert_user_error(result, "dvc is not installed", "lttw[train]")
+    assert not (tmp_path / "project").exists()

@@ -12,10 +12,11 @@ the user is. ``upgrade_project`` rewrites ``dvc.yaml`` and the stamp for the ins
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import logging
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,8 +81,26 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return done
 
 
-def _dvc(*args: str) -> list[str]:
-    return [sys.executable, "-m", "dvc", *args]
+def _track_data(root: Path, data: str) -> None:
+    """``dvc init``, ``dvc config core.autostage true`` (``dvc add`` and ``dvc repro`` stage
+    their files for git) and ``dvc add DATA`` in the git repository ``root``: DVC's Python
+    API in this process, where three ``dvc`` commands would start three interpreters."""
+    from dvc.exceptions import DvcException
+    from dvc.repo import Repo
+
+    dvc_log = logging.getLogger("dvc")
+    level = dvc_log.level
+    dvc_log.setLevel(logging.WARNING)  # quiet, as `dvc init -q`: its warnings and errors only
+    try:
+        with Repo.init(str(root)) as repo:
+            with repo.config.edit() as config:
+                config["core"]["autostage"] = "true"  # as `dvc config` writes it
+        with Repo(str(root)) as repo:  # opened again: the config as written
+            repo.add(str(root / data))
+    except DvcException as err:
+        raise UserError(f"dvc failed in {root}: {err}") from err
+    finally:
+        dvc_log.setLevel(level)
 
 
 def write_pipeline(root: Path) -> None:
@@ -113,6 +132,10 @@ def init_project(
         raise UserError(f"{dest}: must not contain --data {data} (it is copied in)")
     if shutil.which("git") is None:
         raise UserError("git is not installed: lttw init makes a git + DVC project")
+    if importlib.util.find_spec("dvc") is None:
+        raise UserError(
+            "dvc is not installed (pip install 'lttw[train]'): lttw init makes a git + DVC project"
+        )
     name = data.resolve().name
     with atomic_dir(dest) as tmp:
         raw = tmp / DATA_ROOT
@@ -135,9 +158,7 @@ def init_project(
             README.format(name=dest.name, data=f"{DATA_ROOT}/{name}"), encoding="utf-8"
         )
         _run(["git", "init", "-q"], tmp)
-        _run(_dvc("init", "-q"), tmp)
-        _run(_dvc("config", "core.autostage", "true"), tmp)  # dvc add/repro stage for git
-        _run(_dvc("add", "-q", f"{DATA_ROOT}/{name}"), tmp)
+        _track_data(tmp, f"{DATA_ROOT}/{name}")
         _run(["git", "add", "-A"], tmp)
         committed = (
             subprocess.run(
