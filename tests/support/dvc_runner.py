@@ -1,9 +1,10 @@
 """Run a ``dvc`` command inside the test's process, through ``dvc.cli.main`` (what the
 installed ``dvc`` command calls): the same arguments and code, without an interpreter and
 DVC's import start-up per call (about 2 CPU-s). Meant for commands that run no stage
-(``status``, ``commit``, ``metrics``, ``exp show``, a ``repro`` that finds everything up to
-date); ``dvc repro`` / ``dvc exp run`` that run stages stay processes of their own
-(``tiny_project.run``)."""
+(``status``, ``commit``, ``metrics``, ``plots``, ``exp show``, a ``repro`` that finds
+everything up to date) and for a ``repro`` / ``exp run`` whose stages a test does not read
+from its log (the stages are processes of DVC's anyway); a ``dvc repro`` / ``dvc exp run``
+whose log tells which stages ran stays a process of its own (``tiny_project.run``)."""
 
 from __future__ import annotations
 
