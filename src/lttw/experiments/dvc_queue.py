@@ -12,7 +12,6 @@ resolve: every cell gets it as an absolute path.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -22,18 +21,15 @@ from lttw.experiments.cells import progress
 from lttw.experiments.grids import Grid, GridCell
 from lttw.experiments.study import collected
 
-DVC = [sys.executable, "-m", "dvc"]
-
 
 def queue_command(cell: GridCell, data_root: str, extra: Sequence[str] = ()) -> list[str]:
-    """``dvc exp run --queue -n CELL -S ...`` for one cell (``data_root``: absolute, unless
-    ``extra`` sets data.root)."""
+    """The arguments of ``dvc exp run --queue -n CELL -S ...`` for one cell (``data_root``:
+    absolute, unless ``extra`` sets data.root)."""
     assignments = [f"{k}={param_value(v)}" for k, v in cell.params.items()]
     if not any(a.startswith("data.root=") for a in extra):
         assignments.append(f"data.root={data_root}")
     assignments += list(extra)
     return [
-        *DVC,
         "exp",
         "run",
         "--queue",
@@ -67,16 +63,13 @@ def queued_or_done(cwd: str | Path = ".") -> set[str]:
 
 
 def run_commands(commands: list[list[str]], cwd: str | Path = ".") -> None:
-    """Run each ``dvc`` command (``[*DVC, ARGS]``) in turn, in this process through DVC's own
-    command line (``dvc.cli.main``: the ``dvc`` program's arguments, code and output, without
-    its interpreter's start-up of about 2 s a command, once per cell queued); stop at the
-    first failure."""
+    """Run each ``dvc`` command (its arguments) in turn, in this process through DVC's own
+    command line (``dvc.cli.main``: the ``dvc`` program's code and output, without its
+    interpreter's start-up of about 2 s a command, once per cell queued); stop at the first
+    failure."""
     from dvc.cli import main
 
-    for command in commands:
-        if command[: len(DVC)] != DVC:
-            raise ValueError(f"not a dvc command: {command}")
-        args = command[len(DVC) :]
+    for args in commands:
         shown = " ".join(["dvc", *args])
         print(f"$ {shown}", flush=True)
         before = os.getcwd()
@@ -127,7 +120,7 @@ def run_grid(
         say(f"queued {len(commands)} cell(s); run them with `dvc queue start`")
         return
     if commands:
-        run_commands([[*commands[0][:3], "exp", "run", "--run-all"]])
+        run_commands([["exp", "run", "--run-all"]])
     written = collect_grids([grid], runs_dir)
     say(f"ran {len(commands)} cell(s); collected {', '.join(written) or 'none new'}")
 
