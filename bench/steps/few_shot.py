@@ -27,7 +27,9 @@ The data come from ``--data-root`` (``lttw data fetch sst2 ag_news --to DIR``; t
 SetFit paper's own figures as a yardstick (its body is MPNet, not MiniLM). Writes
 ``bench/results/few_shot.json`` (``--out``) after every run, whole (``complete``: false
 until the last run of the settings): a stopped run keeps what it measured, and ``--resume``
-runs only what that file does not hold yet.
+runs only what that file does not hold yet, perhaps on another machine: each run names the
+machine it ran on (``machine``: CPU, instruction sets, cores; the file's ``machine`` is the
+latest run's, whole), so its seconds are read against that machine.
 """
 
 from __future__ import annotations
@@ -220,6 +222,7 @@ def main(argv: list[str] | None = None) -> dict:
                         method=method,
                         test_rows=len(test),
                         device="cpu" if method == "lttw" else args.device,
+                        machine=machine_label(machine),
                         seconds=time.perf_counter() - start,
                     )
                     print(json.dumps(result), flush=True)
@@ -240,10 +243,16 @@ def run_key(run: dict) -> tuple[str, int, int, str]:
     return (run["dataset"], int(run["per_class"]), int(run["seed"]), run["method"])
 
 
+def machine_label(machine: dict) -> str:
+    """A run's machine in a few words: ``describe``'s CPU, its instruction sets and cores."""
+    flags = "/".join(machine["cpu_flags"]) or "no AVX"
+    return f"{machine['cpu']}, {flags}, {machine['cpus_usable']} cores"
+
+
 def kept_runs(out: Path, args: argparse.Namespace) -> list[dict]:
-    """The runs of an earlier ``--out`` that ``--resume`` keeps: none where there is no file,
-    or where it was measured on other test rows, data or lttw settings (a SystemExit naming
-    the option)."""
+    """The runs of an earlier ``--out`` that ``--resume`` keeps (each naming its machine, the
+    file's own where it does not): none where there is no file, or where it was measured on
+    other test rows, data or lttw settings (a SystemExit naming the option)."""
     if not out.is_file():
         return []
     earlier, now = json.loads(out.read_text()), settings(args)
@@ -253,7 +262,8 @@ def kept_runs(out: Path, args: argparse.Namespace) -> list[dict]:
                 f"--resume: {out} was measured with --{key.replace('_', '-')} "
                 f"{earlier['settings'].get(key, [])}, not {vars(args)[key]}; pass another --out"
             )
-    return list(earlier["runs"])
+    machine = machine_label(earlier["machine"])
+    return [{"machine": machine, **run} for run in earlier["runs"]]
 
 
 def write(args: argparse.Namespace, machine: dict, runs: list[dict], complete: bool) -> dict:
@@ -290,6 +300,7 @@ def summarise(runs: list[dict]) -> list[dict]:
                 "accuracy_sd": float(group["accuracy"].std(ddof=0)),
                 "f1_macro": float(group["f1_macro"].mean()),
                 "seconds": float(group["seconds"].mean()),
+                "machines": sorted(group["machine"].unique().tolist()),
             }
         )
     return rows

@@ -215,9 +215,12 @@ def test_gpu_sh_few_shot_runs_the_baselines_on_its_device(tmp_path, tiny_encoder
         env={**os.environ, "PYTHON": sys.executable, "LTTW_BENCH_QUICK": "1", "OUT": ""},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (run,) = json.loads(out.read_text())["runs"]
+    written = json.loads(out.read_text())
+    (run,) = written["runs"]
     assert (run["method"], run["device"], run["test_rows"]) == ("frozen_lr", "cpu", 12)
     assert 0 <= run["accuracy"] <= 1
+    assert run["machine"].startswith(written["machine"]["cpu"] + ", ")  # the run's machine
+    assert written["table"][0]["machines"] == [run["machine"]]
 
 
 def test_serve_bench_reports_the_median_run_and_sums_failures():
@@ -324,7 +327,8 @@ def test_suite_cpu_logs_each_python_process_and_sums_by_test_and_program(tmp_pat
 
 def test_few_shot_resume_keeps_only_runs_of_the_same_settings(tmp_path):
     """--resume keeps an earlier file's runs only where its test rows, data and lttw settings
-    (--lttw-set) are the command's; else one line naming the option."""
+    (--lttw-set) are the command's, each naming the machine it ran on (the earlier file's
+    where the run names none); else one line naming the option."""
     import argparse
 
     from steps.few_shot import kept_runs
@@ -333,8 +337,13 @@ def test_few_shot_resume_keeps_only_runs_of_the_same_settings(tmp_path):
     now = argparse.Namespace(test_rows=0, data_root=tmp_path, lttw_set=[], out=out)
     assert kept_runs(out, now) == []  # no file yet
     earlier = {"test_rows": 0, "data_root": str(tmp_path), "lttw_set": []}
-    out.write_text(json.dumps({"settings": earlier, "runs": [{"method": "setfit"}]}))
-    assert kept_runs(out, now) == [{"method": "setfit"}]
+    there = {"cpu": "AMD EPYC", "cpu_flags": ["avx2"], "cpus_usable": 2}
+    runs = [{"method": "setfit"}, {"method": "lttw", "machine": "Xeon, avx512f, 16 cores"}]
+    out.write_text(json.dumps({"settings": earlier, "machine": there, "runs": runs}))
+    assert kept_runs(out, now) == [
+        {"method": "setfit", "machine": "AMD EPYC, avx2, 2 cores"},
+        {"method": "lttw", "machine": "Xeon, avx512f, 16 cores"},
+    ]
     frozen = argparse.Namespace(**{**vars(now), "lttw_set": ["train.freeze_encoder=false"]})
     with pytest.raises(SystemExit, match="--lttw-set"):
         kept_runs(out, frozen)
