@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
+import pytest
 from support.live_server import (
     BOUND_S,
     Gate,
@@ -115,6 +116,36 @@ def test_a_large_request_stops_between_parts_once_its_client_left():
 
     stats = asyncio.run(main())
     assert seen == [["a", "b"]] and stats.dropped == 1 and stats.requests == 0
+
+
+def test_a_request_timed_out_while_cut_into_windows_counts_as_dropped():
+    """With ``--chunk`` a request's time includes cutting its texts into windows: one whose
+    time runs out there is counted as dropped and never reaches a forward pass."""
+    seen, cutting, release = [], threading.Event(), threading.Event()
+
+    def split(texts):
+        cutting.set()
+        assert release.wait(BOUND_S)
+        return [f"{text} window" for text in texts], lambda rows: rows
+
+    async def main():
+        batcher = MicroBatcher(lambda texts, _: seen.append(texts), split=split)
+        batcher.start()
+        timing_out = asyncio.ensure_future(batcher.enqueue_within(["long"], 0.05))
+        assert await asyncio.to_thread(cutting.wait, BOUND_S)
+        try:
+            await timing_out
+        except asyncio.TimeoutError:
+            pass
+        release.set()
+        with pytest.raises(asyncio.TimeoutError):  # no time left at all: never cut
+            await batcher.enqueue_within(["late"], -1.0)
+        await batcher.stop()
+        return batcher.stats, timing_out
+
+    stats, timing_out = asyncio.run(main())
+    assert isinstance(timing_out.exception(), asyncio.TimeoutError)
+    assert stats.dropped == 2 and stats.pieces == 0 and seen == []
 
 
 def queued(http: httpx.Client) -> int:

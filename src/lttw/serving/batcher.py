@@ -241,6 +241,15 @@ class MicroBatcher:
             return self.submit(texts)
         return self.submit(texts, (pieces, partial(_combine_parts, parts)))
 
+    async def enqueue_within(self, texts: list[str], seconds: float) -> Job:
+        """``enqueue`` with ``seconds`` for it (cutting long texts into windows takes time):
+        past them, ``asyncio.TimeoutError`` and the request counts as dropped."""
+        try:
+            return await asyncio.wait_for(self.enqueue(texts), max(seconds, 0.0))
+        except asyncio.TimeoutError:
+            self.stats.dropped += 1
+            raise
+
     def submit(self, texts: list[str], split: Split | None = None) -> Job:
         """Queue ``texts`` (as ``split``'s pieces where given); raises ``QueueFull``,
         ``TooLarge`` or ``ShuttingDown`` instead of queueing."""

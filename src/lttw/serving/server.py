@@ -216,7 +216,7 @@ def create_app(
         late = f"no answer within {limits.request_timeout_s:g} s; the request was dropped"
         try:  # --chunk: cutting the texts into windows counts in the request's time
             left = limits.request_timeout_s - (time.monotonic() - arrived)
-            job = await asyncio.wait_for(batcher.enqueue(texts), max(left, 0.0))
+            job = await batcher.enqueue_within(texts, left)
         except asyncio.TimeoutError:
             raise ApiError(504, late) from None
         except QueueFull as err:
