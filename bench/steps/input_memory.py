@@ -9,7 +9,7 @@ four classes, about 176 bytes a row), then ``lttw init DIR --data FILE`` in a su
 DVC, the data check): its peak resident memory (the largest of the command and the processes
 it waited for) and wall time. ``predict-csv``: a CSV of ``--mb`` records of a 1 MB quoted text
 field spanning 10,000 lines each, read as ``lttw predict --file F --truncate`` reads it
-(``batch_predict.open_source``), without a model: the growth of the process's peak memory
+(``text_sources.open_source``), without a model: the growth of the process's peak memory
 over its start-up. Writes ``bench/results/input_memory_<mode>.json``.
 """
 
@@ -32,7 +32,7 @@ READ_CSV = """
 import io, resource, sys
 from pathlib import Path
 import pandas as pd
-from lttw.inference.batch_predict import open_source
+from lttw.inference.text_sources import open_source
 from lttw.inference.text_lines import LineCap
 pd.read_csv(io.StringIO("a,b\\n1,2\\n"))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -18,7 +18,7 @@ from support.cli_runner import assert_user_error, invoke  # noqa: F401
 from typer.testing import CliRunner
 
 from lttw import cli
-from lttw.inference import batch_predict
+from lttw.inference import text_sources
 from lttw.inference.predict import Predictor
 
 COMMANDS = [
@@ -196,7 +196,7 @@ def lines(n: int) -> list[str]:
 def test_predict_file_streams_in_chunks(tmp_path, monkeypatch, suffix, out_suffix):
     fake = CountingPredictor()
     monkeypatch.setattr(cli.predict, "open_model", lambda *a, **k: fake)
-    monkeypatch.setattr(batch_predict, "CHUNK_ROWS", 100)
+    monkeypatch.setattr(text_sources, "CHUNK_ROWS", 100)
     texts, src = lines(1050), tmp_path / f"in{suffix}"
     if suffix == ".txt":
         src.write_text("\n".join(texts) + "\n")
@@ -300,7 +300,7 @@ def test_predict_a_long_file_streams_in_chunks(project, tmp_path, monkeypatch):
         return original(self, texts, batch_size)
 
     monkeypatch.setattr(Predictor, "predict_proba", recording)
-    monkeypatch.setattr(batch_predict, "CHUNK_ROWS", 128)  # 1,000 lines: 8 chunks
+    monkeypatch.setattr(text_sources, "CHUNK_ROWS", 128)  # 1,000 lines: 8 chunks
     texts = [
         f"{w} prices and the team game {i}"
         for i, w in zip(range(1000), ["oil", "stocks", "match", "world"] * 250)

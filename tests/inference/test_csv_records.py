@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from support.cli_runner import invoke
 
-from lttw.inference import batch_predict, csv_records
+from lttw.inference import csv_records, text_sources
 from lttw.inference.text_lines import LineCap
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ PEAK = """
 import io, resource, sys
 from pathlib import Path
 import pandas as pd
-from lttw.inference.batch_predict import open_source
+from lttw.inference.text_sources import open_source
 from lttw.inference.text_lines import LineCap
 pd.read_csv(io.StringIO("a,b\\n1,2\\n"))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -94,9 +94,9 @@ def test_records_split_the_file_as_pandas_does(tmp_path, monkeypatch, sep):
     path.write_bytes(b"\xef\xbb\xbf" + TRICKY.replace(",", sep).encode())
     want = pd.read_csv(path, sep=sep, keep_default_na=False, dtype=str, encoding="utf-8-sig")
     for rows, size in ((2, 1 << 20), (8192, 8)):
-        monkeypatch.setattr(batch_predict, "CHUNK_ROWS", rows)
+        monkeypatch.setattr(text_sources, "CHUNK_ROWS", rows)
         monkeypatch.setattr(csv_records, "CHUNK_BYTES", size)
-        source = batch_predict.open_source(path, "text", LineCap())
+        source = text_sources.open_source(path, "text", LineCap())
         got = [text for texts, _ in source.chunks() for text in texts]
         assert got == want["text"].tolist()
 

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from support.cli_runner import invoke
 
-from lttw.inference import batch_predict, csv_records
+from lttw.inference import csv_records, text_sources
 
 
 def test_a_damaged_parquet_page_names_the_input(fixed_model, tmp_path):
@@ -57,10 +57,10 @@ def test_a_quoted_line_end_after_a_cr_at_the_chunk_boundary(
     path.write_bytes(body)
     want = pd.read_csv(path, keep_default_na=False, dtype=str)["text"].tolist()
     assert want == ["1", "2", "x", "a\nb", "c\rd", "e"]
-    monkeypatch.setattr(batch_predict, "CHUNK_ROWS", chunk)
+    monkeypatch.setattr(text_sources, "CHUNK_ROWS", chunk)
     for block in (1, 2, 5, 1 << 20):
         monkeypatch.setattr(csv_records, "_BLOCK", block)
-        source = batch_predict.open_source(path, "text", None)
+        source = text_sources.open_source(path, "text", None)
         assert [t for texts, _ in source.chunks() for t in texts] == want, block
 
 

@@ -11,8 +11,9 @@ import numpy as np
 from support.cli_runner import invoke
 from tqdm import tqdm
 
-from lttw.inference import batch_predict
-from lttw.inference.batch_predict import TextSource, predict_chunks
+from lttw.inference import text_sources
+from lttw.inference.batch_predict import predict_chunks
+from lttw.inference.text_sources import TextSource
 
 
 class _Predictor:
@@ -43,14 +44,14 @@ def test_the_bar_moves_after_every_forward_batch(monkeypatch):
     source = TextSource(Path("t.txt"), 10, lambda: iter([(texts, None)]))
     frames = list(predict_chunks(_Predictor(events), source, batch_size=3))
     assert events == [("forward", 3), ("bar", 3)] * 3 + [("forward", 1), ("bar", 1)]
-    assert len(frames) == 1 and len(frames[0]) == 10 and batch_predict.CHUNK_ROWS > 10
+    assert len(frames) == 1 and len(frames[0]) == 10 and text_sources.CHUNK_ROWS > 10
 
 
 def test_a_csv_file_shows_bytes_read_against_its_size(fixed_model, tmp_path, monkeypatch):
     """2,000 rows in chunks of 500, forward batches of 100: stderr (a log, not a terminal:
     a line per tenth of the file) shows the bytes read of the file's size and the time
     left, moving within a chunk, and ends at the whole file."""
-    monkeypatch.setattr(batch_predict, "CHUNK_ROWS", 500)
+    monkeypatch.setattr(text_sources, "CHUNK_ROWS", 500)
     path = tmp_path / "in.csv"
     path.write_text("id,text\n" + "".join(f"{i},text number {i}\n" for i in range(2000)))
     size = tqdm.format_sizeof(path.stat().st_size, "B", 1024)

@@ -23,6 +23,7 @@ ANSWERING = [
     "lttw.factors.features",
     "lttw.inference.predict",
     "lttw.inference.batch_predict",
+    "lttw.inference.text_sources",
     "lttw.inference.answers",
     "lttw.inference.loading",
     "lttw.models.onnx_classifier",

@@ -196,11 +196,12 @@ def predict(
         _say(predictor.note())
         return
     from lttw.inference import batch_predict as bp
+    from lttw.inference.text_sources import open_source
 
     bp.check_paths(file, out, force)
     if file is not None:  # the file's columns first: a wrong name fails before the model loads
         columns = None if keep is None else [c.strip() for c in keep.split(",") if c.strip()]
-        source = bp.open_source(file, text_column, cap, columns, project_columns(params)[0])
+        source = open_source(file, text_column, cap, columns, project_columns(params)[0])
     predictor = WindowedPredictor(open_model(model, params, device, True, revision), chunk)
     rule = _rule(predictor, min_prob, top_k)
     if file is not None:

@@ -8,7 +8,7 @@ the user already runs (``--ray-address``, or ``RAY_ADDRESS``):
   of them or a glob) is one read task, which yields its rows in blocks of ``block_rows`` with
   every column kept, plus ``shard`` (the file's name) and ``row`` (1-based, as
   ``lttw predict --file`` names rows in its errors). A shard is read as ``lttw predict
-  --file`` reads a file (``inference.batch_predict.open_source``): every text held to the same
+  --file`` reads a file (``inference.text_sources.open_source``): every text held to the same
   ``LineCap`` (refused with its shard and row, or cut), a CSV record to the same byte bound
   before pandas reads it.
 - **predict**: ``map_batches`` over an ``ActorPoolStrategy`` of ``actors`` actors; each loads
@@ -34,9 +34,9 @@ import pandas as pd
 from lttw.data.tables import CSV_SUFFIXES, PARQUET_SUFFIXES
 from lttw.errors import DataError, UserError, one_line
 from lttw.inference.answers import AnswerRule
-from lttw.inference.batch_predict import TextSource, open_source, pick_text_column
 from lttw.inference.prediction_table import ALL_COLUMNS, prediction_frame
 from lttw.inference.text_lines import LineCap
+from lttw.inference.text_sources import TextSource, open_source, pick_text_column
 from lttw.io import atomic_dir
 from lttw.serving.ray_errors import ray_failures_as_errors
 
@@ -131,7 +131,7 @@ def open_shard(path: Path, settings: RayBatchSettings) -> TextSource:
 
 def read_shard(path: Path, settings: RayBatchSettings) -> Iterator[pd.DataFrame]:
     """One shard's rows, ``block_rows`` at a time, as ``lttw predict --file`` reads a file
-    (``batch_predict.open_source``: every column kept, CSV columns as strings, the text held
+    (``text_sources.open_source``: every column kept, CSV columns as strings, the text held
     to the cap), with ``shard`` / ``row`` first and the columns in the file's order."""
     source = open_shard(path, settings)
     column = str(source.column)  # shards are tables (shard_paths): a text column
