@@ -19,7 +19,8 @@ import time
 from starlette.requests import Request
 
 from lttw.errors import one_line
-from lttw.serving.batcher import MicroBatcher, ShuttingDown
+from lttw.serving.batch_jobs import ShuttingDown
+from lttw.serving.batcher import MicroBatcher
 from lttw.serving.documents import ApiError, check_json, check_text, load_json, read_body
 from lttw.serving.limits import Limits
 

@@ -7,7 +7,7 @@ import asyncio
 import logging
 
 from lttw.errors import one_line
-from lttw.serving.batcher import ShuttingDown
+from lttw.serving.batch_jobs import ShuttingDown
 from lttw.serving.security import send_json
 
 log = logging.getLogger("lttw.serving")

@@ -48,7 +48,8 @@ from lttw.errors import one_line
 from lttw.inference.answers import chosen_ids
 from lttw.models.calibration import Calibration
 from lttw.serving import schema
-from lttw.serving.batcher import MicroBatcher, QueueFull, ShuttingDown, TooLarge
+from lttw.serving.batch_jobs import QueueFull, ShuttingDown, TooLarge
+from lttw.serving.batcher import MicroBatcher
 from lttw.serving.connection import LIVE
 from lttw.serving.documents import (
     CLIENT_GONE,
